@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Fails when the generated code or the CRD differs from what
+# hack/update-codegen.sh would produce now.
+set -o errexit
+set -o nounset
+set -o pipefail
+
+SCRIPT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${SCRIPT_ROOT}"
+
+TMP=$(mktemp -d)
+trap 'rm -rf "${TMP}"' EXIT
+
+# Generate into a copy of the tree, then compare the outputs with the committed ones.
+cp -a "${SCRIPT_ROOT}/." "${TMP}/"
+rm -rf "${TMP}/pkg/generated" "${TMP}/artifacts/crd"
+find "${TMP}/pkg/apis" -name 'zz_generated.*' -delete
+(cd "${TMP}" && GOFLAGS="${GOFLAGS:-} -mod=mod" ./hack/update-codegen.sh >/dev/null)
+
+status=0
+for path in pkg/generated artifacts/crd; do
+  if ! diff -Naupr "${SCRIPT_ROOT}/${path}" "${TMP}/${path}"; then status=1; fi
+done
+for f in $(cd "${TMP}" && find pkg/apis -name 'zz_generated.*'); do
+  if ! diff -Naup "${SCRIPT_ROOT}/${f}" "${TMP}/${f}"; then status=1; fi
+done
+if [[ ${status} -ne 0 ]]; then
+  echo "generated code or CRD is stale: run hack/update-codegen.sh" >&2
+  exit 1
+fi
+echo "generated code and CRD are up to date"
