@@ -1,0 +1,77 @@
+package apply
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestCovers(t *testing.T) {
+	tests := []struct {
+		name     string
+		observed any
+		desired  any
+		want     bool
+	}{
+		{"equal scalars", map[string]any{"a": 1}, map[string]any{"a": 1}, true},
+		{"different scalar", map[string]any{"a": 1}, map[string]any{"a": 2}, false},
+		{"extra observed key", map[string]any{"a": 1, "b": 2}, map[string]any{"a": 1}, true},
+		{"missing non-zero key", map[string]any{}, map[string]any{"a": 1}, false},
+		{"missing zero key", map[string]any{}, map[string]any{"a": false, "b": "", "c": 0}, true},
+		{"nested map", map[string]any{"m": map[string]any{"x": "y", "z": 1}}, map[string]any{"m": map[string]any{"x": "y"}}, true},
+		{"nested drift", map[string]any{"m": map[string]any{"x": "n"}}, map[string]any{"m": map[string]any{"x": "y"}}, false},
+		{"list appended by others", map[string]any{"l": []any{1, 2, 3}}, map[string]any{"l": []any{1, 2}}, true},
+		{"list shorter than desired", map[string]any{"l": []any{1}}, map[string]any{"l": []any{1, 2}}, false},
+		{"list reordered", map[string]any{"l": []any{2, 1}}, map[string]any{"l": []any{1, 2}}, false},
+		{"missing list", map[string]any{}, map[string]any{"l": []any{1}}, false},
+		{"type mismatch", map[string]any{"m": "x"}, map[string]any{"m": map[string]any{"x": "y"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Covers(tt.observed, tt.desired)
+			if err != nil || got != tt.want {
+				t.Fatalf("Covers() = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// A typed object as the API server returns it, with defaults filled in,
+// covers the apply configuration it was created from.
+func TestCoversTypedObjectWithDefaults(t *testing.T) {
+	desired := corev1ac.Service("db", "ns").
+		WithLabels(map[string]string{"a": "b"}).
+		WithSpec(corev1ac.ServiceSpec().
+			WithPublishNotReadyAddresses(false).
+			WithPorts(corev1ac.ServicePort().WithName("pg").WithPort(5432)))
+	var svc corev1.Service
+	if err := ToObject(desired, &svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.ClusterIP = "10.0.0.7"
+	svc.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	svc.Spec.Ports[0].Protocol = corev1.ProtocolTCP
+	svc.Labels["added-by-someone"] = "x"
+	svc.Annotations = map[string]string{"note": "kept"}
+	if ok, err := Covers(&svc, desired); err != nil || !ok {
+		t.Fatalf("Covers(defaulted, desired) = %v, %v; want true", ok, err)
+	}
+	svc.Spec.Ports[0].Port = 5433
+	if ok, _ := Covers(&svc, desired); ok {
+		t.Fatal("Covers() = true after the port drifted")
+	}
+}
+
+func TestToObject(t *testing.T) {
+	var sts appsv1.StatefulSet
+	ac := map[string]any{"metadata": map[string]any{"name": "x"}, "spec": map[string]any{"replicas": 3}}
+	if err := ToObject(ac, &sts); err != nil {
+		t.Fatal(err)
+	}
+	if sts.Name != "x" || !ptr.Equal(sts.Spec.Replicas, ptr.To[int32](3)) {
+		t.Fatalf("ToObject() = %+v", sts)
+	}
+}

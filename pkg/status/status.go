@@ -1,0 +1,159 @@
+// Package status computes a Database's status from the Database and the
+// children observed. Compute is a pure function; the controller writes its
+// result only when it differs from what is stored.
+package status
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/engine"
+)
+
+// Reasons of the Ready and Progressing conditions. Each one says what a
+// person can do about it.
+const (
+	ReasonAllReplicasReady   = "AllReplicasReady"
+	ReasonReplicasNotReady   = "ReplicasNotReady"
+	ReasonStopped            = "Stopped"
+	ReasonProvisioning       = "Provisioning"
+	ReasonRollingUpdate      = "RollingUpdate"
+	ReasonScaling            = "Scaling"
+	ReasonStopping           = "Stopping"
+	ReasonConverged          = "Converged"
+	ReasonUnknownVersion     = "UnknownVersion"
+	ReasonDowngradeRefused   = "DowngradeRefused"
+	ReasonResourceConflict   = "ResourceConflict"
+	ReasonCredentialsMissing = "CredentialsSecretMissing"
+)
+
+// Problem is a reason the controller cannot bring a Database to its spec
+// until a person acts: a spec the schema cannot reject, or an object in the
+// way. It is reported in the conditions and in a Warning event.
+type Problem struct {
+	// Reason is one of the Reason constants, in CamelCase.
+	Reason string
+	// Message says what is wrong and what to do.
+	Message string
+}
+
+func (p *Problem) Error() string { return p.Reason + ": " + p.Message }
+
+// Input is everything Compute reads.
+type Input struct {
+	// Database is the Database as stored, including its current status.
+	Database *dbv1alpha1.Database
+	// Profile is the engine's profile; nil when the engine is unknown.
+	Profile *engine.Profile
+	// StatefulSet is the observed StatefulSet, or nil when there is none.
+	// After a write it is the object the API server returned.
+	StatefulSet *appsv1.StatefulSet
+	// Image is the image the StatefulSet should run, "" when unknown.
+	Image string
+	// Problem, when set, blocks progress.
+	Problem *Problem
+	// Now stamps conditions whose status changes.
+	Now metav1.Time
+}
+
+// Compute returns the status the Database should have.
+func Compute(in Input) dbv1alpha1.DatabaseStatus {
+	db := in.Database
+	old := db.Status
+	st := dbv1alpha1.DatabaseStatus{
+		CurrentVersion:     old.CurrentVersion,
+		CredentialsSecret:  builder.SecretName(db),
+		Selector:           builder.Selector(db),
+		ObservedGeneration: db.Generation,
+		Conditions:         append([]metav1.Condition(nil), old.Conditions...),
+	}
+	if in.Profile != nil {
+		st.Endpoint = builder.Endpoint(db, in.Profile)
+	}
+	desired := int32(1)
+	if db.Spec.Replicas != nil {
+		desired = *db.Spec.Replicas
+	}
+	if sts := in.StatefulSet; sts != nil {
+		st.Replicas = sts.Status.Replicas
+		st.ReadyReplicas = sts.Status.ReadyReplicas
+	}
+	rolledOut := isRolledOut(in.StatefulSet, desired, in.Image)
+	if rolledOut && desired > 0 && in.Problem == nil && in.Image != "" {
+		st.CurrentVersion = db.Spec.Version
+	}
+
+	ready := metav1.Condition{Type: dbv1alpha1.ConditionReady, Status: metav1.ConditionFalse}
+	progressing := metav1.Condition{Type: dbv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue}
+	switch {
+	case in.Problem != nil:
+		st.Phase = dbv1alpha1.PhaseFailed
+		ready.Reason, ready.Message = in.Problem.Reason, in.Problem.Message
+		progressing.Status = metav1.ConditionFalse
+		progressing.Reason, progressing.Message = in.Problem.Reason, in.Problem.Message
+	case in.StatefulSet == nil:
+		st.Phase = dbv1alpha1.PhasePending
+		ready.Reason, ready.Message = ReasonProvisioning, "the StatefulSet does not exist yet"
+		progressing.Reason, progressing.Message = ReasonProvisioning, "creating the Secret, the Services and the StatefulSet"
+	case desired == 0 && rolledOut:
+		st.Phase = dbv1alpha1.PhaseStopped
+		ready.Reason, ready.Message = ReasonStopped, "replicas is 0: the database is stopped and its data is kept"
+		progressing.Status = metav1.ConditionFalse
+		progressing.Reason, progressing.Message = ReasonConverged, "the Database matches its spec"
+	case rolledOut:
+		st.Phase = dbv1alpha1.PhaseRunning
+		ready.Status = metav1.ConditionTrue
+		ready.Reason, ready.Message = ReasonAllReplicasReady, fmt.Sprintf("%d/%d replicas are ready", st.ReadyReplicas, desired)
+		progressing.Status = metav1.ConditionFalse
+		progressing.Reason, progressing.Message = ReasonConverged, "the Database matches its spec"
+	case desired == 0:
+		st.Phase = dbv1alpha1.PhaseUpdating
+		ready.Reason, ready.Message = ReasonStopping, fmt.Sprintf("stopping: %d replicas still running", st.Replicas)
+		progressing.Reason, progressing.Message = ReasonStopping, ready.Message
+	default:
+		ready.Reason, ready.Message = ReasonReplicasNotReady, fmt.Sprintf("%d/%d replicas are ready", st.ReadyReplicas, desired)
+		switch {
+		case old.CurrentVersion == "":
+			st.Phase = dbv1alpha1.PhaseProvisioning
+			progressing.Reason, progressing.Message = ReasonProvisioning, fmt.Sprintf("waiting for %d/%d replicas to become ready", st.ReadyReplicas, desired)
+		case st.Replicas != desired:
+			st.Phase = dbv1alpha1.PhaseUpdating
+			progressing.Reason, progressing.Message = ReasonScaling, fmt.Sprintf("scaling from %d to %d replicas: %d ready", st.Replicas, desired, st.ReadyReplicas)
+		default:
+			st.Phase = dbv1alpha1.PhaseUpdating
+			progressing.Reason, progressing.Message = ReasonRollingUpdate, fmt.Sprintf("rolling out: %d/%d replicas updated, %d ready",
+				in.StatefulSet.Status.UpdatedReplicas, desired, st.ReadyReplicas)
+		}
+	}
+	for _, c := range []metav1.Condition{ready, progressing} {
+		c.ObservedGeneration = db.Generation
+		c.LastTransitionTime = in.Now
+		// SetStatusCondition keeps LastTransitionTime unless the status changes.
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	return st
+}
+
+// isRolledOut reports whether sts has settled at the desired replica count
+// with every replica on the current revision, running image.
+func isRolledOut(sts *appsv1.StatefulSet, desired int32, image string) bool {
+	if sts == nil || sts.Status.ObservedGeneration < sts.Generation {
+		return false
+	}
+	if sts.Spec.Replicas != nil && *sts.Spec.Replicas != desired {
+		return false
+	}
+	if image != "" && (len(sts.Spec.Template.Spec.Containers) == 0 || sts.Spec.Template.Spec.Containers[0].Image != image) {
+		return false
+	}
+	s := sts.Status
+	if s.UpdateRevision != "" && s.CurrentRevision != s.UpdateRevision && desired > 0 {
+		return false
+	}
+	return s.Replicas == desired && s.ReadyReplicas == desired && (desired == 0 || s.UpdatedReplicas == desired)
+}
