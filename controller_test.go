@@ -1,0 +1,982 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	testclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/apply"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
+	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+var (
+	alwaysReady = func() bool { return true }
+	noResync    = func() time.Duration { return 0 }()
+	testNow     = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+)
+
+// fixture seeds the listers and the fake clientsets, runs one sync and
+// compares the API actions it made, one by one, with the expected ones.
+type fixture struct {
+	t *testing.T
+
+	client     *fake.Clientset
+	kubeclient *k8sfake.Clientset
+
+	// Objects to put in the listers.
+	dbLister          []*dbv1alpha1.Database
+	statefulSetLister []*appsv1.StatefulSet
+	serviceLister     []*corev1.Service
+	secretLister      []*corev1.Secret
+
+	// Actions expected on each clientset.
+	kubeactions []core.Action
+	actions     []core.Action
+	// Events expected, as "Type Reason Message".
+	events []string
+
+	// Objects in the fake clientsets at start.
+	kubeobjects []runtime.Object
+	objects     []runtime.Object
+
+	clock *testclock.FakePassiveClock
+}
+
+func newFixture(t *testing.T) *fixture {
+	return &fixture{t: t, clock: testclock.NewFakePassiveClock(testNow)}
+}
+
+// passwordSource gives a fixed, known password: "AAAA...".
+func passwordSource() *bytes.Reader { return bytes.NewReader(make([]byte, 64)) }
+
+const testPassword = "AAAAAAAAAAAAAAAAAAAAAAAA"
+
+func newDatabase(name string, engineName dbv1alpha1.Engine, version string, replicas int32) *dbv1alpha1.Database {
+	return &dbv1alpha1.Database{
+		TypeMeta: metav1.TypeMeta{APIVersion: dbv1alpha1.SchemeGroupVersion.String(), Kind: "Database"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       metav1.NamespaceDefault,
+			UID:             types.UID(name + "-uid"),
+			Generation:      1,
+			ResourceVersion: "1",
+		},
+		Spec: dbv1alpha1.DatabaseSpec{
+			Engine:         engineName,
+			Version:        version,
+			Replicas:       ptr.To(replicas),
+			Storage:        dbv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+			DeletionPolicy: dbv1alpha1.DeletionPolicyRetain,
+		},
+	}
+}
+
+func profile(t *testing.T, db *dbv1alpha1.Database) *engine.Profile {
+	p, err := engine.Lookup(db.Spec.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Builders of the children as the controller creates them.
+
+func expectedSecret(t *testing.T, db *dbv1alpha1.Database, password string) *corev1.Secret {
+	s := &corev1.Secret{}
+	if err := apply.ToObject(builder.NewSecret(db, profile(t, db), password), s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func expectedHeadless(t *testing.T, db *dbv1alpha1.Database) *corev1.Service {
+	s := &corev1.Service{}
+	if err := apply.ToObject(builder.NewHeadlessService(db, profile(t, db)), s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func expectedService(t *testing.T, db *dbv1alpha1.Database) *corev1.Service {
+	s := &corev1.Service{}
+	if err := apply.ToObject(builder.NewService(db, profile(t, db)), s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func expectedStatefulSet(t *testing.T, db *dbv1alpha1.Database) *appsv1.StatefulSet {
+	p := profile(t, db)
+	image, err := p.Image(db.Spec.Version, db.Spec.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &appsv1.StatefulSet{}
+	if err := apply.ToObject(builder.NewStatefulSet(db, p, image, builder.StorageOf(db)), s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// rolledOut marks sts as fully rolled out with n ready replicas.
+func rolledOut(sts *appsv1.StatefulSet, n int32) *appsv1.StatefulSet {
+	sts.Generation = 1
+	sts.Status = appsv1.StatefulSetStatus{
+		ObservedGeneration: 1, Replicas: n, ReadyReplicas: n, AvailableReplicas: n, UpdatedReplicas: n,
+		CurrentRevision: "rev-1", UpdateRevision: "rev-1",
+	}
+	return sts
+}
+
+// converged seeds a Database that reached Running with all its children,
+// and its stored status as the controller last wrote it.
+func (f *fixture) converged(db *dbv1alpha1.Database) (*appsv1.StatefulSet, *corev1.Service, *corev1.Service, *corev1.Secret) {
+	secret := expectedSecret(f.t, db, "rotated-by-user")
+	headless := expectedHeadless(f.t, db)
+	svc := expectedService(f.t, db)
+	sts := rolledOut(expectedStatefulSet(f.t, db), *db.Spec.Replicas)
+	image, _ := profile(f.t, db).Image(db.Spec.Version, db.Spec.Image)
+	db.Status = status.Compute(status.Input{Database: db, Profile: profile(f.t, db), StatefulSet: sts, Image: image,
+		Now: metav1.NewTime(testNow.Add(-time.Hour))})
+	f.seed(db, sts, headless, svc, secret)
+	return sts, headless, svc, secret
+}
+
+// seed puts objects in both the listers and the fake clientsets.
+func (f *fixture) seed(objs ...runtime.Object) {
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *dbv1alpha1.Database:
+			f.dbLister = append(f.dbLister, o)
+			f.objects = append(f.objects, o)
+		case *appsv1.StatefulSet:
+			f.statefulSetLister = append(f.statefulSetLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.Service:
+			f.serviceLister = append(f.serviceLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.Secret:
+			f.secretLister = append(f.secretLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		default:
+			f.t.Fatalf("cannot seed %T", o)
+		}
+	}
+}
+
+func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory, kubeinformers.SharedInformerFactory, *record.FakeRecorder) {
+	f.client = fake.NewSimpleClientset(f.objects...)
+	f.kubeclient = k8sfake.NewClientset(f.kubeobjects...)
+
+	i := informers.NewSharedInformerFactory(f.client, noResync)
+	k8sI := kubeinformers.NewSharedInformerFactory(f.kubeclient, noResync)
+
+	c, err := NewController(ctx, f.kubeclient, f.client,
+		k8sI.Apps().V1().StatefulSets(), k8sI.Core().V1().Services(), k8sI.Core().V1().Secrets(),
+		i.Dbcontroller().V1alpha1().Databases(), passwordSource(), f.clock)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c.databasesSynced, c.statefulSetsSynced, c.servicesSynced, c.secretsSynced = alwaysReady, alwaysReady, alwaysReady, alwaysReady
+	recorder := record.NewFakeRecorder(100)
+	c.recorder = recorder
+
+	for _, d := range f.dbLister {
+		_ = i.Dbcontroller().V1alpha1().Databases().Informer().GetIndexer().Add(d)
+	}
+	for _, s := range f.statefulSetLister {
+		_ = k8sI.Apps().V1().StatefulSets().Informer().GetIndexer().Add(s)
+	}
+	for _, s := range f.serviceLister {
+		_ = k8sI.Core().V1().Services().Informer().GetIndexer().Add(s)
+	}
+	for _, s := range f.secretLister {
+		_ = k8sI.Core().V1().Secrets().Informer().GetIndexer().Add(s)
+	}
+	return c, i, k8sI, recorder
+}
+
+func (f *fixture) run(ctx context.Context, ref cache.ObjectName) *Controller {
+	return f.runController(ctx, ref, false)
+}
+
+func (f *fixture) runExpectError(ctx context.Context, ref cache.ObjectName) *Controller {
+	return f.runController(ctx, ref, true)
+}
+
+func (f *fixture) runController(ctx context.Context, ref cache.ObjectName, expectError bool) *Controller {
+	c, _, _, recorder := f.newController(ctx)
+	f.syncAndCheck(ctx, c, recorder, ref, expectError)
+	return c
+}
+
+func (f *fixture) syncAndCheck(ctx context.Context, c *Controller, recorder *record.FakeRecorder, ref cache.ObjectName, expectError bool) {
+	f.t.Helper()
+	f.client.ClearActions()
+	f.kubeclient.ClearActions()
+	err := c.syncHandler(ctx, ref)
+	if !expectError && err != nil {
+		f.t.Fatalf("error syncing database: %v", err)
+	} else if expectError && err == nil {
+		f.t.Fatal("expected error syncing database, got nil")
+	}
+	checkActions(f.t, "database clientset", f.actions, filterInformerActions(f.client.Actions()))
+	checkActions(f.t, "kube clientset", f.kubeactions, filterInformerActions(f.kubeclient.Actions()))
+	checkEvents(f.t, f.events, recorder)
+}
+
+func checkActions(t *testing.T, which string, expected, actual []core.Action) {
+	t.Helper()
+	for i, action := range actual {
+		if i >= len(expected) {
+			t.Errorf("%s: %d unexpected actions: %s", which, len(actual)-len(expected), describeActions(actual[i:]))
+			break
+		}
+		checkAction(t, expected[i], action)
+	}
+	if len(expected) > len(actual) {
+		t.Errorf("%s: %d additional expected actions: %s", which, len(expected)-len(actual), describeActions(expected[len(actual):]))
+	}
+}
+
+func describeActions(actions []core.Action) string {
+	var parts []string
+	for _, a := range actions {
+		parts = append(parts, fmt.Sprintf("%s %s/%s", a.GetVerb(), a.GetResource().Resource, a.GetSubresource()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkAction verifies that expected and actual are the same verb on the same
+// resource, with the same object or patch.
+func checkAction(t *testing.T, expected, actual core.Action) {
+	t.Helper()
+	if !(expected.Matches(actual.GetVerb(), actual.GetResource().Resource) && actual.GetSubresource() == expected.GetSubresource()) {
+		t.Errorf("expected action %s %s/%s, got %s %s/%s", expected.GetVerb(), expected.GetResource().Resource, expected.GetSubresource(),
+			actual.GetVerb(), actual.GetResource().Resource, actual.GetSubresource())
+		return
+	}
+	if reflect.TypeOf(actual) != reflect.TypeOf(expected) {
+		t.Errorf("action %s has type %T, want %T", actual.GetVerb(), actual, expected)
+		return
+	}
+	switch a := actual.(type) {
+	case core.CreateActionImpl:
+		e := expected.(core.CreateActionImpl)
+		if !equality.Semantic.DeepEqual(e.GetObject(), a.GetObject()) {
+			t.Errorf("create %s: object differs:\n got: %s\nwant: %s", a.GetResource().Resource, toJSON(a.GetObject()), toJSON(e.GetObject()))
+		}
+	case core.UpdateActionImpl:
+		e := expected.(core.UpdateActionImpl)
+		if !equality.Semantic.DeepEqual(e.GetObject(), a.GetObject()) {
+			t.Errorf("update %s: object differs:\n got: %s\nwant: %s", a.GetResource().Resource, toJSON(a.GetObject()), toJSON(e.GetObject()))
+		}
+	case core.PatchActionImpl:
+		e := expected.(core.PatchActionImpl)
+		if a.GetName() != e.GetName() || a.GetPatchType() != e.GetPatchType() {
+			t.Errorf("patch: got %s %s, want %s %s", a.GetPatchType(), a.GetName(), e.GetPatchType(), e.GetName())
+		}
+		var got, want any
+		_ = json.Unmarshal(a.GetPatch(), &got)
+		_ = json.Unmarshal(e.GetPatch(), &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("patch %s: differs:\n got: %s\nwant: %s", a.GetName(), a.GetPatch(), e.GetPatch())
+		}
+	case core.GetActionImpl:
+		e := expected.(core.GetActionImpl)
+		if a.GetName() != e.GetName() {
+			t.Errorf("get: got %s, want %s", a.GetName(), e.GetName())
+		}
+	default:
+		t.Errorf("uncaptured action %s %s", actual.GetVerb(), actual.GetResource().Resource)
+	}
+}
+
+func toJSON(o any) string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+func checkEvents(t *testing.T, expected []string, recorder *record.FakeRecorder) {
+	t.Helper()
+	var got []string
+	for {
+		select {
+		case e := <-recorder.Events:
+			got = append(got, e)
+			continue
+		default:
+		}
+		break
+	}
+	if len(got) != len(expected) {
+		t.Errorf("events: got %d %q, want %d %q", len(got), got, len(expected), expected)
+		return
+	}
+	for i := range expected {
+		if !strings.HasPrefix(got[i], expected[i]) {
+			t.Errorf("event %d: got %q, want one starting with %q", i, got[i], expected[i])
+		}
+	}
+}
+
+// filterInformerActions drops the list and watch calls of informers.
+func filterInformerActions(actions []core.Action) []core.Action {
+	var ret []core.Action
+	for _, action := range actions {
+		if action.GetVerb() == "list" || action.GetVerb() == "watch" {
+			continue
+		}
+		ret = append(ret, action)
+	}
+	return ret
+}
+
+var (
+	secretsResource      = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	servicesResource     = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	statefulSetsResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+	databasesResource    = schema.GroupVersionResource{Group: "dbcontroller.io", Version: "v1alpha1", Resource: "databases"}
+)
+
+func (f *fixture) expectCreate(resource schema.GroupVersionResource, obj runtime.Object) {
+	ns := obj.(metav1.Object).GetNamespace()
+	f.kubeactions = append(f.kubeactions, core.NewCreateAction(resource, ns, obj))
+}
+
+func (f *fixture) expectGet(resource schema.GroupVersionResource, ns, name string) {
+	f.kubeactions = append(f.kubeactions, core.NewGetAction(resource, ns, name))
+}
+
+func (f *fixture) expectApply(resource schema.GroupVersionResource, ns, name string, applyConfiguration any) {
+	patch, err := json.Marshal(applyConfiguration)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(resource, ns, name, types.ApplyPatchType, patch))
+}
+
+func (f *fixture) expectStatusUpdate(db *dbv1alpha1.Database, st dbv1alpha1.DatabaseStatus) {
+	updated := db.DeepCopy()
+	updated.Status = st
+	f.actions = append(f.actions, core.NewUpdateSubresourceAction(databasesResource, "status", db.Namespace, updated))
+}
+
+func ref(db *dbv1alpha1.Database) cache.ObjectName { return cache.MetaObjectToName(db) }
+
+// wantStatus is the status the controller must write. It is spelled out
+// here rather than computed, so these tests do not trust status.Compute.
+func wantStatus(db *dbv1alpha1.Database, phase dbv1alpha1.Phase, replicas, ready int32, currentVersion string,
+	readyStatus metav1.ConditionStatus, readyReason, readyMsg string,
+	progStatus metav1.ConditionStatus, progReason, progMsg string) dbv1alpha1.DatabaseStatus {
+	now := metav1.NewTime(testNow)
+	port := map[dbv1alpha1.Engine]string{"postgresql": "5432", "mysql": "3306", "mongodb": "27017"}[db.Spec.Engine]
+	return dbv1alpha1.DatabaseStatus{
+		Phase:              phase,
+		Replicas:           replicas,
+		ReadyReplicas:      ready,
+		CurrentVersion:     currentVersion,
+		Endpoint:           db.Name + ".default.svc:" + port,
+		CredentialsSecret:  db.Name + "-credentials",
+		Selector:           "app.kubernetes.io/instance=" + db.Name + ",app.kubernetes.io/name=" + string(db.Spec.Engine),
+		ObservedGeneration: db.Generation,
+		Conditions: []metav1.Condition{
+			{Type: "Ready", Status: readyStatus, Reason: readyReason, Message: readyMsg, ObservedGeneration: db.Generation, LastTransitionTime: now},
+			{Type: "Progressing", Status: progStatus, Reason: progReason, Message: progMsg, ObservedGeneration: db.Generation, LastTransitionTime: now},
+		},
+	}
+}
+
+// keepTransitionTime sets a condition's LastTransitionTime to when the
+// fixture's converged Database last changed it: a condition whose status
+// does not change keeps its time.
+func keepTransitionTime(st *dbv1alpha1.DatabaseStatus, condType string) {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == condType {
+			st.Conditions[i].LastTransitionTime = metav1.NewTime(testNow.Add(-time.Hour))
+		}
+	}
+}
+
+func TestCreatesEverythingForANewDatabase(t *testing.T) {
+	for _, eng := range []dbv1alpha1.Engine{"postgresql", "mysql", "mongodb"} {
+		t.Run(string(eng), func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			version := map[dbv1alpha1.Engine]string{"postgresql": "16", "mysql": "8.4", "mongodb": "7.0"}[eng]
+			db := newDatabase("orders", eng, version, 1)
+			f.seed(db)
+
+			f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+			f.expectCreate(servicesResource, expectedHeadless(t, db))
+			f.expectCreate(servicesResource, expectedService(t, db))
+			f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+			f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 0, 0, "",
+				"False", "ReplicasNotReady", "0/1 replicas are ready",
+				"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+			f.events = []string{
+				"Normal Created Created Secret orders-credentials",
+				"Normal Created Created Service orders-headless",
+				"Normal Created Created Service orders",
+				"Normal Created Created StatefulSet orders",
+			}
+			f.run(ctx, ref(db))
+		})
+	}
+}
+
+func TestSteadyStateMakesNoWrites(t *testing.T) {
+	for _, replicas := range []int32{1, 3, 0} {
+		t.Run(fmt.Sprintf("replicas=%d", replicas), func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", replicas)
+			f.converged(db)
+			// No actions and no events expected.
+			f.run(ctx, ref(db))
+		})
+	}
+}
+
+func TestSteadyStateToleratesServerDefaultsAndOthersFields(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "mysql", "8.4", 1)
+	sts, _, svc, _ := f.converged(db)
+	// What the API server and other actors add must not look like drift.
+	svc.Spec.ClusterIP = "10.0.0.12"
+	svc.Spec.ClusterIPs = []string{"10.0.0.12"}
+	svc.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	svc.Annotations = map[string]string{"team": "payments"}
+	sts.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	sts.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	sts.Spec.Template.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
+	sts.Spec.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "now"}
+	sts.Labels["added-by-someone"] = "yes"
+	f.run(ctx, ref(db))
+}
+
+func TestDriftIsRepaired(t *testing.T) {
+	tests := []struct {
+		name  string
+		drift func(f *fixture, sts *appsv1.StatefulSet, headless, svc *corev1.Service)
+		// expect registers the expected actions on the drifted fixture.
+		expect func(f *fixture, db *dbv1alpha1.Database)
+		event  string
+	}{
+		{
+			name: "StatefulSet replicas edited",
+			drift: func(f *fixture, sts *appsv1.StatefulSet, _, _ *corev1.Service) {
+				sts.Spec.Replicas = ptr.To[int32](5)
+			},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+			},
+			event: "Normal Updated Updated StatefulSet orders to match the Database spec",
+		},
+		{
+			name: "StatefulSet image edited",
+			drift: func(f *fixture, sts *appsv1.StatefulSet, _, _ *corev1.Service) {
+				sts.Spec.Template.Spec.Containers[0].Image = "postgres:latest"
+			},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+			},
+			event: "Normal Updated Updated StatefulSet orders to match the Database spec",
+		},
+		{
+			name: "client Service port edited",
+			drift: func(f *fixture, _ *appsv1.StatefulSet, _, svc *corev1.Service) {
+				svc.Spec.Ports[0].Port = 15432
+			},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.expectApply(servicesResource, "default", "orders", builder.NewService(db, profile(t, db)))
+			},
+			event: "Normal Updated Updated Service orders to match the Database spec",
+		},
+		{
+			name: "headless Service made non-headless selector edited",
+			drift: func(f *fixture, _ *appsv1.StatefulSet, headless, _ *corev1.Service) {
+				headless.Spec.Selector = map[string]string{"app": "other"}
+			},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.expectApply(servicesResource, "default", "orders-headless", builder.NewHeadlessService(db, profile(t, db)))
+			},
+			event: "Normal Updated Updated Service orders-headless to match the Database spec",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 1)
+			sts, headless, svc, _ := f.converged(db)
+			tt.drift(f, sts, headless, svc)
+			tt.expect(f, db)
+			f.events = []string{tt.event}
+			f.run(ctx, ref(db))
+		})
+	}
+}
+
+func desiredStatefulSet(t *testing.T, db *dbv1alpha1.Database) any {
+	p := profile(t, db)
+	image, _ := p.Image(db.Spec.Version, db.Spec.Image)
+	return builder.NewStatefulSet(db, p, image, builder.StorageOf(db))
+}
+
+func TestDeletedServiceIsRecreated(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.converged(db)
+	// The client Service is gone from the cache and from the API server.
+	f.serviceLister = f.serviceLister[:1]
+	f.kubeobjects = f.kubeobjects[:len(f.kubeobjects)-2]
+	f.kubeobjects = append(f.kubeobjects, f.secretLister[0])
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.events = []string{"Normal Created Created Service orders"}
+	f.run(ctx, ref(db))
+}
+
+func TestScaling(t *testing.T) {
+	tests := []struct {
+		name       string
+		from, to   int32
+		wantStatus func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus
+	}{
+		{
+			name: "up from 1 to 3", from: 1, to: 3,
+			wantStatus: func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus {
+				return wantStatus(db, "Updating", 1, 1, "16",
+					"False", "ReplicasNotReady", "1/3 replicas are ready",
+					"True", "Scaling", "scaling from 1 to 3 replicas: 1 ready")
+			},
+		},
+		{
+			name: "down from 3 to 0", from: 3, to: 0,
+			wantStatus: func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus {
+				return wantStatus(db, "Updating", 3, 3, "16",
+					"False", "Stopping", "stopping: 3 replicas still running",
+					"True", "Stopping", "stopping: 3 replicas still running")
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", tt.from)
+			f.converged(db)
+			db.Spec.Replicas = ptr.To(tt.to)
+			db.Generation = 2
+
+			f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+			f.expectStatusUpdate(db, tt.wantStatus(db))
+			f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+			f.run(ctx, ref(db))
+		})
+	}
+}
+
+func TestStoppedWhenScaledToZeroSettles(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	sts, _, _, _ := f.converged(db)
+	db.Spec.Replicas = ptr.To[int32](0)
+	db.Generation = 2
+	sts.Spec.Replicas = ptr.To[int32](0)
+	rolledOut(sts, 0)
+
+	st := wantStatus(db, "Stopped", 0, 0, "16",
+		"False", "Stopped", "replicas is 0: the database is stopped and its data is kept",
+		"False", "Converged", "the Database matches its spec")
+	keepTransitionTime(&st, "Progressing")
+	f.expectStatusUpdate(db, st)
+	f.run(ctx, ref(db))
+}
+
+func TestForeignObjectIsLeftUntouched(t *testing.T) {
+	t.Run("visible in the cache", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		foreign := expectedStatefulSet(t, db)
+		foreign.OwnerReferences = nil
+		f.seed(db, foreign)
+
+		f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+		f.expectCreate(servicesResource, expectedHeadless(t, db))
+		f.expectCreate(servicesResource, expectedService(t, db))
+		msg := "StatefulSet default/orders already exists and is not controlled by this Database; it is left untouched: delete or rename it, or give the Database another name"
+		f.expectStatusUpdate(db, wantStatus(db, "Failed", 0, 0, "",
+			"False", "ResourceConflict", msg, "False", "ResourceConflict", msg))
+		f.events = []string{
+			"Normal Created Created Secret orders-credentials",
+			"Normal Created Created Service orders-headless",
+			"Normal Created Created Service orders",
+			"Warning ResourceConflict " + msg,
+		}
+		f.run(ctx, ref(db))
+	})
+
+	t.Run("outside the filtered cache", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		f.seed(db)
+		foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "default"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+		f.kubeobjects = append(f.kubeobjects, foreign)
+
+		f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+		f.expectCreate(servicesResource, expectedHeadless(t, db))
+		f.expectCreate(servicesResource, expectedService(t, db))
+		f.expectGet(servicesResource, "default", "orders")
+		msg := "Service default/orders already exists and is not controlled by this Database; it is left untouched: delete or rename it, or give the Database another name"
+		f.expectStatusUpdate(db, wantStatus(db, "Failed", 0, 0, "",
+			"False", "ResourceConflict", msg, "False", "ResourceConflict", msg))
+		f.events = []string{
+			"Normal Created Created Secret orders-credentials",
+			"Normal Created Created Service orders-headless",
+			"Warning ResourceConflict " + msg,
+		}
+		f.run(ctx, ref(db))
+	})
+}
+
+func TestInvalidSpecSetsConditionWithoutTouchingAnything(t *testing.T) {
+	tests := []struct {
+		name    string
+		db      func() *dbv1alpha1.Database
+		reason  string
+		message string
+	}{
+		{
+			name:    "unknown version",
+			db:      func() *dbv1alpha1.Database { return newDatabase("orders", "postgresql", "9", 1) },
+			reason:  "UnknownVersion",
+			message: `version "9" of postgresql is not in the catalog (known: 14, 15, 16, 17, 18); use one of those or set spec.image`,
+		},
+		{
+			name: "downgrade",
+			db: func() *dbv1alpha1.Database {
+				db := newDatabase("orders", "postgresql", "15", 1)
+				db.Status.CurrentVersion = "16"
+				return db
+			},
+			reason:  "DowngradeRefused",
+			message: "version 15 is older than the running version 16; postgresql cannot be downgraded in place: set spec.version back to 16 or later",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := tt.db()
+			f.seed(db)
+			st := wantStatus(db, "Failed", 0, 0, db.Status.CurrentVersion,
+				"False", tt.reason, tt.message, "False", tt.reason, tt.message)
+			f.expectStatusUpdate(db, st)
+			f.events = []string{"Warning " + tt.reason + " " + tt.message}
+			f.run(ctx, ref(db))
+
+			// The next sync of the same spec is a steady state: no write, no
+			// event, and no error, so no hot requeue.
+			f2 := newFixture(t)
+			db2 := db.DeepCopy()
+			db2.Status = st
+			f2.seed(db2)
+			f2.run(ctx, ref(db2))
+		})
+	}
+}
+
+func TestDowngradeOfARunningDatabaseLeavesItRunning(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.converged(db)
+	db.Spec.Version = "15"
+	db.Generation = 2
+	msg := "version 15 is older than the running version 16; postgresql cannot be downgraded in place: set spec.version back to 16 or later"
+	st := wantStatus(db, "Failed", 1, 1, "16", "False", "DowngradeRefused", msg, "False", "DowngradeRefused", msg)
+	keepTransitionTime(&st, "Progressing") // False before and after
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning DowngradeRefused " + msg}
+	f.run(ctx, ref(db))
+}
+
+func TestSecretIsNeverRewrittenOrRegenerated(t *testing.T) {
+	t.Run("rotated password is kept", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		_, _, _, secret := f.converged(db)
+		secret.Data = map[string][]byte{"password": []byte("rotated")}
+		secret.Labels["team"] = "x"
+		f.run(ctx, ref(db))
+	})
+	t.Run("deleted Secret of an initialised database is not regenerated", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		f.converged(db)
+		f.secretLister = nil
+		f.kubeobjects = f.kubeobjects[:3]
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		msg := "Secret default/orders-credentials is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri) and the controller will continue. It will not generate a new password"
+		st := wantStatus(db, "Failed", 1, 1, "16", "False", "CredentialsSecretMissing", msg, "False", "CredentialsSecretMissing", msg)
+		keepTransitionTime(&st, "Progressing")
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Warning CredentialsSecretMissing " + msg}
+		f.run(ctx, ref(db))
+	})
+}
+
+func TestTransientErrorIsRetried(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.seed(db)
+	c, _, k8sI, recorder := f.newController(ctx)
+	failures := 1
+	f.kubeclient.PrependReactor("create", "statefulsets", func(core.Action) (bool, runtime.Object, error) {
+		if failures > 0 {
+			failures--
+			return true, nil, apierrors.NewServiceUnavailable("etcd is busy")
+		}
+		return false, nil, nil
+	})
+
+	// First attempt: the StatefulSet create fails, the error is returned and
+	// the key goes back on the queue with rate limiting.
+	f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+	f.expectCreate(servicesResource, expectedHeadless(t, db))
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+	f.events = []string{
+		"Normal Created Created Secret orders-credentials",
+		"Normal Created Created Service orders-headless",
+		"Normal Created Created Service orders",
+	}
+	c.workqueue.Add(ref(db))
+	f.client.ClearActions()
+	f.kubeclient.ClearActions()
+	if !c.processNextWorkItem(ctx) {
+		t.Fatal("processNextWorkItem returned false")
+	}
+	checkActions(t, "database clientset", nil, filterInformerActions(f.client.Actions()))
+	checkActions(t, "kube clientset", f.kubeactions, filterInformerActions(f.kubeclient.Actions()))
+	checkEvents(t, f.events, recorder)
+	if n := c.workqueue.NumRequeues(ref(db)); n != 1 {
+		t.Fatalf("NumRequeues = %d, want 1", n)
+	}
+
+	// The informers catch up with what was created.
+	for _, o := range []struct {
+		inf  cache.SharedIndexInformer
+		list func() ([]runtime.Object, error)
+	}{
+		{k8sI.Core().V1().Secrets().Informer(), func() ([]runtime.Object, error) {
+			l, err := f.kubeclient.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+			return itemsOf(l, err)
+		}},
+		{k8sI.Core().V1().Services().Informer(), func() ([]runtime.Object, error) {
+			l, err := f.kubeclient.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+			return itemsOf(l, err)
+		}},
+	} {
+		objs, err := o.list()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range objs {
+			_ = o.inf.GetIndexer().Add(obj)
+		}
+	}
+
+	// The retry creates only what is missing, then writes status.
+	f.kubeactions, f.events = nil, nil
+	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 0, 0, "",
+		"False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	f.events = []string{"Normal Created Created StatefulSet orders"}
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+}
+
+func itemsOf(list runtime.Object, err error) ([]runtime.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.Object
+	switch l := list.(type) {
+	case *corev1.SecretList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ServiceList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	default:
+		return nil, errors.New("unexpected list type")
+	}
+	return out, nil
+}
+
+func TestChildrenNotYetInCacheAreNotCreatedTwice(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.seed(db)
+	c, _, _, recorder := f.newController(ctx)
+	// The first sync creates everything.
+	if err := c.syncHandler(ctx, ref(db)); err != nil {
+		t.Fatal(err)
+	}
+	for len(recorder.Events) > 0 {
+		<-recorder.Events
+	}
+	// A second sync before the informers saw the creates writes nothing: no
+	// duplicate create, no status flip back to Pending.
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+
+	// Once the set forgets (the cache never showed them), the controller
+	// creates again and learns from AlreadyExists.
+	f.clock.SetTime(testNow.Add(2 * createdTTL))
+	if c.created.pending(childKey{kind: "Secret", namespace: "default", name: "orders-credentials"}) {
+		t.Fatal("created set still pending after its TTL")
+	}
+}
+
+func TestDeletedDatabaseIsANoOp(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	f.run(ctx, cache.ObjectName{Namespace: "default", Name: "gone"})
+
+	t.Run("being deleted", func(t *testing.T) {
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		db.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+		f.seed(db)
+		f.run(ctx, ref(db))
+	})
+}
+
+func TestHandleObjectEnqueuesTheOwner(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.seed(db)
+	c, _, _, _ := f.newController(ctx)
+
+	owned := expectedService(t, db)
+	orphan := expectedService(t, db)
+	orphan.OwnerReferences = nil
+	stale := expectedService(t, db)
+	stale.OwnerReferences[0].UID = "an-earlier-database"
+
+	c.handleObject(orphan)
+	c.handleObject(stale)
+	if c.workqueue.Len() != 0 {
+		t.Fatalf("queue has %d items after foreign objects, want 0", c.workqueue.Len())
+	}
+	c.handleObject(cache.DeletedFinalStateUnknown{Key: "default/orders", Obj: owned})
+	if c.workqueue.Len() != 1 {
+		t.Fatalf("queue has %d items after a tombstone of an owned object, want 1", c.workqueue.Len())
+	}
+	got, _ := c.workqueue.Get()
+	if got != ref(db) {
+		t.Fatalf("enqueued %v, want %v", got, ref(db))
+	}
+}
+
+func TestDatabaseChangeNeedsSync(t *testing.T) {
+	base := newDatabase("orders", "postgresql", "16", 1)
+	tests := []struct {
+		name   string
+		mutate func(db *dbv1alpha1.Database)
+		want   bool
+	}{
+		{"resync with the same resourceVersion", func(db *dbv1alpha1.Database) {}, true},
+		{"status-only write", func(db *dbv1alpha1.Database) { db.ResourceVersion = "2"; db.Status.Phase = "Running" }, false},
+		{"label-only change", func(db *dbv1alpha1.Database) { db.ResourceVersion = "2"; db.Labels = map[string]string{"a": "b"} }, false},
+		{"spec change", func(db *dbv1alpha1.Database) { db.ResourceVersion = "2"; db.Generation = 2 }, true},
+		{"deletion started", func(db *dbv1alpha1.Database) {
+			db.ResourceVersion = "2"
+			db.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+		}, true},
+		{"recreated with the same name", func(db *dbv1alpha1.Database) { db.ResourceVersion = "2"; db.UID = "other" }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := base.DeepCopy()
+			tt.mutate(n)
+			if got := databaseChangeNeedsSync(base, n); got != tt.want {
+				t.Fatalf("databaseChangeNeedsSync = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewPassword(t *testing.T) {
+	c := &Controller{random: bytes.NewReader(bytes.Repeat([]byte{61, 255, 0, 250}, 64))}
+	p, err := c.newPassword()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 255 and 250 are rejected (>= 248, the largest multiple of 62 below 256); 61 -> '9', 0 -> 'A'.
+	if want := strings.Repeat("9A", passwordLength/2); p != want {
+		t.Fatalf("newPassword = %q, want %q", p, want)
+	}
+	c.random = bytes.NewReader(nil)
+	if _, err := c.newPassword(); err == nil {
+		t.Fatal("newPassword with an empty source succeeded")
+	}
+}
+
+func TestStripForCache(t *testing.T) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Data: map[string][]byte{"password": []byte("p")}, StringData: map[string]string{"a": "b"}}
+	out, err := stripForCache(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Secret)
+	if got.ManagedFields != nil || got.Data != nil || got.StringData != nil {
+		t.Fatalf("stripForCache left %+v", got)
+	}
+}
