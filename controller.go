@@ -241,6 +241,11 @@ func (c *Controller) Run(ctx context.Context, workers int, drainTimeout time.Dur
 	return nil
 }
 
+// HasSynced reports whether every informer cache has synced.
+func (c *Controller) HasSynced() bool {
+	return c.databasesSynced() && c.statefulSetsSynced() && c.servicesSynced() && c.secretsSynced()
+}
+
 // runWorker processes work items until the queue shuts down.
 func (c *Controller) runWorker(ctx context.Context) {
 	for c.processNextWorkItem(ctx) {

@@ -6,11 +6,18 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
-
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
@@ -18,19 +25,23 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
+	"github.com/dbcontroller/database-controller/pkg/metrics"
 	"github.com/dbcontroller/database-controller/pkg/signals"
 )
 
-// version is stamped at build time with -ldflags "-X main.version=...".
+// version is stamped at build time by hack/build.sh.
 var version = "dev"
+
+// inClusterNamespaceFile holds the namespace of an in-cluster service account.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 type options struct {
 	masterURL    string
@@ -42,6 +53,15 @@ type options struct {
 	resync       time.Duration
 	drainTimeout time.Duration
 	showVersion  bool
+
+	leaderElect        bool
+	leaderElectNS      string
+	leaderElectID      string
+	leaseDuration      time.Duration
+	renewDeadline      time.Duration
+	retryPeriod        time.Duration
+	metricsAddress     string
+	healthProbeAddress string
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -54,6 +74,15 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "How often every Database is synced again even when nothing changed.")
 	fs.DurationVar(&o.drainTimeout, "shutdown-timeout", 30*time.Second, "On SIGTERM, how long in-flight syncs may take to finish.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
+
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Run workers only while holding a Lease, so that several replicas can run for availability.")
+	fs.StringVar(&o.leaderElectNS, "leader-elect-namespace", "", "Namespace of the Lease. The default is $POD_NAMESPACE, else the in-cluster service account's namespace, else default.")
+	fs.StringVar(&o.leaderElectID, "leader-elect-id", "database-controller", "Name of the Lease.")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits after the last renewal before it takes the Lease.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease.")
+	fs.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "Address serving /metrics. \"0\" disables it.")
+	fs.StringVar(&o.healthProbeAddress, "health-probe-bind-address", ":8081", "Address serving /healthz and /readyz. \"0\" disables it.")
 }
 
 func main() {
@@ -67,9 +96,8 @@ func main() {
 	}
 
 	ctx := signals.SetupSignalHandler()
-	logger := klog.FromContext(ctx)
 	if err := run(ctx, o); err != nil {
-		logger.Error(err, "Controller failed")
+		klog.FromContext(ctx).Error(err, "Controller failed")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
 	klog.Flush()
@@ -84,6 +112,9 @@ func run(ctx context.Context, o options) error {
 	cfg.QPS = float32(o.qps)
 	cfg.Burst = o.burst
 	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + " " + controllerAgentName + "/" + version
+
+	// Metrics must be registered before the clients and the queue exist.
+	m := metrics.New()
 
 	kubeClient, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -103,23 +134,202 @@ func run(ctx context.Context, o options) error {
 		dbinformers.WithNamespace(o.namespace),
 		dbinformers.WithTransform(stripForCache))
 
+	dbInformer := dbInformerFactory.Dbcontroller().V1alpha1().Databases()
 	controller, err := NewController(ctx, kubeClient, dbClient,
 		kubeInformerFactory.Apps().V1().StatefulSets(),
 		kubeInformerFactory.Core().V1().Services(),
 		kubeInformerFactory.Core().V1().Secrets(),
-		dbInformerFactory.Dbcontroller().V1alpha1().Databases(),
-		rand.Reader, clock.RealClock{})
+		dbInformer, rand.Reader, clock.RealClock{})
 	if err != nil {
 		return err
 	}
+	controller.metrics = m
+	m.RegisterDatabases(dbInformer.Lister())
 
+	// Informers start at once, also on standby replicas, so that a new
+	// leader has warm caches.
 	kubeInformerFactory.Start(ctx.Done())
 	dbInformerFactory.Start(ctx.Done())
 	defer kubeInformerFactory.Shutdown()
 	defer dbInformerFactory.Shutdown()
 
-	logger.Info("Starting", "version", version, "namespace", o.namespace, "workers", o.workers)
-	return controller.Run(ctx, o.workers, o.drainTimeout)
+	var electionCheck *leaderelection.HealthzAdaptor
+	if o.leaderElect {
+		electionCheck = leaderelection.NewLeaderHealthzAdaptor(o.renewDeadline)
+	}
+	if err := serve(ctx, o, m, controller, electionCheck); err != nil {
+		return err
+	}
+
+	logger.Info("Starting", "version", version, "namespace", o.namespace, "workers", o.workers, "leaderElection", o.leaderElect)
+	if !o.leaderElect {
+		return controller.Run(ctx, o.workers, o.drainTimeout)
+	}
+	return runWithLeaderElection(ctx, o, kubeClient, electionCheck, func(runCtx context.Context) error {
+		return controller.Run(runCtx, o.workers, o.drainTimeout)
+	})
+}
+
+// runWithLeaderElection calls work while this process holds the Lease. On
+// shutdown (ctx done) it lets work finish first, then releases the Lease so
+// that a standby takes over at once. Losing the Lease any other way ends the
+// process: another replica may already be acting.
+func runWithLeaderElection(ctx context.Context, o options, kubeClient kubernetes.Interface,
+	check *leaderelection.HealthzAdaptor, work func(context.Context) error) error {
+	logger := klog.FromContext(ctx)
+	id, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	id = id + "_" + string(randomSuffix())
+	ns := leaderElectionNamespace(o.leaderElectNS)
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: o.leaderElectID},
+		Client:     kubeClient.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+
+	// The election runs on its own context, cancelled only once work has
+	// drained, so the Lease is held until the last write is done.
+	electionCtx, cancelElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelElection()
+	var leading atomic.Bool
+	workErr := make(chan error, 1)
+	stopWaiting := context.AfterFunc(ctx, func() {
+		if !leading.Load() {
+			cancelElection()
+		}
+	})
+	defer stopWaiting()
+
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.leaseDuration,
+		RenewDeadline:   o.renewDeadline,
+		RetryPeriod:     o.retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.leaderElectID,
+		WatchDog:        check,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leaderCtx context.Context) {
+				leading.Store(true)
+				logger.Info("Became leader", "lease", klog.KRef(ns, o.leaderElectID), "identity", id)
+				// Work stops on shutdown or on loss of leadership.
+				runCtx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				stop := context.AfterFunc(leaderCtx, cancel)
+				defer stop()
+				workErr <- work(runCtx)
+				cancelElection()
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil && leading.Load() {
+					logger.Error(nil, "Lost the leader election lease; exiting so that only one replica acts")
+					klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+				}
+				logger.Info("Released the leader election lease")
+			},
+			OnNewLeader: func(identity string) {
+				if identity != id {
+					logger.Info("Standing by", "leader", identity)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	elector.Run(electionCtx)
+	select {
+	case err := <-workErr:
+		return err
+	default:
+		return nil
+	}
+}
+
+func randomSuffix() []byte {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return b
+}
+
+func leaderElectionNamespace(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(inClusterNamespaceFile); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	return metav1.NamespaceDefault
+}
+
+// serve starts the metrics and health servers. /healthz fails when this
+// process leads but stopped renewing its Lease; /readyz also waits for the
+// informer caches.
+func serve(ctx context.Context, o options, m *metrics.Metrics, c *Controller, election *leaderelection.HealthzAdaptor) error {
+	electionHealthy := func(r *http.Request) error {
+		if election == nil {
+			return nil
+		}
+		return election.Check(r)
+	}
+	if o.metricsAddress != "0" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+		if err := listenAndServe(ctx, o.metricsAddress, mux); err != nil {
+			return fmt.Errorf("metrics server: %w", err)
+		}
+	}
+	if o.healthProbeAddress != "0" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+			respond(w, electionHealthy(r))
+		})
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+			err := electionHealthy(r)
+			if err == nil && !c.HasSynced() {
+				err = errors.New("informer caches have not synced")
+			}
+			respond(w, err)
+		})
+		if err := listenAndServe(ctx, o.healthProbeAddress, mux); err != nil {
+			return fmt.Errorf("health server: %w", err)
+		}
+	}
+	return nil
+}
+
+func respond(w http.ResponseWriter, err error) {
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok"))
+}
+
+// listenAndServe binds address now, so a port in use fails start-up, and
+// serves until ctx is done.
+func listenAndServe(ctx context.Context, address string, handler http.Handler) error {
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	context.AfterFunc(ctx, func() {
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	})
+	return nil
 }
 
 // stripForCache drops what the controller never reads before an object
