@@ -69,6 +69,7 @@ const (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=".status.endpoint",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 52",message="metadata.name must be a DNS-1035 label of at most 52 characters (lowercase letters, digits and '-', starting with a letter), so that the Services and the StatefulSet's pods can carry it"
 
 // Database is a PostgreSQL, MySQL or MongoDB server run by database-controller.
 type Database struct {
