@@ -34,6 +34,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/apply"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine"
+	dbapply "github.com/dbcontroller/database-controller/pkg/generated/applyconfiguration/dbcontroller/v1alpha1"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbscheme "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions/dbcontroller/v1alpha1"
@@ -322,9 +323,15 @@ func (c *Controller) updateStatus(ctx context.Context, db *dbv1alpha1.Database, 
 	if equality.Semantic.DeepEqual(db.Status, newStatus) {
 		return nil
 	}
-	dbCopy := db.DeepCopy()
-	dbCopy.Status = newStatus
-	if _, err := c.dbclientset.DbcontrollerV1alpha1().Databases(db.Namespace).UpdateStatus(ctx, dbCopy, metav1.UpdateOptions{FieldManager: controllerAgentName}); err != nil {
+	// Server-side apply of the whole status: the controller owns every
+	// status field, and an apply needs no resourceVersion, so a lister that
+	// lags behind the last status write causes no conflict.
+	st := &dbapply.DatabaseStatusApplyConfiguration{}
+	if err := apply.ToObject(newStatus, st); err != nil {
+		return err
+	}
+	ac := dbapply.Database(db.Name, db.Namespace).WithStatus(st)
+	if _, err := c.dbclientset.DbcontrollerV1alpha1().Databases(db.Namespace).ApplyStatus(ctx, ac, applyOptions); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 

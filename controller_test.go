@@ -195,6 +195,16 @@ func (f *fixture) seed(objs ...runtime.Object) {
 
 func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory, kubeinformers.SharedInformerFactory, *record.FakeRecorder) {
 	f.client = fake.NewSimpleClientset(f.objects...)
+	// The generated fake has no schema for server-side apply of Database
+	// status; accept the apply, which is recorded as an action either way.
+	f.client.PrependReactor("patch", "databases", func(a core.Action) (bool, runtime.Object, error) {
+		p := a.(core.PatchAction)
+		if p.GetPatchType() != types.ApplyPatchType || p.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		obj := &dbv1alpha1.Database{}
+		return true, obj, json.Unmarshal(p.GetPatch(), obj)
+	})
 	f.kubeclient = k8sfake.NewClientset(f.kubeobjects...)
 
 	i := informers.NewSharedInformerFactory(f.client, noResync)
@@ -386,9 +396,20 @@ func (f *fixture) expectApply(resource schema.GroupVersionResource, ns, name str
 }
 
 func (f *fixture) expectStatusUpdate(db *dbv1alpha1.Database, st dbv1alpha1.DatabaseStatus) {
-	updated := db.DeepCopy()
-	updated.Status = st
-	f.actions = append(f.actions, core.NewUpdateSubresourceAction(databasesResource, "status", db.Namespace, updated))
+	status := map[string]any{}
+	if err := apply.ToObject(st, &status); err != nil {
+		f.t.Fatal(err)
+	}
+	patch, err := json.Marshal(map[string]any{
+		"apiVersion": "dbcontroller.io/v1alpha1",
+		"kind":       "Database",
+		"metadata":   map[string]any{"name": db.Name, "namespace": db.Namespace},
+		"status":     status,
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.actions = append(f.actions, core.NewPatchSubresourceAction(databasesResource, db.Namespace, db.Name, types.ApplyPatchType, patch, "status"))
 }
 
 func ref(db *dbv1alpha1.Database) cache.ObjectName { return cache.MetaObjectToName(db) }
