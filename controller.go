@@ -622,11 +622,11 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, s *databaseSync, 
 		s.problem = conflict(db, k.kind, name)
 		return zero, nil
 	}
-	same, err := apply.Covers(existing, desired)
-	if err != nil || same {
+	field, err := apply.FirstDifference(existing, desired)
+	if err != nil || field == "" {
 		return existing, err
 	}
-	klog.FromContext(ctx).V(2).Info("Repairing drift", "kind", k.kind, "name", name)
+	klog.FromContext(ctx).V(2).Info("Repairing drift", "kind", k.kind, "name", name, "field", field)
 	updated, err := k.apply(ctx, desired)
 	if err != nil {
 		return zero, fmt.Errorf("applying %s %s: %w", k.kind, name, err)

@@ -171,9 +171,13 @@ func (f *fixture) converged(db *dbv1alpha1.Database) (*appsv1.StatefulSet, *core
 	return sts, headless, svc, secret
 }
 
-// seed puts objects in both the listers and the fake clientsets.
+// seed puts objects in both the listers and the fake clientsets. Like
+// objects decoded by an informer, children carry no apiVersion and kind.
 func (f *fixture) seed(objs ...runtime.Object) {
 	for _, o := range objs {
+		if _, isDB := o.(*dbv1alpha1.Database); !isDB {
+			o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		}
 		switch o := o.(type) {
 		case *dbv1alpha1.Database:
 			f.dbLister = append(f.dbLister, o)

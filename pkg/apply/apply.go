@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
 )
 
 // Covers reports whether observed holds every field set in desired, with
@@ -16,17 +17,32 @@ import (
 // element by element, where observed may have more elements than desired
 // (appended by someone else) but not fewer; a field absent from observed
 // matches only a zero value in desired (false, 0, "", empty), because the
-// API server omits those when it serializes.
+// API server omits those when it serializes. The top-level apiVersion and
+// kind are not compared.
 func Covers(observed, desired any) (bool, error) {
+	path, err := FirstDifference(observed, desired)
+	return path == "", err
+}
+
+// FirstDifference is Covers that also says where: it returns the path of
+// the first field of desired that observed lacks or holds with another
+// value, such as ".spec.template.spec.containers[0].image", or "" when
+// observed covers desired.
+func FirstDifference(observed, desired any) (string, error) {
 	o, err := toJSONValue(observed)
 	if err != nil {
-		return false, fmt.Errorf("encoding observed object: %w", err)
+		return "", fmt.Errorf("encoding observed object: %w", err)
 	}
 	d, err := toJSONValue(desired)
 	if err != nil {
-		return false, fmt.Errorf("encoding desired object: %w", err)
+		return "", fmt.Errorf("encoding desired object: %w", err)
 	}
-	return covers(o, d), nil
+	if m, ok := d.(map[string]any); ok {
+		// Objects read from informers carry no apiVersion and kind.
+		delete(m, "apiVersion")
+		delete(m, "kind")
+	}
+	return difference("", o, d), nil
 }
 
 func toJSONValue(v any) (any, error) {
@@ -41,46 +57,69 @@ func toJSONValue(v any) (any, error) {
 	return out, nil
 }
 
-func covers(observed, desired any) bool {
+// difference returns the path of the first difference below path, or "".
+func difference(path string, observed, desired any) string {
 	switch d := desired.(type) {
 	case map[string]any:
 		o, ok := observed.(map[string]any)
 		if !ok {
-			return observed == nil && isZero(d)
+			if observed == nil && isZero(d) {
+				return ""
+			}
+			return orRoot(path)
 		}
-		for k, dv := range d {
+		for _, k := range sortedKeys(d) {
 			ov, present := o[k]
 			if !present {
-				if !isZero(dv) {
-					return false
+				if !isZero(d[k]) {
+					return path + "." + k
 				}
 				continue
 			}
-			if !covers(ov, dv) {
-				return false
+			if p := difference(path+"."+k, ov, d[k]); p != "" {
+				return p
 			}
 		}
-		return true
+		return ""
 	case []any:
 		o, ok := observed.([]any)
 		if !ok {
-			return observed == nil && len(d) == 0
+			if observed == nil && len(d) == 0 {
+				return ""
+			}
+			return orRoot(path)
 		}
 		if len(o) < len(d) {
-			return false
+			return orRoot(path)
 		}
 		for i := range d {
-			if !covers(o[i], d[i]) {
-				return false
+			if p := difference(fmt.Sprintf("%s[%d]", path, i), o[i], d[i]); p != "" {
+				return p
 			}
 		}
-		return true
+		return ""
 	default:
-		if observed == nil {
-			return isZero(desired)
+		if observed == nil && isZero(desired) || reflect.DeepEqual(observed, desired) {
+			return ""
 		}
-		return reflect.DeepEqual(observed, desired)
+		return orRoot(path)
 	}
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "."
+	}
+	return path
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func isZero(v any) bool {

@@ -75,3 +75,23 @@ func TestToObject(t *testing.T) {
 		t.Fatalf("ToObject() = %+v", sts)
 	}
 }
+
+func TestFirstDifference(t *testing.T) {
+	tests := []struct {
+		observed, desired any
+		want              string
+	}{
+		{map[string]any{"a": 1}, map[string]any{"a": 1}, ""},
+		{map[string]any{"spec": map[string]any{"l": []any{map[string]any{"image": "x"}}}},
+			map[string]any{"spec": map[string]any{"l": []any{map[string]any{"image": "y"}}}}, ".spec.l[0].image"},
+		{map[string]any{}, map[string]any{"b": 1, "a": 2}, ".a"},
+		{map[string]any{"l": []any{}}, map[string]any{"l": []any{1}}, ".l"},
+		{"x", "y", "."},
+	}
+	for _, tt := range tests {
+		got, err := FirstDifference(tt.observed, tt.desired)
+		if err != nil || got != tt.want {
+			t.Errorf("FirstDifference(%v, %v) = %q, %v; want %q", tt.observed, tt.desired, got, err, tt.want)
+		}
+	}
+}

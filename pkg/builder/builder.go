@@ -272,7 +272,10 @@ func NewStatefulSet(db *dbv1alpha1.Database, p *engine.Profile, image string, st
 						WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 					WithContainers(container).
 					WithVolumes(volumes...))).
-			WithVolumeClaimTemplates(corev1ac.PersistentVolumeClaim(DataVolume, "").
+			// Built without apiVersion and kind, which the API server does not
+			// keep on claim templates: they would read back as drift.
+			WithVolumeClaimTemplates((&corev1ac.PersistentVolumeClaimApplyConfiguration{}).
+				WithName(DataVolume).
 				WithLabels(Labels(db)).
 				WithSpec(claim)))
 }
