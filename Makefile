@@ -1,0 +1,66 @@
+# database-controller: build, test and run locally.
+# `make test` is what CI runs (.ci/run); it builds everything it needs.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+ROOT := $(shell pwd)
+BIN := $(ROOT)/_output/bin
+LOCAL_DIR ?= $(ROOT)/_output/local
+KUBECTL := $(BIN)/kubectl
+
+.PHONY: all build tools test test-unit test-image verify lint test-e2e run-local local-up local-down bench clean
+
+all: build
+
+## build: the controller binary (the same step the Dockerfile runs)
+build:
+	./hack/build.sh
+
+## tools: the local control plane (etcd, kube-*, kubectl, kwok) into _output/bin
+tools:
+	./hack/tools/build.sh
+
+## test: everything CI checks: lint, generated code, unit tests, the image test and the e2e suite
+test: lint verify test-unit test-image test-e2e
+
+## lint: gofmt and go vet
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	go vet ./...
+
+## verify: generated clients and CRD are up to date
+verify:
+	./hack/verify-codegen.sh
+
+## test-unit: fixture and table tests with fake clientsets
+test-unit:
+	go test -count=1 ./...
+
+## test-image: the Dockerfile and install manifests, parsed and checked
+test-image:
+	cd test/image && go test -count=1 ./...
+
+## test-e2e: the real controller against a real local control plane
+test-e2e: build tools
+	go test -count=1 -tags e2e -timeout 45m -v ./test/e2e/ 2>&1 | tee _output/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; \
+	  exit $${PIPESTATUS[0]}
+
+## run-local: start a local control plane, run the controller on it and create the examples
+run-local: build tools
+	./hack/run-local.sh
+
+## local-up / local-down: start or stop the local control plane alone
+local-up: tools
+	./hack/local-up.sh
+
+local-down:
+	./hack/local-down.sh
+
+## bench: convergence, API writes and memory at N Databases (N=1000 by default)
+bench: build tools
+	./hack/bench.sh
+
+clean:
+	./hack/local-down.sh || true
+	rm -rf _output controller
