@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
@@ -222,7 +221,7 @@ func (c *Controller) Run(ctx context.Context, workers int, drainTimeout time.Dur
 	var wg sync.WaitGroup
 	logger.Info("Starting workers", "count", workers)
 	for range workers {
-		wg.Go(func() { wait.Until(func() { c.runWorker(workCtx) }, time.Second, workCtx.Done()) })
+		wg.Go(func() { c.runWorker(workCtx) })
 	}
 	logger.Info("Started workers")
 	<-ctx.Done()

@@ -1,0 +1,414 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const converge = 90 * time.Second
+
+func ownedBy(t *testing.T, obj metav1.Object, kind, name string) {
+	t.Helper()
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "Database" || ref.Name != name || ref.APIVersion != "dbcontroller.io/v1alpha1" {
+		t.Errorf("%s %s: controller reference = %+v, want Database %s", kind, obj.GetName(), ref, name)
+	}
+}
+
+func TestCreate(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+
+	var names []string
+	for _, f := range []string{"postgresql.yaml", "mysql.yaml", "mongodb.yaml"} {
+		names = append(names, createFromExample(t, ns, f))
+	}
+	for _, name := range names {
+		db := waitRunning(t, ns, name, converge)
+		if db.Status.Endpoint == "" || db.Status.CredentialsSecret != name+"-credentials" || db.Status.CurrentVersion != db.Spec.Version {
+			t.Errorf("%s: status = %+v", name, db.Status)
+		}
+		var sts appsv1.StatefulSet
+		getJSON(t, &sts, "-n", ns, "get", "statefulset", name)
+		ownedBy(t, &sts, "StatefulSet", name)
+		for _, svc := range []string{name, name + "-headless"} {
+			var s corev1.Service
+			getJSON(t, &s, "-n", ns, "get", "service", svc)
+			ownedBy(t, &s, "Service", name)
+		}
+		var secret corev1.Secret
+		getJSON(t, &secret, "-n", ns, "get", "secret", name+"-credentials")
+		ownedBy(t, &secret, "Secret", name)
+		for _, k := range []string{"username", "password", "database", "host", "port", "uri"} {
+			if len(secret.Data[k]) == 0 {
+				t.Errorf("Secret %s has no %q", secret.Name, k)
+			}
+		}
+	}
+	out := kubectl(t, "-n", ns, "get", "db")
+	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+	if want := []string{"NAME", "ENGINE", "VERSION", "REPLICAS", "READY", "PHASE", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
+		t.Errorf("kubectl get db columns = %v, want %v", header, want)
+	}
+	if !strings.Contains(out, "postgresql") || !strings.Contains(out, "Running") {
+		t.Errorf("kubectl get db:\n%s", out)
+	}
+}
+
+func TestScale(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("scaled", "postgresql", "16", 1, ""))
+	waitRunning(t, ns, "scaled", converge)
+
+	kubectl(t, "-n", ns, "scale", "db/scaled", "--replicas=3")
+	db := waitRunning(t, ns, "scaled", 2*converge)
+	if db.Status.ReadyReplicas != 3 || db.Status.Replicas != 3 {
+		t.Errorf("after scale to 3: status = %+v", db.Status)
+	}
+	var sts appsv1.StatefulSet
+	getJSON(t, &sts, "-n", ns, "get", "statefulset", "scaled")
+	if *sts.Spec.Replicas != 3 {
+		t.Errorf("StatefulSet replicas = %d, want 3", *sts.Spec.Replicas)
+	}
+
+	kubectl(t, "-n", ns, "scale", "db/scaled", "--replicas=0")
+	eventually(t, converge, "phase Stopped", func() (bool, string) {
+		db := getDB(t, ns, "scaled")
+		ready, reason, _ := condition(db, "Ready")
+		return db.Status.Phase == "Stopped" && ready == "False" && reason == "Stopped", fmt.Sprintf("phase=%s Ready=%s/%s", db.Status.Phase, ready, reason)
+	})
+	var pvcs corev1.PersistentVolumeClaimList
+	getJSON(t, &pvcs, "-n", ns, "get", "pvc")
+	if len(pvcs.Items) != 3 {
+		t.Errorf("PVCs after scaling to 0: %d, want 3 kept", len(pvcs.Items))
+	}
+}
+
+func TestDriftIsRepaired(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("drift", "postgresql", "16", 1, ""))
+	waitRunning(t, ns, "drift", converge)
+	password := secretPassword(t, ns, "drift")
+
+	// Someone else's annotation must survive the repairs.
+	kubectl(t, "-n", ns, "annotate", "statefulset/drift", "team.example.com/owner=payments")
+	kubectl(t, "-n", ns, "scale", "statefulset/drift", "--replicas=4")
+	kubectl(t, "-n", ns, "set", "image", "statefulset/drift", "postgresql=postgres:9.6")
+	kubectl(t, "-n", ns, "delete", "service", "drift")
+
+	eventually(t, converge, "StatefulSet repaired", func() (bool, string) {
+		var sts appsv1.StatefulSet
+		getJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
+		image := sts.Spec.Template.Spec.Containers[0].Image
+		return *sts.Spec.Replicas == 1 && image == "postgres:16", fmt.Sprintf("replicas=%d image=%s", *sts.Spec.Replicas, image)
+	})
+	eventually(t, converge, "client Service recreated", func() (bool, string) {
+		out, err := kubectlRun("", "-n", ns, "get", "service", "drift", "-o", "name")
+		return err == nil, string(out)
+	})
+	var sts appsv1.StatefulSet
+	getJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
+	if sts.Annotations["team.example.com/owner"] != "payments" {
+		t.Errorf("annotation set by someone else was lost: %v", sts.Annotations)
+	}
+	waitRunning(t, ns, "drift", converge)
+	if got := secretPassword(t, ns, "drift"); got != password {
+		t.Errorf("password changed across drift repairs")
+	}
+}
+
+func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	createDB(t, ns, dbYAML("valid", "postgresql", "16", 1, "  storage:\n    size: 2Gi\n"))
+	tests := []struct {
+		name    string
+		args    []string
+		stdin   string
+		wantErr string
+	}{
+		{name: "unknown engine", args: []string{"create", "-f", "-"},
+			stdin: dbYAML("bad-engine", "oracle", "19", 1, ""), wantErr: `spec.engine: Unsupported value: "oracle"`},
+		{name: "replicas 11", args: []string{"create", "-f", "-"},
+			stdin: dbYAML("too-many", "postgresql", "16", 11, ""), wantErr: "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"},
+		{name: "malformed version", args: []string{"create", "-f", "-"},
+			stdin: dbYAML("bad-version", "postgresql", "sixteen", 1, ""), wantErr: "spec.version in body should match"},
+		{name: "name too long for the children", args: []string{"create", "-f", "-"},
+			stdin: dbYAML(strings.Repeat("a", 53), "postgresql", "16", 1, ""), wantErr: "metadata.name must be a DNS-1035 label of at most 52 characters"},
+		{name: "storage shrink", args: []string{"patch", "db/valid", "--type=merge", "-p", `{"spec":{"storage":{"size":"1Gi"}}}`},
+			wantErr: "storage.size may grow but never shrink"},
+		{name: "engine change", args: []string{"patch", "db/valid", "--type=merge", "-p", `{"spec":{"engine":"mysql","version":"8.4"}}`},
+			wantErr: "engine is immutable"},
+		{name: "storage class change", args: []string{"patch", "db/valid", "--type=merge", "-p", `{"spec":{"storage":{"storageClassName":"fast"}}}`},
+			wantErr: "storageClassName is immutable"},
+	}
+	for _, tt := range tests {
+		out, err := kubectlRun(tt.stdin, append([]string{"-n", ns}, tt.args...)...)
+		if err == nil {
+			t.Errorf("%s: accepted, want rejected with %q", tt.name, tt.wantErr)
+			continue
+		}
+		if !strings.Contains(string(out), tt.wantErr) {
+			t.Errorf("%s: error %q, want it to contain %q", tt.name, strings.TrimSpace(string(out)), tt.wantErr)
+		}
+	}
+}
+
+func TestUnknownVersionAndDowngrade(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+
+	// Unknown version: a condition and a Warning event, nothing created.
+	createDB(t, ns, dbYAML("unknown", "postgresql", "9", 1, ""))
+	db := waitCondition(t, ns, "unknown", "Ready", "False", "UnknownVersion", converge)
+	if db.Status.Phase != "Failed" {
+		t.Errorf("phase = %s, want Failed", db.Status.Phase)
+	}
+	waitEvent(t, ns, "unknown", "Warning UnknownVersion", converge)
+	for _, kind := range []string{"statefulset/unknown", "service/unknown", "secret/unknown-credentials"} {
+		if out, err := kubectlRun("", "-n", ns, "get", kind); err == nil {
+			t.Errorf("%s exists for a Database with an unknown version:\n%s", kind, out)
+		}
+	}
+
+	// Downgrade of a running database: refused, the StatefulSet is untouched.
+	createDB(t, ns, dbYAML("down", "postgresql", "16", 1, ""))
+	waitRunning(t, ns, "down", converge)
+	var before appsv1.StatefulSet
+	getJSON(t, &before, "-n", ns, "get", "statefulset", "down")
+	kubectl(t, "-n", ns, "patch", "db/down", "--type=merge", "-p", `{"spec":{"version":"15"}}`)
+	db = waitCondition(t, ns, "down", "Ready", "False", "DowngradeRefused", converge)
+	if db.Status.CurrentVersion != "16" {
+		t.Errorf("currentVersion = %q, want 16", db.Status.CurrentVersion)
+	}
+	waitEvent(t, ns, "down", "Warning DowngradeRefused", converge)
+	var after appsv1.StatefulSet
+	getJSON(t, &after, "-n", ns, "get", "statefulset", "down")
+	if after.ResourceVersion != before.ResourceVersion || after.Spec.Template.Spec.Containers[0].Image != "postgres:16" {
+		t.Errorf("StatefulSet touched on a refused downgrade: image %s, resourceVersion %s -> %s",
+			after.Spec.Template.Spec.Containers[0].Image, before.ResourceVersion, after.ResourceVersion)
+	}
+	// Setting the version back recovers.
+	kubectl(t, "-n", ns, "patch", "db/down", "--type=merge", "-p", `{"spec":{"version":"16"}}`)
+	waitRunning(t, ns, "down", converge)
+}
+
+func TestForeignObjectIsLeftUntouched(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	foreign := `apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: taken
+spec:
+  replicas: 1
+  serviceName: taken
+  selector:
+    matchLabels: {app: someone-else}
+  template:
+    metadata:
+      labels: {app: someone-else}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+`
+	kubectlIn(t, foreign, "-n", ns, "create", "-f", "-")
+	var before appsv1.StatefulSet
+	getJSON(t, &before, "-n", ns, "get", "statefulset", "taken")
+
+	createDB(t, ns, dbYAML("taken", "postgresql", "16", 1, ""))
+	_, _, msg := condition(waitCondition(t, ns, "taken", "Ready", "False", "ResourceConflict", converge), "Ready")
+	if !strings.Contains(msg, "StatefulSet "+ns+"/taken already exists") {
+		t.Errorf("condition message = %q", msg)
+	}
+	waitEvent(t, ns, "taken", "Warning ResourceConflict", converge)
+
+	var after appsv1.StatefulSet
+	getJSON(t, &after, "-n", ns, "get", "statefulset", "taken")
+	if after.ResourceVersion != before.ResourceVersion || len(after.OwnerReferences) != 0 {
+		t.Errorf("foreign StatefulSet was touched: resourceVersion %s -> %s, owners %v",
+			before.ResourceVersion, after.ResourceVersion, after.OwnerReferences)
+	}
+}
+
+func TestDeleteGarbageCollectsAndHonoursDeletionPolicy(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("keep", "postgresql", "16", 1, "  deletionPolicy: Retain\n"))
+	createDB(t, ns, dbYAML("drop", "mysql", "8.4", 1, "  deletionPolicy: Delete\n"))
+	waitRunning(t, ns, "keep", converge)
+	waitRunning(t, ns, "drop", converge)
+
+	kubectl(t, "-n", ns, "delete", "db", "keep", "drop")
+	for _, name := range []string{"keep", "drop"} {
+		eventually(t, 2*converge, "children of "+name+" to be collected", func() (bool, string) {
+			out, _ := kubectlRun("", "-n", ns, "get", "statefulset,service,secret,pod", "-l", "app.kubernetes.io/instance="+name, "-o", "name")
+			return strings.TrimSpace(string(out)) == "", string(out)
+		})
+	}
+	eventually(t, 2*converge, "PVC of the Delete policy to go", func() (bool, string) {
+		out, _ := kubectlRun("", "-n", ns, "get", "pvc", "data-drop-0", "-o", "name")
+		return strings.Contains(string(out), "NotFound"), string(out)
+	})
+	if out, err := kubectlRun("", "-n", ns, "get", "pvc", "data-keep-0", "-o", "name"); err != nil {
+		t.Errorf("PVC of the Retain policy is gone: %s", out)
+	}
+}
+
+func secretPassword(t *testing.T, ns, name string) string {
+	t.Helper()
+	out := kubectl(t, "-n", ns, "get", "secret", name+"-credentials", "-o", "jsonpath={.data.password}")
+	b, err := base64.StdEncoding.DecodeString(out)
+	if err != nil || len(b) == 0 {
+		t.Fatalf("password of %s: %q %v", name, out, err)
+	}
+	return string(b)
+}
+
+func TestCredentialsAreStable(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("creds", "mongodb", "7.0", 1, ""))
+	waitRunning(t, ns, "creds", converge)
+	password := secretPassword(t, ns, "creds")
+
+	// A controller restart.
+	c.stop()
+	startController(t, controllerOptions{namespace: ns})
+	// A spec update and a drift repair.
+	kubectl(t, "-n", ns, "patch", "db/creds", "--type=merge", "-p", `{"spec":{"version":"8.0","replicas":2}}`)
+	waitRunning(t, ns, "creds", 2*converge)
+	kubectl(t, "-n", ns, "delete", "service", "creds-headless")
+	eventually(t, converge, "headless Service recreated", func() (bool, string) {
+		out, err := kubectlRun("", "-n", ns, "get", "service", "creds-headless", "-o", "name")
+		return err == nil, string(out)
+	})
+	if got := secretPassword(t, ns, "creds"); got != password {
+		t.Fatalf("password changed")
+	}
+
+	// A password the user rotated is kept.
+	kubectl(t, "-n", ns, "patch", "secret", "creds-credentials", "-p", `{"stringData":{"password":"rotated-by-the-user"}}`)
+	kubectl(t, "-n", ns, "scale", "db/creds", "--replicas=1")
+	waitRunning(t, ns, "creds", converge)
+	if got := secretPassword(t, ns, "creds"); got != "rotated-by-the-user" {
+		t.Fatalf("rotated password was overwritten")
+	}
+}
+
+func TestRestartWhileCreating(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	const n = 20
+	var b strings.Builder
+	engines := []struct{ engine, version string }{{"postgresql", "16"}, {"mysql", "8.4"}, {"mongodb", "7.0"}}
+	for i := range n {
+		e := engines[i%len(engines)]
+		b.WriteString("---\n" + dbYAML(fmt.Sprintf("db-%02d", i), e.engine, e.version, 1, ""))
+	}
+	first := startController(t, controllerOptions{namespace: ns})
+	kubectlIn(t, b.String(), "-n", ns, "create", "-f", "-")
+	eventually(t, converge, "the first StatefulSets", func() (bool, string) {
+		out, _ := kubectlRun("", "-n", ns, "get", "statefulset", "-o", "name")
+		got := strings.Count(string(out), "statefulset")
+		return got >= 3, fmt.Sprintf("%d StatefulSets", got)
+	})
+	first.kill()
+
+	second := startController(t, controllerOptions{namespace: ns})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			waitRunning(t, ns, fmt.Sprintf("db-%02d", i), 3*converge)
+		}()
+	}
+	wg.Wait()
+
+	counts := map[string]int{}
+	for _, kind := range []string{"statefulset", "service", "secret"} {
+		out := kubectl(t, "-n", ns, "get", kind, "-l", "app.kubernetes.io/managed-by=database-controller", "-o", "name")
+		counts[kind] = len(strings.Fields(out))
+	}
+	if counts["statefulset"] != n || counts["service"] != 2*n || counts["secret"] != n {
+		t.Errorf("children after restart = %v, want %d StatefulSets, %d Services, %d Secrets", counts, n, 2*n, n)
+	}
+	var evs []string
+	for i := range n {
+		for _, e := range events(t, ns, fmt.Sprintf("db-%02d", i)) {
+			if strings.HasPrefix(e, "Warning") {
+				evs = append(evs, e)
+			}
+		}
+	}
+	if len(evs) > 0 {
+		t.Errorf("Warning events after the restart: %q", evs)
+	}
+	if m := second.metrics(); sum(m, "database_controller_reconcile_total", `result="error"`) != 0 {
+		t.Errorf("the restarted controller had failed syncs:\n%s", tail(second.logPath, 20))
+	}
+}
+
+func TestSteadyStateMakesNoWrites(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	const resync = 10 * time.Second
+	c := startController(t, controllerOptions{namespace: ns, args: []string{"--resync-period=" + resync.String()}})
+	for _, f := range []string{"postgresql.yaml", "mysql.yaml", "mongodb.yaml"} {
+		createFromExample(t, ns, f)
+	}
+	for _, name := range []string{"orders", "inventory", "sessions"} {
+		waitRunning(t, ns, name, converge)
+	}
+	// Let the last status writes and events land, then measure.
+	eventually(t, converge, "writes to settle", func() (bool, string) {
+		a := writes(c.metrics())
+		time.Sleep(2 * time.Second)
+		b := writes(c.metrics())
+		return a == b, fmt.Sprintf("writes %v -> %v", a, b)
+	})
+	before := c.metrics()
+	// Over more than one resync period every Database is synced again.
+	eventually(t, 3*resync, "a resync of every Database", func() (bool, string) {
+		now := c.metrics()
+		synced := sum(now, "database_controller_reconcile_total") - sum(before, "database_controller_reconcile_total")
+		return synced >= 3, fmt.Sprintf("%v syncs since the baseline", synced)
+	})
+	time.Sleep(resync) // a further full period
+	after := c.metrics()
+	if w := writes(after) - writes(before); w != 0 {
+		t.Errorf("steady state made %v write requests over a resync period; requests by resource now:\n%s", w, byResource(after))
+	}
+	t.Logf("steady state: %v syncs, 0 writes", sum(after, "database_controller_reconcile_total")-sum(before, "database_controller_reconcile_total"))
+}
+
+func byResource(m map[string]float64) string {
+	var lines []string
+	for k, v := range m {
+		if strings.HasPrefix(k, "rest_client_requests_by_resource_total") {
+			lines = append(lines, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
