@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -85,6 +88,11 @@ type Controller struct {
 	secretsLister corelisters.SecretLister
 	// secretsSynced reports whether the Secret cache has synced.
 	secretsSynced cache.InformerSynced
+	// claimsLister reads the PersistentVolumeClaims made from the
+	// StatefulSets' claim templates, to grow them with spec.storage.size.
+	claimsLister corelisters.PersistentVolumeClaimLister
+	// claimsSynced reports whether the PersistentVolumeClaim cache has synced.
+	claimsSynced cache.InformerSynced
 
 	// workqueue holds the Databases to sync. It is rate limited, so that a
 	// failing Database is retried with backoff, and it never holds a key twice.
@@ -122,6 +130,7 @@ func NewController(
 	statefulSetInformer appsinformers.StatefulSetInformer,
 	serviceInformer coreinformers.ServiceInformer,
 	secretInformer coreinformers.SecretInformer,
+	claimInformer coreinformers.PersistentVolumeClaimInformer,
 	databaseInformer informers.DatabaseInformer,
 	random io.Reader,
 	clk clock.PassiveClock,
@@ -145,6 +154,8 @@ func NewController(
 		servicesSynced:     serviceInformer.Informer().HasSynced,
 		secretsLister:      secretInformer.Lister(),
 		secretsSynced:      secretInformer.Informer().HasSynced,
+		claimsLister:       claimInformer.Lister(),
+		claimsSynced:       claimInformer.Informer().HasSynced,
 		workqueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "databases"},
@@ -209,7 +220,7 @@ func (c *Controller) Run(ctx context.Context, workers int, drainTimeout time.Dur
 
 	logger.Info("Starting Database controller")
 	logger.Info("Waiting for informer caches to sync")
-	if ok := cache.WaitForCacheSync(ctx.Done(), c.databasesSynced, c.statefulSetsSynced, c.servicesSynced, c.secretsSynced); !ok {
+	if ok := cache.WaitForCacheSync(ctx.Done(), c.databasesSynced, c.statefulSetsSynced, c.servicesSynced, c.secretsSynced, c.claimsSynced); !ok {
 		c.workqueue.ShutDown()
 		return fmt.Errorf("failed to wait for caches to sync")
 	}
@@ -243,7 +254,7 @@ func (c *Controller) Run(ctx context.Context, workers int, drainTimeout time.Dur
 
 // HasSynced reports whether every informer cache has synced.
 func (c *Controller) HasSynced() bool {
-	return c.databasesSynced() && c.statefulSetsSynced() && c.servicesSynced() && c.secretsSynced()
+	return c.databasesSynced() && c.statefulSetsSynced() && c.servicesSynced() && c.secretsSynced() && c.claimsSynced()
 }
 
 // runWorker processes work items until the queue shuts down.
@@ -412,6 +423,44 @@ func (s *databaseSync) run(ctx context.Context) error {
 		return err
 	}
 	s.statefulSet = sts
+	return s.growClaims(ctx)
+}
+
+// growClaims raises the storage request of every data volume claim of the
+// StatefulSet that is below spec.storage.size. Claim templates cannot
+// change, so this is how a volume grows; it never shrinks one. A claim the
+// cluster refuses to resize (its StorageClass does not allow expansion) is
+// a problem for a person.
+func (s *databaseSync) growClaims(ctx context.Context) error {
+	c, db := s.c, s.db
+	want := db.Spec.Storage.Size
+	claims, err := c.claimsLister.PersistentVolumeClaims(db.Namespace).List(labels.SelectorFromSet(builder.SelectorLabels(db)))
+	if err != nil {
+		return err
+	}
+	prefix := builder.DataVolume + "-" + builder.StatefulSetName(db) + "-"
+	for _, claim := range claims {
+		if !strings.HasPrefix(claim.Name, prefix) {
+			continue
+		}
+		have := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+		if want.Cmp(have) <= 0 {
+			continue
+		}
+		patch := fmt.Appendf(nil, `{"spec":{"resources":{"requests":{"storage":%q}}}}`, want.String())
+		_, err := c.kubeclientset.CoreV1().PersistentVolumeClaims(db.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: controllerAgentName})
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+			s.problem = &status.Problem{Reason: status.ReasonStorageResizeFailed, Message: fmt.Sprintf(
+				"cannot grow PersistentVolumeClaim %s from %s to %s: %s; the database keeps running on its current volumes",
+				claim.Name, have.String(), want.String(), apiMessage(err))}
+			return nil
+		case err != nil:
+			return fmt.Errorf("growing PersistentVolumeClaim %s: %w", claim.Name, err)
+		}
+		c.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Requested %s for PersistentVolumeClaim %s (was %s)", want.String(), claim.Name, have.String())
+	}
 	return nil
 }
 
@@ -501,6 +550,15 @@ func (s *databaseSync) ensureSecret(ctx context.Context) error {
 		s.problem = conflict(db, "Secret", name)
 	}
 	return nil
+}
+
+// apiMessage is the API server's own message for err, else err's text.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
 }
 
 func (c *Controller) newPassword() (string, error) {

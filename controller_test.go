@@ -57,6 +57,7 @@ type fixture struct {
 	statefulSetLister []*appsv1.StatefulSet
 	serviceLister     []*corev1.Service
 	secretLister      []*corev1.Secret
+	claimLister       []*corev1.PersistentVolumeClaim
 
 	// Actions expected on each clientset.
 	kubeactions []core.Action
@@ -191,6 +192,9 @@ func (f *fixture) seed(objs ...runtime.Object) {
 		case *corev1.Secret:
 			f.secretLister = append(f.secretLister, o)
 			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.PersistentVolumeClaim:
+			f.claimLister = append(f.claimLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
 		default:
 			f.t.Fatalf("cannot seed %T", o)
 		}
@@ -215,12 +219,12 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	k8sI := kubeinformers.NewSharedInformerFactory(f.kubeclient, noResync)
 
 	c, err := NewController(ctx, f.kubeclient, f.client,
-		k8sI.Apps().V1().StatefulSets(), k8sI.Core().V1().Services(), k8sI.Core().V1().Secrets(),
+		k8sI.Apps().V1().StatefulSets(), k8sI.Core().V1().Services(), k8sI.Core().V1().Secrets(), k8sI.Core().V1().PersistentVolumeClaims(),
 		i.Dbcontroller().V1alpha1().Databases(), passwordSource(), f.clock)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c.databasesSynced, c.statefulSetsSynced, c.servicesSynced, c.secretsSynced = alwaysReady, alwaysReady, alwaysReady, alwaysReady
+	c.databasesSynced, c.statefulSetsSynced, c.servicesSynced, c.secretsSynced, c.claimsSynced = alwaysReady, alwaysReady, alwaysReady, alwaysReady, alwaysReady
 	recorder := record.NewFakeRecorder(100)
 	c.recorder = recorder
 
@@ -235,6 +239,9 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	}
 	for _, s := range f.secretLister {
 		_ = k8sI.Core().V1().Secrets().Informer().GetIndexer().Add(s)
+	}
+	for _, pvc := range f.claimLister {
+		_ = k8sI.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(pvc)
 	}
 	return c, i, k8sI, recorder
 }
@@ -1004,4 +1011,60 @@ func TestStripForCache(t *testing.T) {
 	if got.ManagedFields != nil || got.Data != nil || got.StringData != nil {
 		t.Fatalf("stripForCache left %+v", got)
 	}
+}
+
+// claim is a data volume claim as the StatefulSet controller makes it.
+func claim(db *dbv1alpha1.Database, ordinal int, size string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-%s-%d", db.Name, ordinal), Namespace: db.Namespace, Labels: builder.Labels(db)},
+		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}},
+	}
+}
+
+func TestStorageGrowthExpandsClaims(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 2)
+	f.converged(db)
+	db.Spec.Storage.Size = resource.MustParse("5Gi")
+	db.Generation = 2
+	other := claim(db, 0, "1Gi")
+	other.Name = "scratch-orders-0" // not a data claim of this StatefulSet
+	f.seed(claim(db, 0, "1Gi"), claim(db, 1, "5Gi"), other)
+
+	patch := []byte(`{"spec":{"resources":{"requests":{"storage":"5Gi"}}}}`)
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(
+		schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, "default", "data-orders-0", types.MergePatchType, patch))
+	st := db.Status.DeepCopy()
+	st.ObservedGeneration = 2
+	for i := range st.Conditions {
+		st.Conditions[i].ObservedGeneration = 2
+	}
+	f.expectStatusUpdate(db, *st)
+	f.events = []string{"Normal Updated Requested 5Gi for PersistentVolumeClaim data-orders-0 (was 1Gi)"}
+	f.run(ctx, ref(db))
+}
+
+func TestStorageGrowthRefusedByTheClusterIsReported(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.converged(db)
+	db.Spec.Storage.Size = resource.MustParse("5Gi")
+	f.seed(claim(db, 0, "1Gi"))
+	c, _, _, recorder := f.newController(ctx)
+	f.kubeclient.PrependReactor("patch", "persistentvolumeclaims", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, "data-orders-0",
+			errors.New("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"))
+	})
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(
+		schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, "default", "data-orders-0", types.MergePatchType,
+		[]byte(`{"spec":{"resources":{"requests":{"storage":"5Gi"}}}}`)))
+	msg := `cannot grow PersistentVolumeClaim data-orders-0 from 1Gi to 5Gi: persistentvolumeclaims "data-orders-0" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize; the database keeps running on its current volumes`
+	st := wantStatus(db, "Failed", 1, 1, "16", "False", "StorageResizeFailed", msg, "False", "StorageResizeFailed", msg)
+	keepTransitionTime(&st, "Progressing")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning StorageResizeFailed " + msg}
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
 }

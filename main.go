@@ -139,6 +139,7 @@ func run(ctx context.Context, o options) error {
 		kubeInformerFactory.Apps().V1().StatefulSets(),
 		kubeInformerFactory.Core().V1().Services(),
 		kubeInformerFactory.Core().V1().Secrets(),
+		kubeInformerFactory.Core().V1().PersistentVolumeClaims(),
 		dbInformer, rand.Reader, clock.RealClock{})
 	if err != nil {
 		return err

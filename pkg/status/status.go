@@ -18,18 +18,19 @@ import (
 // Reasons of the Ready and Progressing conditions. Each one says what a
 // person can do about it.
 const (
-	ReasonAllReplicasReady   = "AllReplicasReady"
-	ReasonReplicasNotReady   = "ReplicasNotReady"
-	ReasonStopped            = "Stopped"
-	ReasonProvisioning       = "Provisioning"
-	ReasonRollingUpdate      = "RollingUpdate"
-	ReasonScaling            = "Scaling"
-	ReasonStopping           = "Stopping"
-	ReasonConverged          = "Converged"
-	ReasonUnknownVersion     = "UnknownVersion"
-	ReasonDowngradeRefused   = "DowngradeRefused"
-	ReasonResourceConflict   = "ResourceConflict"
-	ReasonCredentialsMissing = "CredentialsSecretMissing"
+	ReasonAllReplicasReady    = "AllReplicasReady"
+	ReasonReplicasNotReady    = "ReplicasNotReady"
+	ReasonStopped             = "Stopped"
+	ReasonProvisioning        = "Provisioning"
+	ReasonRollingUpdate       = "RollingUpdate"
+	ReasonScaling             = "Scaling"
+	ReasonStopping            = "Stopping"
+	ReasonConverged           = "Converged"
+	ReasonUnknownVersion      = "UnknownVersion"
+	ReasonDowngradeRefused    = "DowngradeRefused"
+	ReasonResourceConflict    = "ResourceConflict"
+	ReasonCredentialsMissing  = "CredentialsSecretMissing"
+	ReasonStorageResizeFailed = "StorageResizeFailed"
 )
 
 // Problem is a reason the controller cannot bring a Database to its spec

@@ -49,6 +49,7 @@ var controllerPermissions = map[grant][]string{
 	{Group: "apps", Resource: "statefulsets"}:                    verbs("get", "list", "watch", "create", "patch"),
 	{Group: "", Resource: "services"}:                            verbs("get", "list", "watch", "create", "patch"),
 	{Group: "", Resource: "secrets"}:                             verbs("get", "list", "watch", "create"),
+	{Group: "", Resource: "persistentvolumeclaims"}:              verbs("get", "list", "watch", "patch"),
 	{Group: "", Resource: "events"}:                              verbs("create", "patch"),
 }
 
