@@ -502,11 +502,15 @@ wait_for kube-scheduler "healthy on https://127.0.0.1:$SCHEDULER_PORT/healthz" s
 done_step kube-scheduler healthy
 
 begin kwok
+# kwok provisions claims of the class kwok-volume only; the provision stage
+# also takes kwok-expandable, a second class that allows volume expansion.
 for f in "${STAGE_FILES[@]}"; do
   echo "---"
   echo "# $STAGE_DIR/$f"
-  cat "$STAGE_DIR/$f"
+  sed "s/self.spec.storageClassName == 'kwok-volume'/self.spec.storageClassName in ['kwok-volume', 'kwok-expandable']/" "$STAGE_DIR/$f"
 done > "$CONFIG/kwok-stages.yaml"
+grep -q "kwok-expandable" "$CONFIG/kwok-stages.yaml" ||
+  local::die "kwok's pvc-provision stage no longer matches kwok-volume as expected; update local-up.sh"
 # HOME points into LOCAL_DIR so that a ~/.kwok/kwok.yaml of the user's is
 # not loaded on top of these stages.
 start kwok env HOME="$LOCAL_DIR/kwok-home" "$LOCAL_BIN/kwok" \
@@ -525,6 +529,16 @@ wait_for kwok "healthy on http://127.0.0.1:$KWOK_PORT/healthz" kwok_healthy
 
 kubectl_ apply -f "$STORAGE_CLASS_FILE" >/dev/null ||
   fail kube-apiserver "refused the StorageClass from $STORAGE_CLASS_FILE"
+kubectl_ apply -f - >/dev/null <<'YAML' || fail kube-apiserver "refused the StorageClass kwok-expandable"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: kwok-expandable
+provisioner: kwok.x-k8s.io/volume
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+allowVolumeExpansion: true
+YAML
 node_names=()
 for ((i = 0; i < NODES; i++)); do
   node_names+=("kwok-node-$i")

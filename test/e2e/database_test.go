@@ -419,3 +419,34 @@ func byResource(m map[string]float64) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestStorageGrowth grows the volumes on a class that allows expansion, and
+// reports the refusal on one that does not (kwok-volume, the default).
+func TestStorageGrowth(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	// hack/local-up.sh installs kwok-expandable, which kwok provisions and
+	// which allows volume expansion.
+	class := "kwok-expandable"
+	createDB(t, ns, dbYAML("grows", "postgresql", "16", 2, "  storage:\n    size: 1Gi\n    storageClassName: "+class+"\n"))
+	createDB(t, ns, dbYAML("fixed", "postgresql", "16", 1, "  storage:\n    size: 1Gi\n"))
+	waitRunning(t, ns, "grows", converge)
+	waitRunning(t, ns, "fixed", converge)
+
+	kubectl(t, "-n", ns, "patch", "db/grows", "--type=merge", "-p", `{"spec":{"storage":{"size":"3Gi"}}}`)
+	for _, pvc := range []string{"data-grows-0", "data-grows-1"} {
+		eventually(t, converge, pvc+" to request 3Gi", func() (bool, string) {
+			out, _ := kubectlRun("", "-n", ns, "get", "pvc", pvc, "-o", "jsonpath={.spec.resources.requests.storage}")
+			return string(out) == "3Gi", string(out)
+		})
+	}
+	waitRunning(t, ns, "grows", converge)
+
+	kubectl(t, "-n", ns, "patch", "db/fixed", "--type=merge", "-p", `{"spec":{"storage":{"size":"3Gi"}}}`)
+	_, _, msg := condition(waitCondition(t, ns, "fixed", "Ready", "False", "StorageResizeFailed", converge), "Ready")
+	if !strings.Contains(msg, "data-fixed-0 from 1Gi to 3Gi") {
+		t.Errorf("condition message = %q", msg)
+	}
+	waitEvent(t, ns, "fixed", "Warning StorageResizeFailed", converge)
+}

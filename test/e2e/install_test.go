@@ -44,6 +44,7 @@ func TestLeastPrivilege(t *testing.T) {
 		{[]string{"create", "secrets", "-n", "default"}, "yes"},
 		{[]string{"patch", "databases.dbcontroller.io", "--subresource=status", "-n", "default"}, "yes"},
 		{[]string{"create", "events", "-n", "default"}, "yes"},
+		{[]string{"patch", "persistentvolumeclaims", "-n", "default"}, "yes"},
 		{[]string{"update", "leases.coordination.k8s.io/database-controller", "-n", installNamespace}, "yes"},
 
 		{[]string{"delete", "namespaces"}, "no"},
