@@ -50,9 +50,10 @@ stop_components() {
 }
 
 if [[ -d "$pids_dir" ]]; then
-  # The clients first, then the API server, then etcd, so that nothing logs
+  # The clients first (the controller that hack/run-local.sh starts among
+  # them), then the API server, then etcd, so that nothing logs
   # a storm of errors about a server that went away under it.
-  stop_components kwok kube-scheduler kube-controller-manager
+  stop_components controller kwok kube-scheduler kube-controller-manager
   stop_components kube-apiserver
   stop_components etcd
   # Anything else somebody recorded here.
