@@ -23,6 +23,7 @@ const (
 	ReasonStopped             = "Stopped"
 	ReasonProvisioning        = "Provisioning"
 	ReasonRollingUpdate       = "RollingUpdate"
+	ReasonWaitingForReady     = "WaitingForReadiness"
 	ReasonScaling             = "Scaling"
 	ReasonStopping            = "Stopping"
 	ReasonConverged           = "Converged"
@@ -125,10 +126,16 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		case st.Replicas != desired:
 			st.Phase = dbv1alpha1.PhaseUpdating
 			progressing.Reason, progressing.Message = ReasonScaling, fmt.Sprintf("scaling from %d to %d replicas: %d ready", st.Replicas, desired, st.ReadyReplicas)
-		default:
+		case !isUpdated(in.StatefulSet, desired, in.Image):
 			st.Phase = dbv1alpha1.PhaseUpdating
 			progressing.Reason, progressing.Message = ReasonRollingUpdate, fmt.Sprintf("rolling out: %d/%d replicas updated, %d ready",
 				in.StatefulSet.Status.UpdatedReplicas, desired, st.ReadyReplicas)
+		default:
+			// Every replica runs the current spec; some are not ready, such
+			// as a pod that restarted.
+			st.Phase = dbv1alpha1.PhaseUpdating
+			progressing.Reason, progressing.Message = ReasonWaitingForReady, fmt.Sprintf(
+				"every replica runs the current spec; waiting for %d/%d to pass the readiness probe", desired-st.ReadyReplicas, desired)
 		}
 	}
 	for _, c := range []metav1.Condition{ready, progressing} {
@@ -141,8 +148,14 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 }
 
 // isRolledOut reports whether sts has settled at the desired replica count
-// with every replica on the current revision, running image.
+// with every replica ready, on the current revision, running image.
 func isRolledOut(sts *appsv1.StatefulSet, desired int32, image string) bool {
+	return isUpdated(sts, desired, image) && sts.Status.Replicas == desired && sts.Status.ReadyReplicas == desired
+}
+
+// isUpdated reports whether sts has observed its spec, asks for desired
+// replicas of image, and has moved every replica to its update revision.
+func isUpdated(sts *appsv1.StatefulSet, desired int32, image string) bool {
 	if sts == nil || sts.Status.ObservedGeneration < sts.Generation {
 		return false
 	}
@@ -156,5 +169,5 @@ func isRolledOut(sts *appsv1.StatefulSet, desired int32, image string) bool {
 	if s.UpdateRevision != "" && s.CurrentRevision != s.UpdateRevision && desired > 0 {
 		return false
 	}
-	return s.Replicas == desired && s.ReadyReplicas == desired && (desired == 0 || s.UpdatedReplicas == desired)
+	return desired == 0 || s.UpdatedReplicas == desired
 }

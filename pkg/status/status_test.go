@@ -288,6 +288,21 @@ func TestCompute(t *testing.T) {
 			wantProgressing:    wantCondition{metav1.ConditionTrue, ReasonRollingUpdate, "rolling out: 1/3 replicas updated, 2 ready"},
 		},
 		{
+			name:     "running, then a replica stops being ready: waiting, not rolling out",
+			replicas: ptr.To[int32](3),
+			old:      running15,
+			sts: settled(3, image16, func(s *appsv1.StatefulSet) {
+				s.Status.ReadyReplicas = 2
+			}),
+			image:              image16,
+			wantPhase:          dbv1alpha1.PhaseUpdating,
+			wantReplicas:       3,
+			wantReady:          2,
+			wantCurrentVersion: "15",
+			wantReadyCond:      wantCondition{metav1.ConditionFalse, ReasonReplicasNotReady, "2/3 replicas are ready"},
+			wantProgressing:    wantCondition{metav1.ConditionTrue, ReasonWaitingForReady, "every replica runs the current spec; waiting for 1/3 to pass the readiness probe"},
+		},
+		{
 			name:     "rolling update: all updated but revisions not yet swapped",
 			replicas: ptr.To[int32](3),
 			old:      running15,
