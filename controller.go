@@ -734,21 +734,32 @@ type childKey struct {
 }
 
 // createdSet remembers children this process created until the informers
-// show them, for at most createdTTL.
+// show them, for at most createdTTL. Entries whose Database went away
+// before its next sync are swept out at most once a TTL.
 type createdSet struct {
-	clock clock.PassiveClock
-	mu    sync.Mutex
-	at    map[childKey]time.Time
+	clock     clock.PassiveClock
+	mu        sync.Mutex
+	at        map[childKey]time.Time
+	lastSweep time.Time
 }
 
 func newCreatedSet(clk clock.PassiveClock) *createdSet {
-	return &createdSet{clock: clk, at: map[childKey]time.Time{}}
+	return &createdSet{clock: clk, at: map[childKey]time.Time{}, lastSweep: clk.Now()}
 }
 
 func (s *createdSet) add(k childKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.at[k] = s.clock.Now()
+	now := s.clock.Now()
+	s.at[k] = now
+	if now.Sub(s.lastSweep) > createdTTL {
+		for key, t := range s.at {
+			if now.Sub(t) > createdTTL {
+				delete(s.at, key)
+			}
+		}
+		s.lastSweep = now
+	}
 }
 
 func (s *createdSet) observed(k childKey) {

@@ -912,6 +912,11 @@ func TestChildrenNotYetInCacheAreNotCreatedTwice(t *testing.T) {
 	if c.created.pending(childKey{kind: "Secret", namespace: "default", name: "orders-credentials"}) {
 		t.Fatal("created set still pending after its TTL")
 	}
+	// Entries nobody asks about again are swept by a later add.
+	c.created.add(childKey{kind: "Secret", namespace: "default", name: "other"})
+	if n := len(c.created.at); n != 1 {
+		t.Fatalf("created set holds %d entries after a sweep, want 1", n)
+	}
 }
 
 func TestDeletedDatabaseIsANoOp(t *testing.T) {
