@@ -307,7 +307,13 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	}
 
 	s := c.newSync(db)
-	if err := s.run(ctx); err != nil {
+	err = s.run(ctx)
+	if len(s.created) > 0 {
+		// One event for everything a pass created, also when a later step
+		// failed: four events per new Database would double its writes.
+		c.recorder.Event(db, corev1.EventTypeNormal, ReasonCreated, "Created "+strings.Join(s.created, ", "))
+	}
+	if err != nil {
 		return err
 	}
 	if s.waiting {
@@ -379,6 +385,9 @@ type databaseSync struct {
 	problem *status.Problem
 	// waiting is set when a child this process created is not cached yet.
 	waiting bool
+	// created lists the children this pass created, as "Kind name", for one
+	// event at the end of the pass.
+	created []string
 }
 
 func (c *Controller) newSync(db *dbv1alpha1.Database) *databaseSync {
@@ -528,7 +537,7 @@ func (s *databaseSync) ensureSecret(ctx context.Context) error {
 		_, err = secrets.Create(ctx, &secret, metav1.CreateOptions{FieldManager: controllerAgentName})
 		if err == nil {
 			c.created.add(key)
-			c.recorder.Eventf(db, corev1.EventTypeNormal, ReasonCreated, "Created Secret %s", name)
+			s.created = append(s.created, "Secret "+name)
 			return nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -662,7 +671,7 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, s *databaseSync, 
 		created, err := k.create(ctx, desired)
 		if err == nil {
 			c.created.add(key)
-			c.recorder.Eventf(db, corev1.EventTypeNormal, ReasonCreated, "Created %s %s", k.kind, name)
+			s.created = append(s.created, k.kind+" "+name)
 			return created, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {

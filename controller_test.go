@@ -476,10 +476,7 @@ func TestCreatesEverythingForANewDatabase(t *testing.T) {
 				"False", "ReplicasNotReady", "0/1 replicas are ready",
 				"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
 			f.events = []string{
-				"Normal Created Created Secret orders-credentials",
-				"Normal Created Created Service orders-headless",
-				"Normal Created Created Service orders",
-				"Normal Created Created StatefulSet orders",
+				"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders, StatefulSet orders",
 			}
 			f.run(ctx, ref(db))
 		})
@@ -674,9 +671,7 @@ func TestForeignObjectIsLeftUntouched(t *testing.T) {
 		f.expectStatusUpdate(db, wantStatus(db, "Failed", 0, 0, "",
 			"False", "ResourceConflict", msg, "False", "ResourceConflict", msg))
 		f.events = []string{
-			"Normal Created Created Secret orders-credentials",
-			"Normal Created Created Service orders-headless",
-			"Normal Created Created Service orders",
+			"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders",
 			"Warning ResourceConflict " + msg,
 		}
 		f.run(ctx, ref(db))
@@ -699,8 +694,7 @@ func TestForeignObjectIsLeftUntouched(t *testing.T) {
 		f.expectStatusUpdate(db, wantStatus(db, "Failed", 0, 0, "",
 			"False", "ResourceConflict", msg, "False", "ResourceConflict", msg))
 		f.events = []string{
-			"Normal Created Created Secret orders-credentials",
-			"Normal Created Created Service orders-headless",
+			"Normal Created Created Secret orders-credentials, Service orders-headless",
 			"Warning ResourceConflict " + msg,
 		}
 		f.run(ctx, ref(db))
@@ -819,9 +813,7 @@ func TestTransientErrorIsRetried(t *testing.T) {
 	f.expectCreate(servicesResource, expectedService(t, db))
 	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
 	f.events = []string{
-		"Normal Created Created Secret orders-credentials",
-		"Normal Created Created Service orders-headless",
-		"Normal Created Created Service orders",
+		"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders",
 	}
 	c.workqueue.Add(ref(db))
 	f.client.ClearActions()
