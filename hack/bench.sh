@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Scale benchmark: how long N new Databases take to become Running under the
+# controller, the API requests it makes for them and in the steady state
+# after, its reconcile latency, workqueue depth, RSS and Go heap; against the
+# floor, the least API work that reaches the same state, measured in the
+# same run on the same control plane. Writes a markdown report and a PNG
+# chart beside it.
+#
+# It starts a local control plane of its own (hack/local-up.sh, on ports and
+# a LOCAL_DIR apart from `make run-local` and the e2e suite), installs the
+# CRD, runs hack/bench (a Go module of its own) against ./controller, and
+# always stops the control plane at the end.
+#
+# Usage: hack/bench.sh            (or: make bench)
+#
+# Environment (defaults in brackets):
+#   BENCH_N                 number of Databases [1000]
+#   BENCH_OUT               the report; the chart is written beside it as .png
+#                           [_output/bench/report.md]
+#   BENCH_WORKERS           controller --workers, and the floor's goroutines [4]
+#   BENCH_QPS               controller --kube-api-qps, and the floor's QPS [50]
+#   BENCH_BURST             controller --kube-api-burst, and the floor's burst [100]
+#   BENCH_RESYNC            controller --resync-period; the steady state lasts two [30s]
+#   BENCH_TIMEOUT           how long each run may take to reach all Running [30m]
+#   BENCH_NODES             fake nodes of 110 pods [enough for 2*BENCH_N pods]
+#   BENCH_CONTROLLER        the controller binary [./controller, built if missing]
+#   BENCH_CONTROLLER_ENV    VAR=value ... set in the controller's environment, for
+#                           experiments such as GOMEMLIMIT=80MiB [none]
+#   BENCH_DIR               work directory: control plane state, logs [_output/bench]
+#   BENCH_APISERVER_PORT, BENCH_ETCD_PORT, BENCH_ETCD_PEER_PORT, BENCH_KCM_PORT,
+#   BENCH_SCHEDULER_PORT, BENCH_KWOK_PORT  [26443, 22379, 22380, 30257, 30259, 30247]
+#   BENCH_SERVICE_CIDR      Service ClusterIP range [10.96.0.0/16: local-up's /24
+#                           holds 254 ClusterIPs, and each Database takes one]
+#   BENCH_POD_CIDR          range of the fake pods' IPs [10.244.0.0/16]
+set -euo pipefail
+
+CALLER_PWD=$PWD
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+[[ $# -eq 0 ]] || die "no arguments are taken; use the BENCH_* variables (see --help)"
+
+abs() {
+  if [[ "$1" == /* ]]; then printf '%s\n' "$1"; else printf '%s\n' "$CALLER_PWD/$1"; fi
+}
+
+N=${BENCH_N:-1000}
+WORKERS=${BENCH_WORKERS:-4}
+QPS=${BENCH_QPS:-50}
+BURST=${BENCH_BURST:-100}
+RESYNC=${BENCH_RESYNC:-30s}
+TIMEOUT=${BENCH_TIMEOUT:-30m}
+OUT=$(abs "${BENCH_OUT:-$ROOT/_output/bench/report.md}")
+BENCH_DIR=$(abs "${BENCH_DIR:-$ROOT/_output/bench}")
+CONTROLLER=$(abs "${BENCH_CONTROLLER:-$ROOT/controller}")
+for v in N WORKERS BURST; do
+  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "BENCH_$v must be a positive integer, got '${!v}'"
+done
+[[ "$QPS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "BENCH_QPS must be a number, got '$QPS'"
+# Two runs of N Databases, one pod each, at most 100 pods a node (of 110).
+NODES=${BENCH_NODES:-$(( (2 * N + 99) / 100 + 1 ))}
+[[ "$NODES" =~ ^[1-9][0-9]*$ ]] || die "BENCH_NODES must be a positive integer, got '$NODES'"
+
+export LOCAL_DIR="$BENCH_DIR/local"
+export LOCAL_APISERVER_PORT=${BENCH_APISERVER_PORT:-26443}
+export LOCAL_ETCD_PORT=${BENCH_ETCD_PORT:-22379}
+export LOCAL_ETCD_PEER_PORT=${BENCH_ETCD_PEER_PORT:-22380}
+export LOCAL_CONTROLLER_MANAGER_PORT=${BENCH_KCM_PORT:-30257}
+export LOCAL_SCHEDULER_PORT=${BENCH_SCHEDULER_PORT:-30259}
+export LOCAL_KWOK_PORT=${BENCH_KWOK_PORT:-30247}
+export LOCAL_NODES=$NODES
+export LOCAL_SERVICE_CIDR=${BENCH_SERVICE_CIDR:-10.96.0.0/16}
+export LOCAL_POD_CIDR=${BENCH_POD_CIDR:-10.244.0.0/16}
+KUBECONFIG_PATH="$LOCAL_DIR/kubeconfig"
+KUBECTL="$ROOT/_output/bin/kubectl"
+
+# The command line as it was given, for the report.
+command="make bench"
+[[ -n "${MAKELEVEL:-}" ]] || command="./hack/bench.sh"
+for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENCH_TIMEOUT BENCH_NODES BENCH_CONTROLLER BENCH_CONTROLLER_ENV; do
+  if [[ -n "${!v:-}" ]]; then
+    value=${!v}
+    [[ "$value" != *" "* ]] || value="'$value'"
+    command="$v=$value $command"
+  fi
+done
+controller_env=()
+for kv in ${BENCH_CONTROLLER_ENV:-}; do
+  [[ "$kv" == *=* ]] || die "BENCH_CONTROLLER_ENV must be VAR=value words, got '$kv'"
+  controller_env+=("--controller-env=$kv")
+done
+
+started=$SECONDS
+mkdir -p "$BENCH_DIR"
+
+if [[ ! -x "$CONTROLLER" ]]; then
+  log "building the controller ($CONTROLLER)"
+  OUT="$CONTROLLER" ./hack/build.sh
+fi
+log "building hack/bench"
+(cd hack/bench && go build -o "$BENCH_DIR/bench" .)
+
+cleanup() {
+  local rc=$?
+  trap '' INT TERM HUP
+  log "stopping the control plane ($LOCAL_DIR)"
+  ./hack/local-down.sh || true
+  log "done in $((SECONDS - started))s"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+log "starting the control plane: $NODES fake nodes, API server on 127.0.0.1:$LOCAL_APISERVER_PORT, state in $LOCAL_DIR"
+./hack/local-up.sh >"$BENCH_DIR/local-up.log" 2>&1 || {
+  tail -n 30 "$BENCH_DIR/local-up.log" >&2
+  die "hack/local-up.sh failed (log: $BENCH_DIR/local-up.log)"
+}
+
+log "installing the CRD"
+"$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" apply -f artifacts/crd/dbcontroller.io_databases.yaml >/dev/null
+"$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" wait --for=condition=Established --timeout=60s crd/databases.dbcontroller.io >/dev/null
+
+log "running the benchmark: $N Databases (report: $OUT)"
+"$BENCH_DIR/bench" \
+  --kubeconfig="$KUBECONFIG_PATH" \
+  --controller="$CONTROLLER" \
+  --bin-dir="$ROOT/_output/bin" \
+  --local-dir="$LOCAL_DIR" \
+  --work-dir="$BENCH_DIR" \
+  --report="$OUT" \
+  --command="$command" \
+  --n="$N" \
+  --workers="$WORKERS" \
+  --qps="$QPS" \
+  --burst="$BURST" \
+  --resync="$RESYNC" \
+  --timeout="$TIMEOUT" \
+  --nodes="$NODES" \
+  --service-cidr="$LOCAL_SERVICE_CIDR" \
+  --pod-cidr="$LOCAL_POD_CIDR" \
+  "${controller_env[@]}"

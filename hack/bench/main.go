@@ -1,0 +1,590 @@
+// Command bench measures database-controller at scale on a running control
+// plane: how long N new Databases take to become Running, the API requests
+// the controller makes for them and in the steady state after, its
+// reconcile latency, workqueue depth and memory; and, on the same control
+// plane, the floor: the least API work that reaches the same state. It
+// writes a markdown report and a PNG chart. hack/bench.sh starts the
+// control plane and runs it; see there.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/engine"
+	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
+)
+
+type config struct {
+	kubeconfig    string
+	controllerBin string
+	binDir        string
+	localDir      string
+	report        string
+	workDir       string
+	command       string
+	n             int
+	workers       int
+	qps           float64
+	burst         int
+	resync        time.Duration
+	timeout       time.Duration
+	creators      int
+	nodes         int
+	serviceCIDR   string
+	controllerEnv []string
+	podCIDR       string
+	sampleEvery   time.Duration
+	warmup        int
+	settle        time.Duration
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the control plane (admin)")
+	flag.StringVar(&c.controllerBin, "controller", "./controller", "the controller binary")
+	flag.StringVar(&c.binDir, "bin-dir", "_output/bin", "the control plane's binaries, for their versions")
+	flag.StringVar(&c.localDir, "local-dir", "", "the control plane's LOCAL_DIR, for the CPU time of its components")
+	flag.StringVar(&c.report, "report", "_output/bench/report.md", "markdown report to write; the chart is written beside it with the extension .png")
+	flag.StringVar(&c.workDir, "work-dir", "_output/bench", "directory for the controller's log")
+	flag.StringVar(&c.command, "command", "", "the command line to print in the report")
+	flag.IntVar(&c.n, "n", 1000, "number of Databases")
+	flag.IntVar(&c.workers, "workers", 4, "controller --workers, and the floor's goroutines")
+	flag.Float64Var(&c.qps, "qps", 50, "controller --kube-api-qps, and the floor's QPS")
+	flag.IntVar(&c.burst, "burst", 100, "controller --kube-api-burst, and the floor's burst")
+	flag.DurationVar(&c.resync, "resync", 30*time.Second, "controller --resync-period; the steady state is held for two of them")
+	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long each phase may take to reach all Running")
+	flag.IntVar(&c.creators, "creators", 8, "goroutines creating the Databases (an unthrottled client, the same in both phases)")
+	flag.IntVar(&c.nodes, "nodes", 0, "number of fake nodes (for the report)")
+	flag.StringVar(&c.serviceCIDR, "service-cidr", "", "the control plane's Service range (for the report)")
+	flag.StringVar(&c.podCIDR, "pod-cidr", "", "the fake pods' IP range (for the report)")
+	flag.DurationVar(&c.sampleEvery, "sample-every", time.Second, "how often the controller's /metrics is sampled")
+	flag.IntVar(&c.warmup, "warmup", 20, "Databases the floor brings to Running first, unmeasured, so that neither run meets a cold API server")
+	flag.DurationVar(&c.settle, "settle", 5*time.Second, "after all are Running, how long trailing writes are counted apart before the steady state begins")
+	flag.Func("controller-env", "VAR=value to set in the controller's environment (repeatable), such as GOMEMLIMIT=80MiB", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("want VAR=value, got %q", v)
+		}
+		c.controllerEnv = append(c.controllerEnv, v)
+		return nil
+	})
+	flag.Parse()
+	if c.n < 1 || c.workers < 1 || c.qps <= 0 || c.burst < 1 || c.creators < 1 || c.resync <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -n, -workers, -qps, -burst, -creators and -resync must be positive")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c); err != nil {
+		logf("FAILED: %v", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// phase is what both runs, the floor's and the controller's, are measured by.
+type phase struct {
+	name string
+	ns   string
+	// t0 is when the first Database create was sent; every time is from t0.
+	t0 time.Time
+	// created is when the last Database create returned.
+	created time.Duration
+	// allRunning is when the tracker saw the N-th Database Running, -1 if never.
+	allRunning                    time.Duration
+	running, stsCreated, stsReady curve
+	// cpu is the CPU seconds each component used from t0 to all Running,
+	// and machineCPU what every process on the machine used.
+	cpu        map[string]float64
+	machineCPU float64
+	// load is the machine's 1-minute load average, sampled every second.
+	load []float64
+}
+
+type floorRun struct {
+	phase
+	result  floorResult
+	counter *requestCounter
+}
+
+type controllerRun struct {
+	phase
+	version string
+	args    []string
+	logPath string
+	// Scrapes: when ready (before any Database), at all Running, once the
+	// trailing writes are counted (settle later), at the end of the steady
+	// state.
+	mReady, mRunning, mSettled, mSteady *scrape
+	steadyStart, steadyEnd              time.Duration
+	samples                             []sample
+	peakRSS                             float64
+	children                            map[string]int
+	converged                           bool
+	// Events by reason: emitted (the controller logs every event it
+	// records) and stored in the API (objects, and their count fields).
+	eventsLogged, eventsStored, eventsStoredSum map[string]int
+}
+
+type environment struct {
+	date, host, cpuModel, kernel                string
+	cpus                                        int
+	memTotal                                    float64
+	goVersion, clientGo                         string
+	apiserver, kwok, controllerVersion, etcdVer string
+}
+
+func run(ctx context.Context, c config) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		return err
+	}
+	// The benchmark's own clients (creating Databases, watching, listing)
+	// are not rate limited, so that they never hold either side back.
+	observer := rest.CopyConfig(cfg)
+	observer.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	observer.UserAgent = "database-controller-bench"
+	obsKube, err := kubernetes.NewForConfig(observer)
+	if err != nil {
+		return err
+	}
+	obsDB, err := clientset.NewForConfig(observer)
+	if err != nil {
+		return err
+	}
+
+	env := readEnvironment(ctx, c, obsKube)
+	warmNS, floorNS, ctrlNS := "bench-warmup", "bench-floor", "bench-controller"
+	for _, ns := range []string{warmNS, floorNS, ctrlNS} {
+		if err := createNamespace(ctx, obsKube, ns); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(c.workDir, 0o755); err != nil {
+		return err
+	}
+
+	if c.warmup > 0 {
+		// The first requests for a resource on a fresh API server pay for
+		// its caches and compiled validation, and kube-controller-manager,
+		// the scheduler and kwok start their work queues: paid here, by
+		// neither run.
+		wc := c
+		wc.n = c.warmup
+		logf("warm-up: %d Databases through the floor in namespace %s", wc.n, warmNS)
+		wr, err := runFloor(ctx, wc, cfg, obsKube, obsDB, warmNS)
+		if err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		logf("warm-up: all %d Running after %s", wc.n, fmtDur(wr.allRunning))
+	}
+
+	// The floor first: anything the first run leaves behind on the control
+	// plane (its objects, its pods) weighs on the second, the controller.
+	logf("floor: %d Databases in namespace %s, %d goroutines, QPS %g, burst %d", c.n, floorNS, c.workers, c.qps, c.burst)
+	fr, err := runFloor(ctx, c, cfg, obsKube, obsDB, floorNS)
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	logf("floor: all %d Running after %s", c.n, fmtDur(fr.allRunning))
+
+	logf("controller: %d Databases in namespace %s, --workers=%d --kube-api-qps=%g --kube-api-burst=%d --resync-period=%s",
+		c.n, ctrlNS, c.workers, c.qps, c.burst, c.resync)
+	cr, err := runController(ctx, c, obsKube, obsDB, ctrlNS)
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	env.controllerVersion = cr.version
+
+	if err := os.MkdirAll(filepath.Dir(c.report), 0o755); err != nil {
+		return err
+	}
+	chartPath := strings.TrimSuffix(c.report, filepath.Ext(c.report)) + ".png"
+	if err := writeChart(chartPath, c, fr, cr); err != nil {
+		return fmt.Errorf("chart: %w", err)
+	}
+	md := renderReport(c, env, fr, cr, filepath.Base(chartPath))
+	if err := os.WriteFile(c.report, []byte(md), 0o644); err != nil {
+		return err
+	}
+	logf("report: %s, chart: %s", c.report, chartPath)
+	return nil
+}
+
+func createNamespace(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s already exists: the benchmark needs a fresh control plane (hack/bench.sh starts one)", ns)
+	}
+	if err != nil {
+		return err
+	}
+	// Pods are refused until the namespace's default ServiceAccount exists.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no ServiceAccount default in %s after a minute", ns)
+		}
+		sleep(ctx, 200*time.Millisecond)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// newDatabase is the i-th Database: the engines in turn, each at the
+// newest version of its catalog, one replica of 1Gi, everything else
+// defaulted.
+func newDatabase(i int) *dbv1alpha1.Database {
+	engines := []dbv1alpha1.Engine{dbv1alpha1.EnginePostgreSQL, dbv1alpha1.EngineMySQL, dbv1alpha1.EngineMongoDB}
+	e := engines[i%len(engines)]
+	p, err := engine.Lookup(e)
+	if err != nil {
+		panic(err)
+	}
+	return &dbv1alpha1.Database{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("db-%05d", i)},
+		Spec: dbv1alpha1.DatabaseSpec{
+			Engine:  e,
+			Version: p.Versions[len(p.Versions)-1],
+			// The schema's default, spelled out: a zero Quantity would be
+			// sent as "0", which the schema refuses.
+			Storage: dbv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+		},
+	}
+}
+
+// createDatabases creates n Databases with conc goroutines and hands each
+// created object to each. It returns when all are created.
+func createDatabases(ctx context.Context, c clientset.Interface, ns string, n, conc int, each func(*dbv1alpha1.Database)) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range conc {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				db := newDatabase(i)
+				for attempt := 0; ; attempt++ {
+					created, err := c.DbcontrollerV1alpha1().Databases(ns).Create(ctx, db, metav1.CreateOptions{})
+					if err == nil {
+						each(created)
+						break
+					}
+					if ctx.Err() != nil || attempt >= 20 {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = fmt.Errorf("creating Database %s: %w", db.Name, err)
+						}
+						mu.Unlock()
+						return
+					}
+					sleep(ctx, 200*time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// clientConfig is the controller's client configuration: its QPS and burst,
+// over a connection of its own.
+func clientConfig(c config, base *rest.Config) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS = float32(c.qps)
+	cfg.Burst = c.burst
+	cfg.UserAgent = "database-controller-floor"
+	// A dialer of its own keeps client-go from sharing the benchmark's
+	// cached connection: the floor gets its own, as the controller process has.
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	cfg.Dial = d.DialContext
+	return cfg
+}
+
+func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernetes.Interface, obsDB clientset.Interface, ns string) (*floorRun, error) {
+	counter := newRequestCounter()
+	cfg := clientConfig(c, base)
+	cfg.Wrap(counter.wrap)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dbs, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	tr := newTracker()
+	tctx, stopTracker := context.WithCancel(ctx)
+	defer stopTracker()
+	if err := tr.start(tctx, obsDB, obsKube, ns); err != nil {
+		return nil, err
+	}
+
+	f := &floor{kube: kube, dbs: dbs, ns: ns, workers: c.workers, counter: counter}
+	in := make(chan *dbv1alpha1.Database, c.n)
+	out := &floorRun{phase: phase{name: "floor", ns: ns}, counter: counter}
+	type floorDone struct {
+		res floorResult
+		err error
+	}
+	done := make(chan floorDone, 1)
+	cpu0 := componentCPU(c.localDir, map[string]int{"bench (this program)": os.Getpid()})
+	machine0 := machineBusySeconds()
+	stopLoad := sampleLoad(&out.load)
+	defer stopLoad()
+	out.t0 = time.Now()
+	go func() {
+		res, err := f.run(pctx, in, c.n)
+		done <- floorDone{res, err}
+	}()
+	err = createDatabases(pctx, obsDB, ns, c.n, c.creators, func(db *dbv1alpha1.Database) { in <- db })
+	close(in)
+	out.created = time.Since(out.t0)
+	if err != nil {
+		return nil, err
+	}
+	fd := <-done
+	out.result = fd.res
+	if !fd.res.complete {
+		return nil, fmt.Errorf("not all Databases Running within %s: %v", c.timeout, fd.err)
+	}
+	// The floor's own clock says its last write returned; the tracker's
+	// watch, the one that also times the controller, sees it Running.
+	for tr.runningCount() < c.n && pctx.Err() == nil {
+		sleep(pctx, 10*time.Millisecond)
+	}
+	out.cpu = cpuSince(cpu0, componentCPU(c.localDir, map[string]int{"bench (this program)": os.Getpid()}))
+	out.machineCPU = machineBusySeconds() - machine0
+	stopLoad()
+	stopTracker()
+	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)
+	out.allRunning = out.running.last(c.n)
+	return out, nil
+}
+
+func cpuSince(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if b, ok := before[k]; ok {
+			out[k] = v - b
+		}
+	}
+	return out
+}
+
+func runController(ctx context.Context, c config, obsKube kubernetes.Interface, obsDB clientset.Interface, ns string) (*controllerRun, error) {
+	out := &controllerRun{phase: phase{name: "controller", ns: ns, allRunning: -1}}
+	if v, err := exec.Command(c.controllerBin, "--version").Output(); err == nil {
+		out.version = strings.TrimSpace(string(v))
+	}
+	args := []string{
+		"--kubeconfig=" + c.kubeconfig,
+		"--namespace=" + ns,
+		fmt.Sprintf("--workers=%d", c.workers),
+		fmt.Sprintf("--kube-api-qps=%g", c.qps),
+		fmt.Sprintf("--kube-api-burst=%d", c.burst),
+		"--resync-period=" + c.resync.String(),
+	}
+	out.logPath = filepath.Join(c.workDir, "controller.log")
+	p, err := startController(c.controllerBin, args, c.controllerEnv, out.logPath)
+	if err != nil {
+		return nil, err
+	}
+	out.args = p.args
+	defer p.stop()
+	if err := p.waitReady(ctx, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	if out.mReady, err = p.scrape(); err != nil {
+		return nil, err
+	}
+	tr := newTracker()
+	tctx, stopTracker := context.WithCancel(ctx)
+	defer stopTracker()
+	if err := tr.start(tctx, obsDB, obsKube, ns); err != nil {
+		return nil, err
+	}
+	smp := startSampler(p, c.sampleEvery)
+	pidOf := map[string]int{"controller": p.cmd.Process.Pid, "bench (this program)": os.Getpid()}
+	cpu0 := componentCPU(c.localDir, pidOf)
+	machine0 := machineBusySeconds()
+	stopLoad := sampleLoad(&out.load)
+	defer stopLoad()
+
+	pctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	out.t0 = time.Now()
+	if err := createDatabases(pctx, obsDB, ns, c.n, c.creators, func(*dbv1alpha1.Database) {}); err != nil {
+		smp.finish()
+		return nil, err
+	}
+	out.created = time.Since(out.t0)
+	for tr.runningCount() < c.n && pctx.Err() == nil && p.running() {
+		sleep(pctx, 10*time.Millisecond)
+	}
+	switch {
+	case !p.running():
+		smp.finish()
+		return nil, fmt.Errorf("the controller exited; log %s:\n%s", out.logPath, tail(out.logPath, 20))
+	case tr.runningCount() >= c.n:
+		out.converged = true
+	default:
+		logf("controller: only %d of %d Databases Running after %s", tr.runningCount(), c.n, c.timeout)
+	}
+	out.cpu = cpuSince(cpu0, componentCPU(c.localDir, pidOf))
+	out.machineCPU = machineBusySeconds() - machine0
+	stopLoad()
+	if out.mRunning, err = p.scrape(); err != nil {
+		smp.finish()
+		return nil, err
+	}
+	out.mSettled, out.mSteady = out.mRunning, out.mRunning
+	out.steadyStart = time.Since(out.t0)
+	if out.converged {
+		running, _, _ := tr.curves(out.t0)
+		logf("controller: all %d Running after %s", c.n, fmtDur(running.last(c.n)))
+	}
+
+	if out.converged {
+		// Writes already under way when the last Database turned Running
+		// (an Event still in the broadcaster's queue) are counted apart.
+		sleep(ctx, c.settle)
+		if out.mSettled, err = p.scrape(); err != nil {
+			smp.finish()
+			return nil, err
+		}
+		out.steadyStart = time.Since(out.t0)
+		hold := 2 * c.resync
+		logf("controller: holding the steady state for %s (two resync periods)", hold)
+		sleep(ctx, hold)
+		if ctx.Err() != nil {
+			smp.finish()
+			return nil, ctx.Err()
+		}
+		if out.mSteady, err = p.scrape(); err != nil {
+			smp.finish()
+			return nil, err
+		}
+	}
+	out.steadyEnd = time.Since(out.t0)
+	out.samples = smp.finish()
+	if out.peakRSS, err = p.peakRSS(); err != nil {
+		logf("reading VmHWM: %v", err)
+	}
+	stopTracker()
+	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)
+	if out.converged {
+		out.allRunning = out.running.last(c.n)
+	}
+	out.children, err = countChildren(ctx, obsKube, ns)
+	if err != nil {
+		return nil, err
+	}
+	p.stop()
+	out.eventsLogged = countLoggedEvents(out.logPath)
+	out.eventsStored, out.eventsStoredSum = map[string]int{}, map[string]int{}
+	evs, err := obsKube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Database"})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range evs.Items {
+		out.eventsStored[e.Reason]++
+		out.eventsStoredSum[e.Reason] += int(max(e.Count, 1))
+	}
+	return out, nil
+}
+
+// countLoggedEvents counts, by reason, the events the controller logged
+// as it recorded them (its event broadcaster logs each one at -v=0).
+func countLoggedEvents(logPath string) map[string]int {
+	out := map[string]int{}
+	f, err := os.Open(logPath)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, `"Event occurred"`) {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, ` reason="`)
+		if !ok {
+			continue
+		}
+		reason, _, _ := strings.Cut(rest, `"`)
+		out[reason]++
+	}
+	return out
+}
+
+// countChildren counts the objects the controller's informers hold: those
+// labelled as managed by it, in its namespace.
+func countChildren(ctx context.Context, kube kubernetes.Interface, ns string) (map[string]int, error) {
+	sel := metav1.ListOptions{LabelSelector: builder.LabelManagedBy + "=" + builder.ManagedBy}
+	out := map[string]int{}
+	secrets, err := kube.CoreV1().Secrets(ns).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	out["Secrets"] = len(secrets.Items)
+	svcs, err := kube.CoreV1().Services(ns).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	out["Services"] = len(svcs.Items)
+	sets, err := kube.AppsV1().StatefulSets(ns).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	out["StatefulSets"] = len(sets.Items)
+	return out, nil
+}
+
+func fmtDur(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}

@@ -1,0 +1,525 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+const mib = 1024 * 1024
+
+// designMinimumWrites is the number of writes a new Database needs at the
+// least; see the report's explanation.
+const designMinimumWrites = 5
+
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}
+
+type reqRow struct {
+	verb, resource                      string
+	startup, converge, trailing, steady float64
+}
+
+// controllerRequests is the controller's requests by verb and resource in
+// each window, from its rest_client_requests_by_resource_total.
+func controllerRequests(cr *controllerRun) []reqRow {
+	const name = "rest_client_requests_by_resource_total"
+	ready := cr.mReady.byLabels(name, "verb", "resource")
+	running := cr.mRunning.byLabels(name, "verb", "resource")
+	settled := cr.mSettled.byLabels(name, "verb", "resource")
+	steady := cr.mSteady.byLabels(name, "verb", "resource")
+	keys := map[string]bool{}
+	for _, m := range []map[string]float64{ready, running, settled, steady} {
+		for k := range m {
+			keys[k] = true
+		}
+	}
+	var rows []reqRow
+	for k := range keys {
+		verb, resource, _ := strings.Cut(k, "\t")
+		rows = append(rows, reqRow{verb: verb, resource: resource,
+			startup: ready[k], converge: running[k] - ready[k], trailing: settled[k] - running[k], steady: steady[k] - settled[k]})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		wi, wj := writeVerbs[rows[i].verb], writeVerbs[rows[j].verb]
+		if wi != wj {
+			return wi
+		}
+		if rows[i].verb != rows[j].verb {
+			return rows[i].verb < rows[j].verb
+		}
+		return rows[i].resource < rows[j].resource
+	})
+	return rows
+}
+
+func sumWrites(rows []reqRow, pick func(reqRow) float64, filter func(reqRow) bool) float64 {
+	var n float64
+	for _, r := range rows {
+		if writeVerbs[r.verb] && (filter == nil || filter(r)) {
+			n += pick(r)
+		}
+	}
+	return n
+}
+
+func isEvent(r reqRow) bool { return r.resource == "events" }
+
+type table struct {
+	b strings.Builder
+}
+
+func (t *table) header(cols ...string) {
+	t.row(cols...)
+	seps := make([]string, len(cols))
+	for i := range cols {
+		if i == 0 {
+			seps[i] = "---"
+		} else {
+			seps[i] = "---:"
+		}
+	}
+	t.row(seps...)
+}
+
+func (t *table) row(cols ...string) {
+	t.b.WriteString("| " + strings.Join(cols, " | ") + " |\n")
+}
+
+func num(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func secs(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+func ms(seconds float64) string {
+	if math.IsNaN(seconds) {
+		return "–"
+	}
+	if seconds < 1 {
+		return fmt.Sprintf("%.1f ms", seconds*1000)
+	}
+	return fmt.Sprintf("%.2f s", seconds)
+}
+
+func ratio(a, b time.Duration) string {
+	if a < 0 || b <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", a.Seconds()/b.Seconds())
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// renderReport writes the markdown report.
+func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, chart string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	n := float64(c.n)
+	rows := controllerRequests(cr)
+	// The writes a new Database causes: those until all are Running and
+	// those that trail it.
+	newDB := func(r reqRow) float64 { return r.converge + r.trailing }
+	convWrites := sumWrites(rows, newDB, nil)
+	convEventWrites := sumWrites(rows, newDB, isEvent)
+	trailingWrites := sumWrites(rows, func(r reqRow) float64 { return r.trailing }, nil)
+	steadyWrites := sumWrites(rows, func(r reqRow) float64 { return r.steady }, nil)
+	steadyEventWrites := sumWrites(rows, func(r reqRow) float64 { return r.steady }, isEvent)
+	floorRows := fr.counter.rows()
+	var floorWrites float64
+	for _, r := range floorRows {
+		if writeVerbs[r.verb] {
+			floorWrites += r.n
+		}
+	}
+	children := 0
+	for _, v := range cr.children {
+		children += v
+	}
+	var maxRSS, maxHeap, maxInuse, maxDepth float64
+	var maxDepthAt time.Duration
+	for _, s := range cr.samples {
+		maxRSS = math.Max(maxRSS, s.rss)
+		maxHeap = math.Max(maxHeap, s.heapAlloc)
+		maxInuse = math.Max(maxInuse, s.heapInuse)
+		if s.depth > maxDepth {
+			maxDepth, maxDepthAt = s.depth, s.at.Sub(cr.t0)
+		}
+	}
+	var last sample
+	if len(cr.samples) > 0 {
+		last = cr.samples[len(cr.samples)-1]
+	}
+	peakRSS := cr.peakRSS
+	if peakRSS == 0 {
+		peakRSS = maxRSS
+	}
+
+	w("# Scale benchmark: %d Databases on the local control plane\n\n", c.n)
+	w("Produced by `%s` on %s, on a %d-core machine (%s, %.0f GiB), and written by the program itself (hack/bench). ",
+		c.command, env.date, env.cpus, env.cpuModel, env.memTotal/(1024*mib))
+	w("Controller %s; Kubernetes %s (kube-apiserver, kube-controller-manager, kube-scheduler built from source by hack/tools/build.sh); %s; %s; %s; client-go %s.\n\n",
+		orUnknown(env.controllerVersion), orUnknown(env.apiserver), env.etcdVer, env.kwok, env.goVersion, orUnknown(env.clientGo))
+
+	w("## Headline\n\n")
+	var t table
+	t.header("", "controller", "floor", "controller ÷ floor")
+	t.row(fmt.Sprintf("**All %d Databases Running**", c.n), "**"+secs(cr.allRunning)+"**", "**"+secs(fr.allRunning)+"**", "**"+ratio(cr.allRunning, fr.allRunning)+"**")
+	half, ninety := (c.n+1)/2, (c.n*9+9)/10
+	t.row(fmt.Sprintf("Half (%d) of the Databases Running", half), secs(cr.running.last(half)), secs(fr.running.last(half)), ratio(cr.running.last(half), fr.running.last(half)))
+	t.row(fmt.Sprintf("90%% (%d) of the Databases Running", ninety), secs(cr.running.last(ninety)), secs(fr.running.last(ninety)), ratio(cr.running.last(ninety), fr.running.last(ninety)))
+	t.row("StatefulSets becoming ready per second (from 10% to 90% of them)", pace(cr.stsReady, c.n), pace(fr.stsReady, c.n), "")
+	t.row(fmt.Sprintf("All %d StatefulSets created", c.n), secs(cr.stsCreated.last(c.n)), secs(fr.stsCreated.last(c.n)), ratio(cr.stsCreated.last(c.n), fr.stsCreated.last(c.n)))
+	t.row(fmt.Sprintf("All %d StatefulSets with every replica ready", c.n), secs(cr.stsReady.last(c.n)), secs(fr.stsReady.last(c.n)), ratio(cr.stsReady.last(c.n), fr.stsReady.last(c.n)))
+	t.row(fmt.Sprintf("Last of the %d Database creates returned (the benchmark's own, unthrottled)", c.n), secs(cr.created), secs(fr.created), "")
+	w("%s\n", t.b.String())
+	w("Every time is measured from the first Database create of that run, by the benchmark's own watches of Databases and StatefulSets (the same code for both runs). ")
+	w("A Database counts as Running when its `status.phase` is first seen as `Running`.\n\n")
+
+	w("## Targets\n\n")
+	t = table{}
+	t.header("target", "measured", "verdict")
+	perDB := convWrites / n
+	t.row(fmt.Sprintf("writes per new Database = the design's minimum, %d", designMinimumWrites),
+		fmt.Sprintf("%s (%s without Events)", num(round2(perDB)), num(round2((convWrites-convEventWrites)/n))),
+		verdictWrites(perDB, (convWrites-convEventWrites)/n))
+	t.row(fmt.Sprintf("0 writes in the steady state (%s, two resync periods)", cr.steadyDur()),
+		fmt.Sprintf("%s (%s of them Events)", num(steadyWrites), num(steadyEventWrites)), verdict(steadyWrites == 0))
+	r := math.NaN()
+	if cr.allRunning > 0 && fr.allRunning > 0 {
+		r = cr.allRunning.Seconds() / fr.allRunning.Seconds()
+	}
+	t.row("convergence within 1.2× the floor", ratio(cr.allRunning, fr.allRunning), verdict(!math.IsNaN(r) && r <= 1.2))
+	rssVerdict := verdict(peakRSS < 100*mib)
+	if children < 3000 {
+		rssVerdict = "not tested: fewer than 3000 children"
+	}
+	t.row(fmt.Sprintf("controller RSS under 100 MiB at %d Databases with 3000+ children in cache", c.n),
+		fmt.Sprintf("peak %.1f MiB with %d children", peakRSS/mib, children), rssVerdict)
+	w("%s\n", t.b.String())
+	if !cr.converged {
+		w("**The controller did not bring all %d Databases to Running within %s**: %d were Running.\n\n", c.n, c.timeout, len(cr.running))
+	}
+
+	w("### The minimum writes for a new Database: %d\n\n", designMinimumWrites)
+	w("A Database owns four objects, and the API creates one object per request: the credentials Secret, the headless Service, the client Service and the StatefulSet are four creates. ")
+	w("Each is created complete, with its owner reference and labels, so none needs a second write. ")
+	w("Its status must go from empty to Running at least once, and one server-side apply carries the whole final status (phase, replicas, version, endpoint, conditions): one write. ")
+	w("Nothing else is needed for a Database to run and be reported Running; the pods, claims and volumes are written by kube-controller-manager, the scheduler and kwok, for the controller and the floor alike. ")
+	w("Events and intermediate statuses (`Provisioning`) are the controller's choices for users to follow progress; they are counted in the measured figure and shown apart below.\n\n")
+
+	w("## API requests the controller made\n\n")
+	w("From its own `rest_client_requests_by_resource_total{verb,resource}` (verb is the HTTP method: a LIST and a WATCH are both GET). ")
+	w("Start-up is from the process start to ready (caches synced), before any Database existed; convergence from the first Database create to all %d Running; ", c.n)
+	w("trailing the %s after that, which catches writes already under way (an Event still queued in the broadcaster); the steady state the %s after that. ", c.settle, cr.steadyDur())
+	w("Per Database is (convergence + trailing) ÷ %d.\n\n", c.n)
+	t = table{}
+	t.header("verb", "resource", "start-up", "convergence", "trailing", "per Database", "steady state")
+	startupOf := func(r reqRow) float64 { return r.startup }
+	for _, r := range rows {
+		t.row(r.verb, r.resource, num(r.startup), num(r.converge), num(r.trailing), num(round2(newDB(r)/n)), num(r.steady))
+	}
+	t.row("**writes**", "all", num(sumWrites(rows, startupOf, nil)), "**"+num(convWrites-trailingWrites)+"**", num(trailingWrites),
+		"**"+num(round2(perDB))+"**", "**"+num(steadyWrites)+"**")
+	notEvent := func(r reqRow) bool { return !isEvent(r) }
+	t.row("writes", "without Events", num(sumWrites(rows, startupOf, notEvent)),
+		num(sumWrites(rows, func(r reqRow) float64 { return r.converge }, notEvent)),
+		num(sumWrites(rows, func(r reqRow) float64 { return r.trailing }, notEvent)),
+		num(round2((convWrites-convEventWrites)/n)), num(steadyWrites-steadyEventWrites))
+	w("%s\n", t.b.String())
+
+	codes := func(s *scrape) map[string]float64 { return s.byLabels("rest_client_requests_total", "method", "code") }
+	cReady, cRunning, cSettled, cSteady := codes(cr.mReady), codes(cr.mRunning), codes(cr.mSettled), codes(cr.mSteady)
+	var codeKeys []string
+	for k := range cSteady {
+		codeKeys = append(codeKeys, k)
+	}
+	sort.Strings(codeKeys)
+	w("Responses by method and status code:\n\n")
+	t = table{}
+	t.header("method", "code", "start-up", "convergence", "trailing", "steady state")
+	for _, k := range codeKeys {
+		m, code, _ := strings.Cut(k, "\t")
+		t.row(m, code, num(cReady[k]), num(cRunning[k]-cReady[k]), num(cSettled[k]-cRunning[k]), num(cSteady[k]-cSettled[k]))
+	}
+	w("%s\n", t.b.String())
+
+	syncs := func(s *scrape, res string) float64 {
+		return s.sum("database_controller_reconcile_total", map[string]string{"result": res})
+	}
+	adds := func(s *scrape) float64 { return s.sum("workqueue_adds_total", map[string]string{"name": "databases"}) }
+	retries := func(s *scrape) float64 {
+		return s.sum("workqueue_retries_total", map[string]string{"name": "databases"})
+	}
+	w("## Reconciles\n\n")
+	w("From `database_controller_reconcile_duration_seconds` (p50 and p99 interpolated inside the histogram's buckets, as `histogram_quantile` does) and the workqueue's counters.\n\n")
+	hist := func(s *scrape) histogram { return s.histogram("database_controller_reconcile_duration_seconds", nil) }
+	hConv := hist(cr.mRunning).minus(hist(cr.mReady))
+	hSteady := hist(cr.mSteady).minus(hist(cr.mSettled))
+	t = table{}
+	t.header("window", "syncs", "per Database", "errors", "queue adds", "retries", "p50", "p99")
+	convSyncs := syncs(cr.mRunning, "success") + syncs(cr.mRunning, "error") - syncs(cr.mReady, "success") - syncs(cr.mReady, "error")
+	steadySyncs := syncs(cr.mSteady, "success") + syncs(cr.mSteady, "error") - syncs(cr.mSettled, "success") - syncs(cr.mSettled, "error")
+	t.row("convergence", num(convSyncs), num(round2(convSyncs/n)), num(syncs(cr.mRunning, "error")-syncs(cr.mReady, "error")),
+		num(adds(cr.mRunning)-adds(cr.mReady)), num(retries(cr.mRunning)-retries(cr.mReady)), ms(hConv.quantile(0.5)), ms(hConv.quantile(0.99)))
+	t.row("steady state", num(steadySyncs), num(round2(steadySyncs/n)), num(syncs(cr.mSteady, "error")-syncs(cr.mSettled, "error")),
+		num(adds(cr.mSteady)-adds(cr.mSettled)), num(retries(cr.mSteady)-retries(cr.mSettled)), ms(hSteady.quantile(0.5)), ms(hSteady.quantile(0.99)))
+	w("%s\n", t.b.String())
+
+	w("## Events\n\n")
+	w("The events the controller recorded (its event broadcaster logs each one it is given) against those that reached the API (a LIST of the namespace's events at the end; an event repeated for the same object is stored once, with a count).\n\n")
+	t = table{}
+	t.header("reason", "recorded", "per Database", "stored in the API", "with their counts")
+	reasons := map[string]bool{}
+	for k := range cr.eventsLogged {
+		reasons[k] = true
+	}
+	for k := range cr.eventsStored {
+		reasons[k] = true
+	}
+	var reasonList []string
+	for k := range reasons {
+		reasonList = append(reasonList, k)
+	}
+	sort.Strings(reasonList)
+	var logged, stored, storedSum int
+	for _, k := range reasonList {
+		t.row(k, fmt.Sprint(cr.eventsLogged[k]), num(round2(float64(cr.eventsLogged[k])/n)), fmt.Sprint(cr.eventsStored[k]), fmt.Sprint(cr.eventsStoredSum[k]))
+		logged += cr.eventsLogged[k]
+		stored += cr.eventsStored[k]
+		storedSum += cr.eventsStoredSum[k]
+	}
+	t.row("**all**", fmt.Sprint(logged), num(round2(float64(logged)/n)), fmt.Sprint(stored), fmt.Sprint(storedSum))
+	w("%s\n", t.b.String())
+	if storedSum < logged {
+		w("**%d of the %d events the controller recorded (%.0f%%) never reached the API.** ", logged-storedSum, logged, 100*float64(logged-storedSum)/float64(logged))
+		w("client-go's event broadcaster hands events to the API writer through a queue of 1000 and drops what does not fit, without a log line, when the writer falls behind; here the writer shares the controller's rate limiter with the creates.\n\n")
+	}
+
+	w("## What the floor wrote\n\n")
+	w("The floor is a small program (hack/bench/floor.go) that does, for each Database, only what reaching the same state needs, with the controller's own builders: ")
+	w("the four creates the controller makes (Secret, headless Service, client Service, StatefulSet, the same objects from `pkg/builder` through `apply.ToObject`), ")
+	w("then, when a WATCH of StatefulSets shows that Database's StatefulSet rolled out with every replica ready, one server-side apply of the status `status.Compute` gives, which is the same `Running` status the controller writes (field manager `%s`). ", floorFieldManager)
+	w("No informers, no Events, no intermediate status, no reads before writing: it takes each Database from the create that made it. ")
+	w("It runs %d goroutines (the controller's --workers) over two clientsets with QPS %g and burst %d each, as the controller has (one for Kubernetes objects, one for Databases). ", c.workers, c.qps, c.burst)
+	w("Its time is the same watch-based clock as the controller's: when the tracker sees the %d-th Database Running after the floor's status writes.\n\n", c.n)
+	w("Requests counted at the floor's HTTP client:\n\n")
+	t = table{}
+	t.header("verb", "resource", "total", "per Database")
+	for _, r := range floorRows {
+		t.row(r.verb, r.resource, num(r.n), num(round2(r.n/n)))
+	}
+	t.row("**writes**", "all", "**"+num(floorWrites)+"**", "**"+num(round2(floorWrites/n))+"**")
+	w("%s\n", t.b.String())
+	if fr.result.failures > 0 {
+		w("The floor retried %d failed writes.\n\n", fr.result.failures)
+	}
+
+	w("## Workqueue depth, memory and cache\n\n")
+	w("Sampled from the controller's /metrics every %s (%d samples).\n\n", c.sampleEvery, len(cr.samples))
+	t = table{}
+	t.header("", "value")
+	t.row("workqueue depth, maximum", fmt.Sprintf("%s at %s", num(maxDepth), secs(maxDepthAt)))
+	t.row("peak RSS (VmHWM of the process)", fmt.Sprintf("**%.1f MiB**", peakRSS/mib))
+	t.row("peak RSS sampled (process_resident_memory_bytes)", fmt.Sprintf("%.1f MiB", maxRSS/mib))
+	t.row("RSS at the end of the steady state", fmt.Sprintf("%.1f MiB", last.rss/mib))
+	t.row("peak Go heap allocated (go_memstats_heap_alloc_bytes)", fmt.Sprintf("**%.1f MiB**", maxHeap/mib))
+	t.row("peak Go heap in use (go_memstats_heap_inuse_bytes)", fmt.Sprintf("%.1f MiB", maxInuse/mib))
+	t.row("Go heap allocated at the end of the steady state", fmt.Sprintf("%.1f MiB", last.heapAlloc/mib))
+	t.row("goroutines at the end", num(last.goroutines))
+	var kinds []string
+	for k := range cr.children {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%d %s", cr.children[k], k))
+	}
+	t.row("children in the informer caches", fmt.Sprintf("**%d** (%s), plus %d Databases", children, strings.Join(parts, ", "), c.n))
+	t.row("controller CPU, convergence", fmt.Sprintf("%.1f s", cr.cpu["controller"]))
+	if len(cr.samples) > 0 {
+		t.row("controller CPU, whole run", fmt.Sprintf("%.1f s", last.cpuSeconds))
+	}
+	w("%s\n", t.b.String())
+	w("Over time (t from the first Database create; Running is the controller's own `database_controller_databases{phase=\"Running\"}`):\n\n")
+	t = table{}
+	t.header("t", "workqueue depth", "Running", "RSS MiB", "heap MiB", "writes so far", "syncs so far")
+	step := 10 * time.Second
+	if cr.steadyEnd > 40*step {
+		step = (cr.steadyEnd/40 + time.Second - 1).Truncate(time.Second)
+	}
+	var base sample
+	if len(cr.samples) > 0 {
+		base = cr.samples[0]
+	}
+	nextT := time.Duration(0)
+	for i, s := range cr.samples {
+		at := s.at.Sub(cr.t0)
+		if at < nextT && i != len(cr.samples)-1 {
+			continue
+		}
+		t.row(secs(at), num(s.depth), num(s.running), fmt.Sprintf("%.1f", s.rss/mib), fmt.Sprintf("%.1f", s.heapAlloc/mib),
+			num(s.writes-base.writes), num(s.reconciles-base.reconciles))
+		for nextT <= at {
+			nextT += step
+		}
+	}
+	w("%s\n", t.b.String())
+
+	w("## CPU of each process\n\n")
+	w("CPU seconds used from the first Database create to all Running, and the average number of cores that is (this machine has %d). ", env.cpus)
+	w("In the floor run, the floor's own work is in the bench process. ")
+	w("Other processes on this machine are whatever else ran at the time (the machine's busy time from /proc/stat less the processes above). ")
+	w("The 1-minute load average was %s in the floor run and %s in the controller run.\n\n", loadSummary(fr.load), loadSummary(cr.load))
+	names := map[string]bool{}
+	for k := range fr.cpu {
+		names[k] = true
+	}
+	for k := range cr.cpu {
+		names[k] = true
+	}
+	var procs []string
+	for k := range names {
+		procs = append(procs, k)
+	}
+	sort.Strings(procs)
+	t = table{}
+	t.header("process", "floor run", "controller run")
+	var fTotal, cTotal float64
+	for _, p := range procs {
+		fv, fok := fr.cpu[p]
+		cv, cok := cr.cpu[p]
+		t.row(p, cpuCell(fv, fok, fr.allRunning), cpuCell(cv, cok, cr.allRunning))
+		fTotal += fv
+		cTotal += cv
+	}
+	t.row("other processes on this machine", otherCell(fr.machineCPU-fTotal, fr.machineCPU, fr.allRunning), otherCell(cr.machineCPU-cTotal, cr.machineCPU, cr.allRunning))
+	t.row("**the whole machine**", cpuCell(fr.machineCPU, true, fr.allRunning), cpuCell(cr.machineCPU, true, cr.allRunning))
+	w("%s\n", t.b.String())
+
+	w("## Chart\n\n")
+	w("![Databases Running over time, controller against floor; the controller's memory and workqueue depth](%s)\n\n", chart)
+
+	w("## Set-up\n\n")
+	w("- `hack/bench.sh` starts a control plane of its own with `hack/local-up.sh` (etcd, kube-apiserver, kube-controller-manager, kube-scheduler with their default client QPS, and kwok with %d fake nodes of 110 pods; Service range %s, pod range %s), installs the CRD, and runs `hack/bench` against it; it stops the control plane when done.\n",
+		c.nodes, orUnknown(c.serviceCIDR), orUnknown(c.podCIDR))
+	w("- %d Databases, named `db-00000`…, the engines in turn (PostgreSQL 18, MySQL 8.4, MongoDB 8.0), one replica each, everything else defaulted; created by %d goroutines of the benchmark with an unthrottled client, the same way in both runs.\n", c.n, c.creators)
+	if c.warmup > 0 {
+		w("- Before either run, %d Databases are brought to Running through the floor's code in namespace `bench-warmup`, unmeasured, so that neither run pays for a cold API server, controller manager, scheduler or kwok.\n", c.warmup)
+	}
+	w("- The floor runs first, in namespace `%s`; then the controller, in namespace `%s`, so anything the first run leaves on the control plane (%d Databases, their pods and volumes) weighs on the controller's run, not the floor's.\n", fr.ns, cr.ns, c.n)
+	args := make([]string, len(cr.args))
+	for i, a := range cr.args {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			a = k + "=" + relPath(v)
+		}
+		args[i] = a
+	}
+	envPrefix := ""
+	if len(c.controllerEnv) > 0 {
+		envPrefix = strings.Join(c.controllerEnv, " ") + " "
+	}
+	w("- The controller is the `%s` binary, run out of cluster with the admin kubeconfig: `%scontroller %s`.\n", relPath(c.controllerBin), envPrefix, strings.Join(args, " "))
+	w("- The steady state is held for two resync periods after the last Database is Running; every Database is resynced twice in it.\n")
+	w("- The controller's log is in `%s`.\n", relPath(cr.logPath))
+	return b.String()
+}
+
+func (cr *controllerRun) steadyDur() string {
+	return fmt.Sprintf("%.0f s", (cr.steadyEnd - cr.steadyStart).Seconds())
+}
+
+func verdictWrites(perDB, withoutEvents float64) string {
+	switch {
+	case math.Abs(perDB-designMinimumWrites) < 0.005:
+		return "met"
+	case math.Abs(withoutEvents-designMinimumWrites) < 0.005:
+		return fmt.Sprintf("**missed** by %s per Database (Events); met without them", num(round2(perDB-designMinimumWrites)))
+	default:
+		return fmt.Sprintf("**missed** by %s per Database", num(round2(perDB-designMinimumWrites)))
+	}
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func cpuCell(v float64, ok bool, wall time.Duration) string {
+	if !ok {
+		return "–"
+	}
+	if wall <= 0 {
+		return fmt.Sprintf("%.1f s", v)
+	}
+	return fmt.Sprintf("%.1f s (%.2f cores)", v, v/wall.Seconds())
+}
+
+func loadSummary(load []float64) string {
+	if len(load) == 0 {
+		return "not sampled"
+	}
+	lo, hi, sum := math.Inf(1), 0.0, 0.0
+	for _, l := range load {
+		lo = math.Min(lo, l)
+		hi = math.Max(hi, l)
+		sum += l
+	}
+	return fmt.Sprintf("%.1f on average (%.1f to %.1f)", sum/float64(len(load)), lo, hi)
+}
+
+// otherCell is the machine's CPU time not accounted to the processes above;
+// per-process and whole-machine accounting differ by a few percent, so a
+// small negative difference is shown as about zero.
+func otherCell(v, machine float64, wall time.Duration) string {
+	if v < 0.05*machine {
+		return "≈ 0"
+	}
+	return cpuCell(v, true, wall)
+}
+
+// relPath shows a path under the working directory (the repository root,
+// where hack/bench.sh runs) relative to it.
+func relPath(p string) string {
+	if !filepath.IsAbs(p) {
+		return p
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
+
+// pace is how many per second the curve rose from 10% to 90% of n.
+func pace(c curve, n int) string {
+	lo, hi := c.last((n+9)/10), c.last((n*9+9)/10)
+	if lo < 0 || hi <= lo {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", float64((n*9+9)/10-(n+9)/10)/(hi-lo).Seconds())
+}

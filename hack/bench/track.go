@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
+)
+
+// listWatch is one resource's LIST and WATCH, over raw client
+// calls: neither the floor nor the measurement uses informers.
+type listWatch struct {
+	list  func(ctx context.Context) (items []runtime.Object, resourceVersion string, err error)
+	watch func(ctx context.Context, resourceVersion string) (watch.Interface, error)
+}
+
+func databasesLW(c clientset.Interface, ns string) listWatch {
+	dbs := func() interface {
+		List(context.Context, metav1.ListOptions) (*dbv1alpha1.DatabaseList, error)
+		Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+	} {
+		return c.DbcontrollerV1alpha1().Databases(ns)
+	}
+	return listWatch{
+		list: func(ctx context.Context) ([]runtime.Object, string, error) {
+			l, err := dbs().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]runtime.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.ResourceVersion, nil
+		},
+		watch: func(ctx context.Context, rv string) (watch.Interface, error) {
+			return dbs().Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		},
+	}
+}
+
+func statefulSetsLW(c kubernetes.Interface, ns string) listWatch {
+	selector := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: map[string]string{builder.LabelManagedBy: builder.ManagedBy}})
+	sets := c.AppsV1().StatefulSets(ns)
+	return listWatch{
+		list: func(ctx context.Context) ([]runtime.Object, string, error) {
+			l, err := sets.List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]runtime.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.ResourceVersion, nil
+		},
+		watch: func(ctx context.Context, rv string) (watch.Interface, error) {
+			return sets.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv, AllowWatchBookmarks: true})
+		},
+	}
+}
+
+// run lists, hands every item to handle as Added, and watches from there
+// until ctx is done: after the server closes a watch it watches again from
+// the last resourceVersion seen, and after 410 Gone it lists again. synced
+// is closed once the first list has been handled.
+func (lw listWatch) run(ctx context.Context, handle func(watch.EventType, runtime.Object), synced chan<- struct{}) {
+	first := true
+	for ctx.Err() == nil {
+		items, rv, err := lw.list(ctx)
+		if err != nil {
+			logf("list: %v (retrying)", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		for _, it := range items {
+			handle(watch.Added, it)
+		}
+		if first {
+			close(synced)
+			first = false
+		}
+		for ctx.Err() == nil {
+			w, err := lw.watch(ctx, rv)
+			if err != nil {
+				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					break
+				}
+				logf("watch: %v (retrying)", err)
+				sleep(ctx, time.Second)
+				continue
+			}
+			gone := false
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					if st, ok := ev.Object.(*metav1.Status); ok && st.Code == 410 {
+						gone = true
+					}
+					break
+				}
+				if acc, err := meta.Accessor(ev.Object); err == nil {
+					rv = acc.GetResourceVersion()
+				}
+				if ev.Type != watch.Bookmark {
+					handle(ev.Type, ev.Object)
+				}
+			}
+			w.Stop()
+			if gone {
+				break
+			}
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// tracker records, from its own watches, when each Database of a namespace
+// was first seen Running and when each StatefulSet was first seen, and first
+// seen with every replica ready. It is the one clock both the controller
+// and the floor are measured with.
+type tracker struct {
+	mu         sync.Mutex
+	dbRunning  map[string]time.Time
+	stsCreated map[string]time.Time
+	stsReady   map[string]time.Time
+	dbSeen     map[string]time.Time
+}
+
+func newTracker() *tracker {
+	return &tracker{
+		dbRunning:  map[string]time.Time{},
+		stsCreated: map[string]time.Time{},
+		stsReady:   map[string]time.Time{},
+		dbSeen:     map[string]time.Time{},
+	}
+}
+
+// start begins watching ns and returns once both watches have listed.
+func (t *tracker) start(ctx context.Context, db clientset.Interface, kube kubernetes.Interface, ns string) error {
+	dbSynced, stsSynced := make(chan struct{}), make(chan struct{})
+	go databasesLW(db, ns).run(ctx, func(_ watch.EventType, obj runtime.Object) {
+		d, ok := obj.(*dbv1alpha1.Database)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if _, ok := t.dbSeen[d.Name]; !ok {
+			t.dbSeen[d.Name] = now
+		}
+		if d.Status.Phase == dbv1alpha1.PhaseRunning {
+			if _, ok := t.dbRunning[d.Name]; !ok {
+				t.dbRunning[d.Name] = now
+			}
+		}
+	}, dbSynced)
+	go statefulSetsLW(kube, ns).run(ctx, func(_ watch.EventType, obj runtime.Object) {
+		s, ok := obj.(*appsv1.StatefulSet)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if _, ok := t.stsCreated[s.Name]; !ok {
+			t.stsCreated[s.Name] = now
+		}
+		want := int32(1)
+		if s.Spec.Replicas != nil {
+			want = *s.Spec.Replicas
+		}
+		if s.Status.ReadyReplicas == want && s.Status.ObservedGeneration >= s.Generation {
+			if _, ok := t.stsReady[s.Name]; !ok {
+				t.stsReady[s.Name] = now
+			}
+		}
+	}, stsSynced)
+	for _, ch := range []chan struct{}{dbSynced, stsSynced} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("tracker for %s did not sync: %w", ns, ctx.Err())
+		case <-time.After(time.Minute):
+			return fmt.Errorf("tracker for %s did not sync within a minute", ns)
+		}
+	}
+	return nil
+}
+
+func (t *tracker) runningCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.dbRunning)
+}
+
+// curve is a count over time: times[i] is when the count reached i+1.
+type curve []time.Duration
+
+// curves returns the tracker's records relative to t0, sorted.
+func (t *tracker) curves(t0 time.Time) (running, stsCreated, stsReady curve) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	conv := func(m map[string]time.Time) curve {
+		out := make(curve, 0, len(m))
+		for _, at := range m {
+			out = append(out, at.Sub(t0))
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+		return out
+	}
+	return conv(t.dbRunning), conv(t.stsCreated), conv(t.stsReady)
+}
+
+// last is when the curve reached n, or -1 if it never did.
+func (c curve) last(n int) time.Duration {
+	if n <= 0 || len(c) < n {
+		return -1
+	}
+	return c[n-1]
+}
+
+// at is the count reached by time d.
+func (c curve) at(d time.Duration) int {
+	return sort.Search(len(c), func(i int) bool { return c[i] > d })
+}
