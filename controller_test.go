@@ -218,7 +218,7 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	i := informers.NewSharedInformerFactory(f.client, noResync)
 	k8sI := kubeinformers.NewSharedInformerFactory(f.kubeclient, noResync)
 
-	c, err := NewController(ctx, f.kubeclient, f.client,
+	c, err := NewController(ctx, f.kubeclient, f.kubeclient, f.client,
 		k8sI.Apps().V1().StatefulSets(), k8sI.Core().V1().Services(), k8sI.Core().V1().Secrets(), k8sI.Core().V1().PersistentVolumeClaims(),
 		i.Dbcontroller().V1alpha1().Databases(), passwordSource(), f.clock)
 	if err != nil {

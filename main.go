@@ -120,6 +120,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("building kubernetes clientset: %w", err)
 	}
+	eventsClient, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return fmt.Errorf("building events clientset: %w", err)
+	}
 	dbClient, err := clientset.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building database clientset: %w", err)
@@ -135,7 +139,7 @@ func run(ctx context.Context, o options) error {
 		dbinformers.WithTransform(stripForCache))
 
 	dbInformer := dbInformerFactory.Dbcontroller().V1alpha1().Databases()
-	controller, err := NewController(ctx, kubeClient, dbClient,
+	controller, err := NewController(ctx, kubeClient, eventsClient, dbClient,
 		kubeInformerFactory.Apps().V1().StatefulSets(),
 		kubeInformerFactory.Core().V1().Services(),
 		kubeInformerFactory.Core().V1().Secrets(),
