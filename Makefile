@@ -8,7 +8,7 @@ BIN := $(ROOT)/_output/bin
 LOCAL_DIR ?= $(ROOT)/_output/local
 KUBECTL := $(BIN)/kubectl
 
-.PHONY: all build tools test test-unit test-image verify lint test-e2e run-local local-up local-down bench clean
+.PHONY: all build tools test test-unit test-image test-bench verify lint test-e2e run-local local-up local-down bench clean
 
 all: build
 
@@ -20,8 +20,8 @@ build:
 tools:
 	./hack/tools/build.sh
 
-## test: everything CI checks: lint, generated code, unit tests, the image test and the e2e suite
-test: lint verify test-unit test-image test-e2e
+## test: everything CI checks: lint, generated code, unit tests, the image and benchmark tests, and the e2e suite
+test: lint verify test-unit test-image test-bench test-e2e
 
 ## lint: gofmt and go vet
 lint:
@@ -40,6 +40,10 @@ test-unit:
 ## test-image: the Dockerfile and install manifests, parsed and checked
 test-image:
 	cd test/image && go test -count=1 ./...
+
+## test-bench: the benchmark program's own unit tests (its own module)
+test-bench:
+	cd hack/bench && go vet ./... && go test -count=1 ./...
 
 ## test-e2e: the real controller against a real local control plane
 test-e2e: build tools
