@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -109,6 +110,9 @@ type Controller struct {
 	created *createdSet
 	// metrics records the outcome and duration of each sync.
 	metrics syncObserver
+	// services and statefulSets read and write those children for ensureChild.
+	services     childKind[*corev1.Service, *corev1ac.ServiceApplyConfiguration]
+	statefulSets childKind[*appsv1.StatefulSet, *appsv1ac.StatefulSetApplyConfiguration]
 }
 
 // syncObserver is told the outcome of every sync.
@@ -170,6 +174,7 @@ func NewController(
 		created:  newCreatedSet(clk),
 		metrics:  noopObserver{},
 	}
+	c.services, c.statefulSets = serviceKind(c), statefulSetKind(c)
 
 	logger.Info("Setting up event handlers")
 	if _, err := databaseInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -355,22 +360,13 @@ func (c *Controller) updateStatus(ctx context.Context, db *dbv1alpha1.Database, 
 		return fmt.Errorf("updating status: %w", err)
 	}
 
-	oldReady := findCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
-	newReady := findCondition(newStatus.Conditions, dbv1alpha1.ConditionReady)
+	oldReady := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
+	newReady := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReady)
 	if p := s.problem; p != nil && (oldReady == nil || oldReady.Reason != p.Reason || oldReady.Message != p.Message) {
 		c.recorder.Event(db, corev1.EventTypeWarning, p.Reason, p.Message)
 	}
 	if newStatus.Phase == dbv1alpha1.PhaseRunning && db.Status.Phase != dbv1alpha1.PhaseRunning && newReady != nil {
 		c.recorder.Eventf(db, corev1.EventTypeNormal, ReasonRunning, "%s %s is running: %s", db.Spec.Engine, newStatus.CurrentVersion, newReady.Message)
-	}
-	return nil
-}
-
-func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
 	}
 	return nil
 }
@@ -419,7 +415,7 @@ func (s *databaseSync) run(ctx context.Context) error {
 		return err
 	}
 	for _, svc := range []*corev1ac.ServiceApplyConfiguration{builder.NewHeadlessService(db, s.profile), builder.NewService(db, s.profile)} {
-		if _, err := ensureChild(ctx, s, serviceKind(c), svc, *svc.Name); err != nil || s.problem != nil || s.waiting {
+		if _, err := ensureChild(ctx, s, c.services, svc, *svc.Name); err != nil || s.problem != nil || s.waiting {
 			return err
 		}
 	}
@@ -431,7 +427,7 @@ func (s *databaseSync) run(ctx context.Context) error {
 		}
 	}
 	desired := builder.NewStatefulSet(db, s.profile, s.image, storage)
-	sts, err := ensureChild(ctx, s, statefulSetKind(c), desired, *desired.Name)
+	sts, err := ensureChild(ctx, s, c.statefulSets, desired, *desired.Name)
 	if err != nil || s.problem != nil || s.waiting {
 		return err
 	}
