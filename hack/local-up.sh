@@ -39,16 +39,13 @@ LOCAL_LOG_PREFIX=local-up
 # shellcheck source-path=SCRIPTDIR source=lib/local.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/local.sh"
 
-usage() {
-  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
-}
 
 FOREGROUND=${LOCAL_FOREGROUND:-0}
 [[ "$FOREGROUND" == 1 || "$FOREGROUND" == true ]] && FOREGROUND=1 || FOREGROUND=0
 for arg in "$@"; do
   case "$arg" in
     --foreground|-f) FOREGROUND=1 ;;
-    -h|--help) usage; exit 0 ;;
+    -h|--help) local::usage "${BASH_SOURCE[0]}"; exit 0 ;;
     *) local::die "unknown argument: $arg (see --help)" ;;
   esac
 done

@@ -34,7 +34,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/local.sh"
 case "${1:-}" in
   "") ;;
   -h|--help)
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+    local::usage "${BASH_SOURCE[0]}"
     exit 0 ;;
   *) local::die "unknown argument: $1 (see --help)" ;;
 esac

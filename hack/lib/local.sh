@@ -41,6 +41,12 @@ local::die() {
 }
 
 # local::now prints the time in seconds with a fractional part.
+# local::usage SCRIPT prints the comment block at the top of SCRIPT, which
+# is its --help.
+local::usage() {
+  sed -n '2,/^set -euo/p' "$1" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+
 local::now() {
   printf '%s' "${EPOCHREALTIME:-$(date +%s.%N)}"
 }
