@@ -32,7 +32,8 @@
 #   LOCAL_VERBOSITY                klog -v of the kube components [2]
 #   LOCAL_START_TIMEOUT            seconds each component may take to be healthy [120]
 #   LOCAL_STOP_TIMEOUT             seconds between SIGTERM and SIGKILL on stop [20]
-#   LOCAL_KWOK_DIR                 kwok's module source [$(go env GOMODCACHE)/sigs.k8s.io/kwok@v0.8.0]
+#   LOCAL_KWOK_STAGE_DIR           kwok's stage files [$BIN_DIR/kwok-stage, copied
+#                                  there by hack/tools/build.sh]
 set -euo pipefail
 
 LOCAL_LOG_PREFIX=local-up
@@ -50,7 +51,6 @@ for arg in "$@"; do
   esac
 done
 
-KWOK_VERSION=v0.8.0
 ETCD_PORT=${LOCAL_ETCD_PORT:-2379}
 ETCD_PEER_PORT=${LOCAL_ETCD_PEER_PORT:-2380}
 APISERVER_PORT=${LOCAL_APISERVER_PORT:-6443}
@@ -199,25 +199,9 @@ for tool in openssl curl setsid nohup flock ps awk base64; do
   command -v "$tool" >/dev/null || local::die "$tool is required (openssl: apt-get install -y openssl)"
 done
 
-# kwok's stage configs ship in its module source.
-find_kwok_dir() {
-  if [[ -n "${LOCAL_KWOK_DIR:-}" ]]; then
-    printf '%s\n' "$LOCAL_KWOK_DIR"
-    return
-  fi
-  command -v go >/dev/null || local::die "go is needed to find kwok's module (or set LOCAL_KWOK_DIR)"
-  local dir
-  dir="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION"
-  if [[ ! -d "$dir/kustomize/stage" ]]; then
-    # Outside any module, so that no go.mod or go.sum is touched.
-    dir=$(cd / && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" |
-      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  fi
-  [[ -n "$dir" && -d "$dir/kustomize/stage" ]] || local::die "kwok $KWOK_VERSION module source not found (set LOCAL_KWOK_DIR)"
-  printf '%s\n' "$dir"
-}
-KWOK_DIR=$(find_kwok_dir)
-STAGE_DIR="$KWOK_DIR/kustomize/stage"
+# kwok's stage configs, copied from its module source by hack/tools/build.sh.
+STAGE_DIR=${LOCAL_KWOK_STAGE_DIR:-$LOCAL_BIN/kwok-stage}
+[[ -d "$STAGE_DIR" ]] || local::die "kwok's stage files are missing from $STAGE_DIR: run hack/tools/build.sh"
 STAGE_FILES=(
   node/fast/node-initialize.yaml
   node/heartbeat/node-heartbeat.yaml

@@ -12,7 +12,17 @@ MODULE=github.com/dbcontroller/database-controller
 # OUTPUT_ROOT lets verify-codegen.sh generate into a scratch copy.
 OUTPUT_ROOT=${OUTPUT_ROOT:-${SCRIPT_ROOT}}
 
-CODEGEN_PKG=${CODEGEN_PKG:-$(go list -m -f '{{.Dir}}' k8s.io/code-generator)}
+# `go list -m` names a module's directory only once it is downloaded, and a
+# fresh machine has an empty module cache: download it first, and stop with
+# a clear message when there is still no directory.
+if [[ -z "${CODEGEN_PKG:-}" ]]; then
+  go mod download k8s.io/code-generator
+  CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+fi
+if [[ ! -f "${CODEGEN_PKG}/kube_codegen.sh" ]]; then
+  echo "update-codegen: no kube_codegen.sh in '${CODEGEN_PKG}' (k8s.io/code-generator); set CODEGEN_PKG to its source" >&2
+  exit 1
+fi
 source "${CODEGEN_PKG}/kube_codegen.sh"
 
 kube::codegen::gen_helpers \

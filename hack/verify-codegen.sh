@@ -11,8 +11,9 @@ cd "${SCRIPT_ROOT}"
 TMP=$(mktemp -d)
 trap 'rm -rf "${TMP}"' EXIT
 
-# Generate into a copy of the tree, then compare the outputs with the committed ones.
-cp -a "${SCRIPT_ROOT}/." "${TMP}/"
+# Generate into a copy of the tree (less the build output and the git
+# directory, which can be large), then compare the outputs with the committed ones.
+tar -C "${SCRIPT_ROOT}" --exclude=./_output --exclude=./.git -cf - . | tar -C "${TMP}" -xf -
 rm -rf "${TMP}/pkg/generated" "${TMP}"/artifacts/crd/dbcontroller.io_*.yaml
 find "${TMP}/pkg/apis" -name 'zz_generated.*' -delete
 (cd "${TMP}" && GOFLAGS="${GOFLAGS:-} -mod=mod" ./hack/update-codegen.sh >/dev/null)
