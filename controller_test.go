@@ -30,18 +30,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-	"github.com/dbcontroller/database-controller/pkg/apply"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/engine/registry"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
+	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
 var (
-	alwaysReady = func() bool { return true }
-	noResync    = func() time.Duration { return 0 }()
-	testNow     = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	noResync = func() time.Duration { return 0 }()
+	testNow  = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 )
 
 // fixture seeds the listers and the fake clientsets, runs one sync and
@@ -101,8 +101,8 @@ func newDatabase(name string, engineName dbv1alpha1.Engine, version string, repl
 	}
 }
 
-func profile(t *testing.T, db *dbv1alpha1.Database) *engine.Profile {
-	p, err := engine.Lookup(db.Spec.Engine)
+func profile(t *testing.T, db *dbv1alpha1.Database) engine.Engine {
+	p, err := registry.Lookup(string(db.Spec.Engine))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func profile(t *testing.T, db *dbv1alpha1.Database) *engine.Profile {
 
 func expectedSecret(t *testing.T, db *dbv1alpha1.Database, password string) *corev1.Secret {
 	s := &corev1.Secret{}
-	if err := apply.ToObject(builder.NewSecret(db, profile(t, db), password), s); err != nil {
+	if err := builder.Convert(builder.NewSecret(db, profile(t, db), password), s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -121,7 +121,7 @@ func expectedSecret(t *testing.T, db *dbv1alpha1.Database, password string) *cor
 
 func expectedHeadless(t *testing.T, db *dbv1alpha1.Database) *corev1.Service {
 	s := &corev1.Service{}
-	if err := apply.ToObject(builder.NewHeadlessService(db, profile(t, db)), s); err != nil {
+	if err := builder.Convert(builder.NewHeadlessService(db, profile(t, db)), s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -129,7 +129,7 @@ func expectedHeadless(t *testing.T, db *dbv1alpha1.Database) *corev1.Service {
 
 func expectedService(t *testing.T, db *dbv1alpha1.Database) *corev1.Service {
 	s := &corev1.Service{}
-	if err := apply.ToObject(builder.NewService(db, profile(t, db)), s); err != nil {
+	if err := builder.Convert(builder.NewService(db, profile(t, db)), s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -142,7 +142,7 @@ func expectedStatefulSet(t *testing.T, db *dbv1alpha1.Database) *appsv1.Stateful
 		t.Fatal(err)
 	}
 	s := &appsv1.StatefulSet{}
-	if err := apply.ToObject(builder.NewStatefulSet(db, p, image, builder.StorageOf(db)), s); err != nil {
+	if err := builder.Convert(builder.NewStatefulSet(db, p, image, builder.StorageOf(db)), s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -166,7 +166,7 @@ func (f *fixture) converged(db *dbv1alpha1.Database) (*appsv1.StatefulSet, *core
 	svc := expectedService(f.t, db)
 	sts := rolledOut(expectedStatefulSet(f.t, db), *db.Spec.Replicas)
 	image, _ := profile(f.t, db).Image(db.Spec.Version, db.Spec.Image)
-	db.Status = status.Compute(status.Input{Database: db, Profile: profile(f.t, db), StatefulSet: sts, Image: image,
+	db.Status = status.Compute(status.Input{Database: db, Endpoint: names.Endpoint(db, profile(f.t, db).Runtime().Port), StatefulSet: sts, Image: image,
 		Now: metav1.NewTime(testNow.Add(-time.Hour))})
 	f.seed(db, sts, headless, svc, secret)
 	return sts, headless, svc, secret
@@ -217,16 +217,20 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 
 	i := informers.NewSharedInformerFactory(f.client, noResync)
 	k8sI := kubeinformers.NewSharedInformerFactory(f.kubeclient, noResync)
+	recorder := record.NewFakeRecorder(100)
 
-	c, err := NewController(ctx, f.kubeclient, f.kubeclient, f.client,
-		k8sI.Apps().V1().StatefulSets(), k8sI.Core().V1().Services(), k8sI.Core().V1().Secrets(), k8sI.Core().V1().PersistentVolumeClaims(),
-		i.Dbcontroller().V1alpha1().Databases(), passwordSource(), f.clock)
+	c, err := NewController(ctx, Config{
+		KubeClient:    f.kubeclient,
+		DBClient:      f.client,
+		KubeInformers: k8sI,
+		DBInformers:   i,
+		Recorder:      recorder,
+		Clock:         f.clock,
+		Random:        passwordSource(),
+	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c.databasesSynced, c.statefulSetsSynced, c.servicesSynced, c.secretsSynced, c.claimsSynced = alwaysReady, alwaysReady, alwaysReady, alwaysReady, alwaysReady
-	recorder := record.NewFakeRecorder(100)
-	c.recorder = recorder
 
 	for _, d := range f.dbLister {
 		_ = i.Dbcontroller().V1alpha1().Databases().Informer().GetIndexer().Add(d)
@@ -408,7 +412,7 @@ func (f *fixture) expectApply(resource schema.GroupVersionResource, ns, name str
 
 func (f *fixture) expectStatusUpdate(db *dbv1alpha1.Database, st dbv1alpha1.DatabaseStatus) {
 	status := map[string]any{}
-	if err := apply.ToObject(st, &status); err != nil {
+	if err := builder.Convert(st, &status); err != nil {
 		f.t.Fatal(err)
 	}
 	patch, err := json.Marshal(map[string]any{
@@ -898,17 +902,8 @@ func TestChildrenNotYetInCacheAreNotCreatedTwice(t *testing.T) {
 	// duplicate create, no status flip back to Pending.
 	f.syncAndCheck(ctx, c, recorder, ref(db), false)
 
-	// Once the set forgets (the cache never showed them), the controller
-	// creates again and learns from AlreadyExists.
-	f.clock.SetTime(testNow.Add(2 * createdTTL))
-	if c.created.pending(childKey{kind: "Secret", namespace: "default", name: "orders-credentials"}) {
-		t.Fatal("created set still pending after its TTL")
-	}
-	// Entries nobody asks about again are swept by a later add.
-	c.created.add(childKey{kind: "Secret", namespace: "default", name: "other"})
-	if n := len(c.created.at); n != 1 {
-		t.Fatalf("created set holds %d entries after a sweep, want 1", n)
-	}
+	// How long the expectations wait, and how they are swept, is tested
+	// directly in pkg/reconcile.
 }
 
 func TestDeletedDatabaseIsANoOp(t *testing.T) {
@@ -981,22 +976,6 @@ func TestDatabaseChangeNeedsSync(t *testing.T) {
 	}
 }
 
-func TestNewPassword(t *testing.T) {
-	c := &Controller{random: bytes.NewReader(bytes.Repeat([]byte{61, 255, 0, 250}, 64))}
-	p, err := c.newPassword()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 255 and 250 are rejected (>= 248, the largest multiple of 62 below 256); 61 -> '9', 0 -> 'A'.
-	if want := strings.Repeat("9A", passwordLength/2); p != want {
-		t.Fatalf("newPassword = %q, want %q", p, want)
-	}
-	c.random = bytes.NewReader(nil)
-	if _, err := c.newPassword(); err == nil {
-		t.Fatal("newPassword with an empty source succeeded")
-	}
-}
-
 func TestStripForCache(t *testing.T) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
 		Data: map[string][]byte{"password": []byte("p")}, StringData: map[string]string{"a": "b"}}
@@ -1013,7 +992,7 @@ func TestStripForCache(t *testing.T) {
 // claim is a data volume claim as the StatefulSet controller makes it.
 func claim(db *dbv1alpha1.Database, ordinal int, size string) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-%s-%d", db.Name, ordinal), Namespace: db.Namespace, Labels: builder.Labels(db)},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-%s-%d", db.Name, ordinal), Namespace: db.Namespace, Labels: names.Labels(db)},
 		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}},
 	}

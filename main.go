@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,12 +27,11 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
-	"github.com/dbcontroller/database-controller/pkg/builder"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/metrics"
+	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/signals"
 )
 
@@ -129,27 +127,19 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("building database clientset: %w", err)
 	}
 
-	managed := labels.SelectorFromSet(labels.Set{builder.LabelManagedBy: builder.ManagedBy}).String()
-	kubeInformerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync,
-		kubeinformers.WithNamespace(o.namespace),
-		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managed }),
-		kubeinformers.WithTransform(stripForCache))
-	dbInformerFactory := dbinformers.NewSharedInformerFactoryWithOptions(dbClient, o.resync,
-		dbinformers.WithNamespace(o.namespace),
-		dbinformers.WithTransform(stripForCache))
-
-	dbInformer := dbInformerFactory.Dbcontroller().V1alpha1().Databases()
-	controller, err := NewController(ctx, kubeClient, eventsClient, dbClient,
-		kubeInformerFactory.Apps().V1().StatefulSets(),
-		kubeInformerFactory.Core().V1().Services(),
-		kubeInformerFactory.Core().V1().Secrets(),
-		kubeInformerFactory.Core().V1().PersistentVolumeClaims(),
-		dbInformer, rand.Reader, clock.RealClock{})
+	kubeInformerFactory, dbInformerFactory := newInformerFactories(kubeClient, dbClient, o.namespace, o.resync)
+	controller, err := NewController(ctx, Config{
+		KubeClient:    kubeClient,
+		EventsClient:  eventsClient,
+		DBClient:      dbClient,
+		KubeInformers: kubeInformerFactory,
+		DBInformers:   dbInformerFactory,
+		Metrics:       m,
+	})
 	if err != nil {
 		return err
 	}
-	controller.metrics = m
-	m.RegisterDatabases(dbInformer.Lister())
+	m.RegisterDatabases(dbInformerFactory.Dbcontroller().V1alpha1().Databases().Lister())
 
 	// Informers start at once, also on standby replicas, so that a new
 	// leader has warm caches.
@@ -276,16 +266,8 @@ func leaderElectionNamespace(flagValue string) string {
 	return metav1.NamespaceDefault
 }
 
-// serve starts the metrics and health servers. /healthz fails when this
-// process leads but stopped renewing its Lease; /readyz also waits for the
-// informer caches.
+// serve starts the metrics and health servers.
 func serve(ctx context.Context, o options, m *metrics.Metrics, c *Controller, election *leaderelection.HealthzAdaptor) error {
-	electionHealthy := func(r *http.Request) error {
-		if election == nil {
-			return nil
-		}
-		return election.Check(r)
-	}
 	if o.metricsAddress != "0" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
@@ -294,22 +276,35 @@ func serve(ctx context.Context, o options, m *metrics.Metrics, c *Controller, el
 		}
 	}
 	if o.healthProbeAddress != "0" {
-		mux := http.NewServeMux()
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-			respond(w, electionHealthy(r))
-		})
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-			err := electionHealthy(r)
-			if err == nil && !c.HasSynced() {
-				err = errors.New("informer caches have not synced")
-			}
-			respond(w, err)
-		})
-		if err := listenAndServe(ctx, o.healthProbeAddress, mux); err != nil {
+		if err := listenAndServe(ctx, o.healthProbeAddress, healthHandler(c, election)); err != nil {
 			return fmt.Errorf("health server: %w", err)
 		}
 	}
 	return nil
+}
+
+// healthHandler serves /healthz, which fails when this process leads but
+// stopped renewing its Lease, and /readyz, which also waits for every
+// informer cache to sync. election is nil without leader election.
+func healthHandler(caches interface{ HasSynced() bool }, election *leaderelection.HealthzAdaptor) http.Handler {
+	electionHealthy := func(r *http.Request) error {
+		if election == nil {
+			return nil
+		}
+		return election.Check(r)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		respond(w, electionHealthy(r))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		err := electionHealthy(r)
+		if err == nil && !caches.HasSynced() {
+			err = errors.New("informer caches have not synced")
+		}
+		respond(w, err)
+	})
+	return mux
 }
 
 func respond(w http.ResponseWriter, err error) {
@@ -335,6 +330,24 @@ func listenAndServe(ctx context.Context, address string, handler http.Handler) e
 		_ = srv.Shutdown(shutdownCtx)
 	})
 	return nil
+}
+
+// newInformerFactories returns the shared informer factories of the
+// controller. The Kubernetes one lists and watches only objects labelled as
+// managed by this controller, so that the caches do not hold every Secret,
+// Service, StatefulSet and claim of the cluster; both strip what the
+// controller never reads before an object is cached.
+func newInformerFactories(kubeClient kubernetes.Interface, dbClient clientset.Interface, namespace string, resync time.Duration) (
+	kubeinformers.SharedInformerFactory, dbinformers.SharedInformerFactory) {
+	managed := names.ManagedSelector()
+	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
+		kubeinformers.WithNamespace(namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managed }),
+		kubeinformers.WithTransform(stripForCache))
+	dbFactory := dbinformers.NewSharedInformerFactoryWithOptions(dbClient, resync,
+		dbinformers.WithNamespace(namespace),
+		dbinformers.WithTransform(stripForCache))
+	return kubeFactory, dbFactory
 }
 
 // stripForCache drops what the controller never reads before an object

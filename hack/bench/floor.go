@@ -15,15 +15,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-	"github.com/dbcontroller/database-controller/pkg/apply"
 	"github.com/dbcontroller/database-controller/pkg/builder"
-	"github.com/dbcontroller/database-controller/pkg/engine"
 	dbapply "github.com/dbcontroller/database-controller/pkg/generated/applyconfiguration/dbcontroller/v1alpha1"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	"github.com/dbcontroller/database-controller/pkg/metrics"
+	"github.com/dbcontroller/database-controller/pkg/password"
+	"github.com/dbcontroller/database-controller/pkg/plan"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
@@ -169,49 +170,42 @@ func (f *floor) run(ctx context.Context, in <-chan *dbv1alpha1.Database, n int) 
 	return res, context.Cause(ctx)
 }
 
-// createChildren makes the four children in the controller's order. A
-// failed write is retried until it succeeds or ctx ends; it returns the
-// number of failures.
+// createChildren makes the four children in the controller's order, as
+// the controller's plan (pkg/plan) has them. A failed write is retried until
+// it succeeds or ctx ends; it returns the number of failures.
 func (f *floor) createChildren(ctx context.Context, db *dbv1alpha1.Database) int {
-	p, err := engine.Lookup(db.Spec.Engine)
-	if err != nil {
-		logf("floor: %s: %v", db.Name, err)
-		return 1
-	}
-	image, err := p.Image(db.Spec.Version, db.Spec.Image)
-	if err != nil {
-		logf("floor: %s: %v", db.Name, err)
+	p := plan.Compute(db, plan.Observed{})
+	if p.Problem != nil {
+		logf("floor: %s: %v", db.Name, p.Problem)
 		return 1
 	}
 	opts := metav1.CreateOptions{FieldManager: floorFieldManager}
 	core := f.kube.CoreV1()
-	fails := 0
-	retry := func(ctx context.Context, what string, write func() error) int { return f.retry(ctx, what, write) }
-	fails += retry(ctx, "Secret "+db.Name, func() error {
-		password, err := randomPassword()
+	fails := f.retry(ctx, "Secret "+db.Name, func() error {
+		pw, err := password.Generate(rand.Reader)
 		if err != nil {
 			return err
 		}
 		var secret corev1.Secret
-		if err := apply.ToObject(builder.NewSecret(db, p, password), &secret); err != nil {
+		if err := builder.Convert(p.Secret(pw), &secret); err != nil {
 			return err
 		}
 		_, err = core.Secrets(f.ns).Create(ctx, &secret, opts)
 		return ignoreExists(err)
 	})
-	for _, svc := range []any{builder.NewHeadlessService(db, p), builder.NewService(db, p)} {
-		fails += retry(ctx, "Service of "+db.Name, func() error {
+	for _, svc := range []*corev1ac.ServiceApplyConfiguration{p.HeadlessService, p.Service} {
+		fails += f.retry(ctx, "Service "+*svc.Name, func() error {
 			var obj corev1.Service
-			if err := apply.ToObject(svc, &obj); err != nil {
+			if err := builder.Convert(svc, &obj); err != nil {
 				return err
 			}
 			_, err := core.Services(f.ns).Create(ctx, &obj, opts)
 			return ignoreExists(err)
 		})
 	}
-	fails += retry(ctx, "StatefulSet "+db.Name, func() error {
+	fails += f.retry(ctx, "StatefulSet "+db.Name, func() error {
 		var obj appsv1.StatefulSet
-		if err := apply.ToObject(builder.NewStatefulSet(db, p, image, builder.StorageOf(db)), &obj); err != nil {
+		if err := builder.Convert(p.StatefulSet, &obj); err != nil {
 			return err
 		}
 		_, err := f.kube.AppsV1().StatefulSets(f.ns).Create(ctx, &obj, opts)
@@ -222,19 +216,15 @@ func (f *floor) createChildren(ctx context.Context, db *dbv1alpha1.Database) int
 
 // floorStatus is the status the controller computes for db with sts observed.
 func floorStatus(db *dbv1alpha1.Database, sts *appsv1.StatefulSet) (dbv1alpha1.DatabaseStatus, error) {
-	p, err := engine.Lookup(db.Spec.Engine)
-	if err != nil {
-		return dbv1alpha1.DatabaseStatus{}, err
-	}
-	image, err := p.Image(db.Spec.Version, db.Spec.Image)
-	if err != nil {
-		return dbv1alpha1.DatabaseStatus{}, err
+	p := plan.Compute(db, plan.Observed{StatefulSet: sts})
+	if p.Problem != nil {
+		return dbv1alpha1.DatabaseStatus{}, p.Problem
 	}
 	return status.Compute(status.Input{
 		Database:    db,
-		Profile:     p,
+		Endpoint:    p.Endpoint,
 		StatefulSet: sts,
-		Image:       image,
+		Image:       p.Image,
 		Now:         metav1.Now(),
 	}), nil
 }
@@ -248,7 +238,7 @@ func (f *floor) writeStatus(ctx context.Context, db *dbv1alpha1.Database, sts *a
 			return err
 		}
 		st := &dbapply.DatabaseStatusApplyConfiguration{}
-		if err := apply.ToObject(newStatus, st); err != nil {
+		if err := builder.Convert(newStatus, st); err != nil {
 			return err
 		}
 		ac := dbapply.Database(db.Name, db.Namespace).WithStatus(st)
@@ -284,26 +274,6 @@ func (f *floor) retry(ctx context.Context, what string, write func() error) int 
 		}
 		sleep(ctx, 200*time.Millisecond)
 	}
-}
-
-// randomPassword makes a 24-character password of letters and digits, as
-// long as the controller's, so the Secrets are the same size.
-func randomPassword() (string, error) {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	out := make([]byte, 0, 24)
-	buf := make([]byte, 32)
-	for len(out) < 24 {
-		if _, err := rand.Read(buf); err != nil {
-			return "", err
-		}
-		for _, b := range buf {
-			// 248 is the largest multiple of 62 below 256: no bias.
-			if b < 248 && len(out) < 24 {
-				out = append(out, alphabet[int(b)%len(alphabet)])
-			}
-		}
-	}
-	return string(out), nil
 }
 
 // requestCounter counts the requests that pass through a client, by HTTP

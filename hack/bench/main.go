@@ -33,9 +33,9 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-	"github.com/dbcontroller/database-controller/pkg/builder"
-	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/engine/registry"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
+	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
 type config struct {
@@ -267,15 +267,16 @@ func createNamespace(ctx context.Context, kube kubernetes.Interface, ns string) 
 func newDatabase(i int) *dbv1alpha1.Database {
 	engines := []dbv1alpha1.Engine{dbv1alpha1.EnginePostgreSQL, dbv1alpha1.EngineMySQL, dbv1alpha1.EngineMongoDB}
 	e := engines[i%len(engines)]
-	p, err := engine.Lookup(e)
+	p, err := registry.Lookup(string(e))
 	if err != nil {
 		panic(err)
 	}
+	versions := p.Versions()
 	return &dbv1alpha1.Database{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("db-%05d", i)},
 		Spec: dbv1alpha1.DatabaseSpec{
 			Engine:  e,
-			Version: p.Versions[len(p.Versions)-1],
+			Version: versions[len(versions)-1],
 			// The schema's default, spelled out: a zero Quantity would be
 			// sent as "0", which the schema refuses.
 			Storage: dbv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
@@ -562,7 +563,7 @@ func countLoggedEvents(logPath string) map[string]int {
 // countChildren counts the objects the controller's informers hold: those
 // labelled as managed by it, in its namespace.
 func countChildren(ctx context.Context, kube kubernetes.Interface, ns string) (map[string]int, error) {
-	sel := metav1.ListOptions{LabelSelector: builder.LabelManagedBy + "=" + builder.ManagedBy}
+	sel := metav1.ListOptions{LabelSelector: names.ManagedSelector()}
 	out := map[string]int{}
 	secrets, err := kube.CoreV1().Secrets(ns).List(ctx, sel)
 	if err != nil {

@@ -314,7 +314,7 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 
 	w("## What the floor wrote\n\n")
 	w("The floor is a small program (hack/bench/floor.go) that does, for each Database, only what reaching the same state needs, with the controller's own builders: ")
-	w("the four creates the controller makes (Secret, headless Service, client Service, StatefulSet, the same objects from `pkg/builder` through `apply.ToObject`), ")
+	w("the four creates the controller makes (Secret, headless Service, client Service, StatefulSet, the same objects, planned by `pkg/plan` as the controller plans them), ")
 	w("then, when a WATCH of StatefulSets shows that Database's StatefulSet rolled out with every replica ready, one server-side apply of the status `status.Compute` gives, which is the same `Running` status the controller writes (field manager `%s`). ", floorFieldManager)
 	w("No informers, no Events, no intermediate status, no reads before writing: it takes each Database from the create that made it. ")
 	w("It runs %d goroutines (the controller's --workers) over two clientsets with QPS %g and burst %d each, as the controller has (one for Kubernetes objects, one for Databases). ", c.workers, c.qps, c.burst)

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-	"github.com/dbcontroller/database-controller/pkg/builder"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
+	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
 // listWatch is one resource's LIST and WATCH, over raw client
@@ -53,7 +53,7 @@ func databasesLW(c clientset.Interface, ns string) listWatch {
 }
 
 func statefulSetsLW(c kubernetes.Interface, ns string) listWatch {
-	selector := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: map[string]string{builder.LabelManagedBy: builder.ManagedBy}})
+	selector := names.ManagedSelector()
 	sets := c.AppsV1().StatefulSets(ns)
 	return listWatch{
 		list: func(ctx context.Context) ([]runtime.Object, string, error) {

@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-	"github.com/dbcontroller/database-controller/pkg/apply"
 	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/engine/registry"
 )
 
 const (
@@ -115,11 +115,11 @@ func newDatabase(e dbv1alpha1.Engine, version string) *dbv1alpha1.Database {
 	}
 }
 
-func lookup(t *testing.T, e dbv1alpha1.Engine) *engine.Profile {
+func lookup(t *testing.T, e dbv1alpha1.Engine) engine.Engine {
 	t.Helper()
-	p, err := engine.Lookup(e)
+	p, err := registry.Lookup(string(e))
 	if err != nil {
-		t.Fatalf("engine.Lookup(%q): %v", e, err)
+		t.Fatalf("registry.Lookup(%q): %v", e, err)
 	}
 	return p
 }
@@ -149,11 +149,11 @@ var wantOwnerReferences = []metav1.OwnerReference{{
 }}
 
 // buildStatefulSet builds the StatefulSet of db and converts it to a typed object.
-func buildStatefulSet(t *testing.T, db *dbv1alpha1.Database, p *engine.Profile, image string, storage Storage) *appsv1.StatefulSet {
+func buildStatefulSet(t *testing.T, db *dbv1alpha1.Database, p engine.Engine, image string, storage Storage) *appsv1.StatefulSet {
 	t.Helper()
 	var sts appsv1.StatefulSet
-	if err := apply.ToObject(NewStatefulSet(db, p, image, storage), &sts); err != nil {
-		t.Fatalf("ToObject(StatefulSet): %v", err)
+	if err := Convert(NewStatefulSet(db, p, image, storage), &sts); err != nil {
+		t.Fatalf("Convert(StatefulSet): %v", err)
 	}
 	return &sts
 }
@@ -557,8 +557,8 @@ func TestNewSecret(t *testing.T) {
 		t.Run(string(tc.engine), func(t *testing.T) {
 			db := newDatabase(tc.engine, tc.version)
 			var secret corev1.Secret
-			if err := apply.ToObject(NewSecret(db, lookup(t, tc.engine), testPassword), &secret); err != nil {
-				t.Fatalf("ToObject(Secret): %v", err)
+			if err := Convert(NewSecret(db, lookup(t, tc.engine), testPassword), &secret); err != nil {
+				t.Fatalf("Convert(Secret): %v", err)
 			}
 			if secret.Kind != "Secret" || secret.APIVersion != "v1" {
 				t.Errorf("TypeMeta = %s %s, want v1 Secret", secret.APIVersion, secret.Kind)
@@ -621,8 +621,8 @@ func TestNewSecretDashedName(t *testing.T) {
 				Spec:       dbv1alpha1.DatabaseSpec{Engine: tt.engine},
 			}
 			var secret corev1.Secret
-			if err := apply.ToObject(NewSecret(db, lookup(t, tt.engine), "pw"), &secret); err != nil {
-				t.Fatalf("ToObject(Secret): %v", err)
+			if err := Convert(NewSecret(db, lookup(t, tt.engine), "pw"), &secret); err != nil {
+				t.Fatalf("Convert(Secret): %v", err)
 			}
 			if secret.Name != "order-history-v2-credentials" || secret.Namespace != "shop" {
 				t.Errorf("name = %s/%s, want shop/order-history-v2-credentials", secret.Namespace, secret.Name)
@@ -656,7 +656,7 @@ func TestServices(t *testing.T) {
 		}}
 		tests := []struct {
 			name                string
-			build               func(*dbv1alpha1.Database, *engine.Profile) any
+			build               func(*dbv1alpha1.Database, engine.Engine) any
 			wantName            string
 			wantType            corev1.ServiceType
 			wantClusterIP       string
@@ -664,14 +664,14 @@ func TestServices(t *testing.T) {
 		}{
 			{
 				name:                "headless",
-				build:               func(db *dbv1alpha1.Database, p *engine.Profile) any { return NewHeadlessService(db, p) },
+				build:               func(db *dbv1alpha1.Database, p engine.Engine) any { return NewHeadlessService(db, p) },
 				wantName:            "orders-headless",
 				wantClusterIP:       corev1.ClusterIPNone,
 				wantPublishNotReady: true,
 			},
 			{
 				name:     "client",
-				build:    func(db *dbv1alpha1.Database, p *engine.Profile) any { return NewService(db, p) },
+				build:    func(db *dbv1alpha1.Database, p engine.Engine) any { return NewService(db, p) },
 				wantName: "orders",
 				wantType: corev1.ServiceTypeClusterIP,
 			},
@@ -680,8 +680,8 @@ func TestServices(t *testing.T) {
 			t.Run(string(tc.engine)+"/"+tt.name, func(t *testing.T) {
 				db := newDatabase(tc.engine, tc.version)
 				var svc corev1.Service
-				if err := apply.ToObject(tt.build(db, p), &svc); err != nil {
-					t.Fatalf("ToObject(Service): %v", err)
+				if err := Convert(tt.build(db, p), &svc); err != nil {
+					t.Fatalf("Convert(Service): %v", err)
 				}
 				if svc.Kind != "Service" || svc.APIVersion != "v1" {
 					t.Errorf("TypeMeta = %s %s, want v1 Service", svc.APIVersion, svc.Kind)
@@ -729,8 +729,8 @@ func TestServicePortsTargetContainerPort(t *testing.T) {
 			}
 			for _, ac := range []any{NewHeadlessService(db, p), NewService(db, p)} {
 				var svc corev1.Service
-				if err := apply.ToObject(ac, &svc); err != nil {
-					t.Fatalf("ToObject(Service): %v", err)
+				if err := Convert(ac, &svc); err != nil {
+					t.Fatalf("Convert(Service): %v", err)
 				}
 				for _, sp := range svc.Spec.Ports {
 					if sp.TargetPort.Type != intstr.String {
@@ -766,8 +766,8 @@ func TestOwnerReferencesOnEveryObject(t *testing.T) {
 				"StatefulSet":     {NewStatefulSet(db, p, tc.catalogImage, StorageOf(db)), &appsv1.StatefulSet{}},
 			}
 			for kind, o := range objects {
-				if err := apply.ToObject(o.ac, o.into); err != nil {
-					t.Fatalf("ToObject(%s): %v", kind, err)
+				if err := Convert(o.ac, o.into); err != nil {
+					t.Fatalf("Convert(%s): %v", kind, err)
 				}
 				if got := o.into.GetOwnerReferences(); !reflect.DeepEqual(got, wantOwnerReferences) {
 					t.Errorf("%s ownerReferences = %+v, want %+v", kind, got, wantOwnerReferences)
@@ -859,56 +859,6 @@ func TestStorageOfStatefulSetRoundTrip(t *testing.T) {
 						want.Size.String(), ptr.Deref(want.StorageClassName, "<unset>"))
 				}
 			})
-		}
-	}
-}
-
-func TestSelectorEndpointHost(t *testing.T) {
-	tests := []struct {
-		engine       dbv1alpha1.Engine
-		name, ns     string
-		wantSelector string
-		wantHost     string
-		wantEndpoint string
-	}{
-		{dbv1alpha1.EnginePostgreSQL, "orders", "default", "app.kubernetes.io/instance=orders,app.kubernetes.io/name=postgresql", "orders.default.svc", "orders.default.svc:5432"},
-		{dbv1alpha1.EngineMySQL, "shop-db", "prod", "app.kubernetes.io/instance=shop-db,app.kubernetes.io/name=mysql", "shop-db.prod.svc", "shop-db.prod.svc:3306"},
-		{dbv1alpha1.EngineMongoDB, "events", "analytics", "app.kubernetes.io/instance=events,app.kubernetes.io/name=mongodb", "events.analytics.svc", "events.analytics.svc:27017"},
-	}
-	for _, tt := range tests {
-		t.Run(string(tt.engine), func(t *testing.T) {
-			db := &dbv1alpha1.Database{
-				ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: tt.ns},
-				Spec:       dbv1alpha1.DatabaseSpec{Engine: tt.engine},
-			}
-			if got := Selector(db); got != tt.wantSelector {
-				t.Errorf("Selector() = %q, want %q", got, tt.wantSelector)
-			}
-			if got := Host(db); got != tt.wantHost {
-				t.Errorf("Host() = %q, want %q", got, tt.wantHost)
-			}
-			if got := Endpoint(db, lookup(t, tt.engine)); got != tt.wantEndpoint {
-				t.Errorf("Endpoint() = %q, want %q", got, tt.wantEndpoint)
-			}
-		})
-	}
-}
-
-func TestNames(t *testing.T) {
-	db := &dbv1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "default"}}
-	tests := []struct {
-		name string
-		got  string
-		want string
-	}{
-		{"SecretName", SecretName(db), "orders-credentials"},
-		{"HeadlessServiceName", HeadlessServiceName(db), "orders-headless"},
-		{"ServiceName", ServiceName(db), "orders"},
-		{"StatefulSetName", StatefulSetName(db), "orders"},
-	}
-	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("%s() = %q, want %q", tt.name, tt.got, tt.want)
 		}
 	}
 }

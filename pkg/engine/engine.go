@@ -1,29 +1,36 @@
-// Package engine describes how each database engine is run: its catalog of
-// versions and images, its port, environment, probes and data directory, and
-// how its versions compare. Everything here is pure data and pure functions.
+// Package engine is what the controller knows of a database engine, behind
+// one interface: its catalog of versions and images, how its server runs in
+// a pod (port, environment, paths, probes), and which version changes its
+// data can take. Each engine has a package of its own below this one
+// (postgresql, mysql, mongodb), and registry finds them by name. Nothing
+// here imports the API types: an engine knows versions and images, not
+// Databases.
 package engine
 
-import (
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
+import "strings"
 
-	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-)
+// Engine is one database engine.
+type Engine interface {
+	// Name is the engine's name in spec.engine, such as "postgresql".
+	Name() string
+	// Runtime says how the server runs in a pod. It is shared: read it, do
+	// not change it.
+	Runtime() *Runtime
+	// Versions lists the catalog, oldest first.
+	Versions() []string
+	// Image returns the image of version, or override when one is set, or
+	// an error a person can act on when the version is not in the catalog.
+	Image(version, override string) (string, error)
+	// CheckVersionChange returns nil when the data of a server that ran
+	// running may be served by desired in place, and a *VersionChangeError
+	// that says why not and what to do otherwise. An empty running version
+	// (nothing ran yet) allows every version.
+	CheckVersionChange(running, desired string) error
+}
 
-// Profile is everything the builders need to know about one engine.
-type Profile struct {
-	// Engine is the engine this profile describes.
-	Engine dbv1alpha1.Engine
-	// Repository is the official image repository; the tag is the version.
-	Repository string
-	// Versions is the catalog: the versions the controller knows how to run.
-	Versions []string
-	// SeriesLength is how many leading version components name a release
-	// series: 1 for PostgreSQL ("16"), 2 for MySQL ("8.4") and MongoDB ("7.0").
-	// Moving to a lower series is a downgrade.
-	SeriesLength int
+// Runtime is how an engine's server runs in a pod, after the official
+// image's contract.
+type Runtime struct {
 	// Port is the port the server listens on, and PortName its name.
 	Port     int32
 	PortName string
@@ -67,131 +74,6 @@ const (
 	SecretKeyPort     = "port"
 	SecretKeyURI      = "uri"
 )
-
-var profiles = map[dbv1alpha1.Engine]*Profile{
-	dbv1alpha1.EnginePostgreSQL: {
-		Engine:       dbv1alpha1.EnginePostgreSQL,
-		Repository:   "postgres",
-		Versions:     []string{"14", "15", "16", "17", "18"},
-		SeriesLength: 1,
-		Port:         5432,
-		PortName:     "postgresql",
-		Username:     "postgres",
-		SecretEnv: []EnvFromSecret{
-			{Name: "POSTGRES_USER", Key: SecretKeyUsername},
-			{Name: "POSTGRES_PASSWORD", Key: SecretKeyPassword},
-			{Name: "POSTGRES_DB", Key: SecretKeyDatabase},
-		},
-		// A subdirectory, so initdb never meets the volume's lost+found.
-		StaticEnv:        []EnvValue{{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"}},
-		DataPath:         "/var/lib/postgresql/data",
-		ScratchPaths:     []string{"/var/run/postgresql", "/tmp"},
-		ReadinessCommand: []string{"sh", "-c", `exec pg_isready -h 127.0.0.1 -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB"`},
-		URIScheme:        "postgresql",
-		UID:              999,
-	},
-	dbv1alpha1.EngineMySQL: {
-		Engine:       dbv1alpha1.EngineMySQL,
-		Repository:   "mysql",
-		Versions:     []string{"8.0", "8.4"},
-		SeriesLength: 2,
-		Port:         3306,
-		PortName:     "mysql",
-		Username:     "root",
-		SecretEnv: []EnvFromSecret{
-			{Name: "MYSQL_ROOT_PASSWORD", Key: SecretKeyPassword},
-			{Name: "MYSQL_DATABASE", Key: SecretKeyDatabase},
-		},
-		DataPath:         "/var/lib/mysql",
-		ScratchPaths:     []string{"/var/run/mysqld", "/tmp"},
-		ReadinessCommand: []string{"sh", "-c", `exec mysqladmin ping --silent -h 127.0.0.1 -P 3306 -uroot -p"$MYSQL_ROOT_PASSWORD"`},
-		URIScheme:        "mysql",
-		UID:              999,
-	},
-	dbv1alpha1.EngineMongoDB: {
-		Engine:       dbv1alpha1.EngineMongoDB,
-		Repository:   "mongo",
-		Versions:     []string{"6.0", "7.0", "8.0"},
-		SeriesLength: 2,
-		Port:         27017,
-		PortName:     "mongodb",
-		Username:     "root",
-		SecretEnv: []EnvFromSecret{
-			{Name: "MONGO_INITDB_ROOT_USERNAME", Key: SecretKeyUsername},
-			{Name: "MONGO_INITDB_ROOT_PASSWORD", Key: SecretKeyPassword},
-			{Name: "MONGO_INITDB_DATABASE", Key: SecretKeyDatabase},
-		},
-		DataPath:         "/data/db",
-		ScratchPaths:     []string{"/data/configdb", "/tmp"},
-		ReadinessCommand: []string{"mongosh", "--quiet", "--eval", "db.adminCommand('ping').ok"},
-		URIScheme:        "mongodb",
-		URIQuery:         "?authSource=admin",
-		UID:              999,
-	},
-}
-
-// Lookup returns the profile of an engine.
-func Lookup(e dbv1alpha1.Engine) (*Profile, error) {
-	p, ok := profiles[e]
-	if !ok {
-		return nil, fmt.Errorf("unknown engine %q: must be one of postgresql, mysql, mongodb", e)
-	}
-	return p, nil
-}
-
-// Image returns the image for version, or an error a user can act on when
-// the version is not in the catalog and no override is given.
-func (p *Profile) Image(version, override string) (string, error) {
-	if override != "" {
-		return override, nil
-	}
-	if !slices.Contains(p.Versions, version) {
-		return "", fmt.Errorf("version %q of %s is not in the catalog (known: %s); use one of those or set spec.image",
-			version, p.Engine, strings.Join(p.Versions, ", "))
-	}
-	return p.Repository + ":" + version, nil
-}
-
-// IsDowngrade reports whether moving from the running version current to
-// desired lowers the release series. An empty or unparsable version never
-// counts as a downgrade; the schema rejects malformed versions.
-func (p *Profile) IsDowngrade(current, desired string) bool {
-	cur, err1 := parseVersion(current)
-	des, err2 := parseVersion(desired)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	for i := range p.SeriesLength {
-		c, d := component(cur, i), component(des, i)
-		if d != c {
-			return d < c
-		}
-	}
-	return false
-}
-
-func component(v []int, i int) int {
-	if i < len(v) {
-		return v[i]
-	}
-	return 0
-}
-
-func parseVersion(v string) ([]int, error) {
-	if v == "" {
-		return nil, fmt.Errorf("empty version")
-	}
-	parts := strings.Split(v, ".")
-	out := make([]int, len(parts))
-	for i, s := range parts {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("malformed version %q", v)
-		}
-		out[i] = n
-	}
-	return out, nil
-}
 
 // DatabaseName is the name of the database created inside the server: the
 // Database's name with dashes turned to underscores, which every engine accepts.

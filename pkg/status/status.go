@@ -11,8 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-	"github.com/dbcontroller/database-controller/pkg/builder"
-	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
 // Reasons of the Ready and Progressing conditions. Each one says what a
@@ -50,8 +49,8 @@ func (p *Problem) Error() string { return p.Reason + ": " + p.Message }
 type Input struct {
 	// Database is the Database as stored, including its current status.
 	Database *dbv1alpha1.Database
-	// Profile is the engine's profile; nil when the engine is unknown.
-	Profile *engine.Profile
+	// Endpoint is host:port of the client Service; "" when the engine is unknown.
+	Endpoint string
 	// StatefulSet is the observed StatefulSet, or nil when there is none.
 	// After a write it is the object the API server returned.
 	StatefulSet *appsv1.StatefulSet
@@ -69,13 +68,11 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 	old := db.Status
 	st := dbv1alpha1.DatabaseStatus{
 		CurrentVersion:     old.CurrentVersion,
-		CredentialsSecret:  builder.SecretName(db),
-		Selector:           builder.Selector(db),
+		Endpoint:           in.Endpoint,
+		CredentialsSecret:  names.SecretName(db),
+		Selector:           names.Selector(db),
 		ObservedGeneration: db.Generation,
 		Conditions:         append([]metav1.Condition(nil), old.Conditions...),
-	}
-	if in.Profile != nil {
-		st.Endpoint = builder.Endpoint(db, in.Profile)
 	}
 	desired := int32(1)
 	if db.Spec.Replicas != nil {

@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-	"github.com/dbcontroller/database-controller/pkg/engine"
 )
 
 const (
@@ -26,14 +25,8 @@ var (
 	now  = metav1.NewTime(time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC))
 )
 
-func postgres(t *testing.T) *engine.Profile {
-	t.Helper()
-	p, err := engine.Lookup(dbv1alpha1.EnginePostgreSQL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// endpoint is what the plan computes for the test Database.
+const endpoint = "orders.default.svc:5432"
 
 // database returns a PostgreSQL Database asking for version 16 with
 // replicas desired replicas (nil leaves spec.replicas unset).
@@ -536,7 +529,7 @@ func TestCompute(t *testing.T) {
 			db := database(tt.replicas, tt.old)
 			got := Compute(Input{
 				Database:    db,
-				Profile:     postgres(t),
+				Endpoint:    endpoint,
 				StatefulSet: tt.sts,
 				Image:       tt.image,
 				Problem:     tt.problem,
@@ -704,7 +697,7 @@ func TestComputeLastTransitionTime(t *testing.T) {
 			stored := append([]metav1.Condition(nil), db.Status.Conditions...)
 			got := Compute(Input{
 				Database:    db,
-				Profile:     postgres(t),
+				Endpoint:    endpoint,
 				StatefulSet: tt.sts,
 				Image:       image16,
 				Problem:     tt.problem,
@@ -728,7 +721,7 @@ func TestComputeKeepsOtherConditions(t *testing.T) {
 	other := metav1.Condition{Type: "Backup", Status: metav1.ConditionTrue, Reason: "Done", Message: "ok",
 		ObservedGeneration: 2, LastTransitionTime: then}
 	db := database(ptr.To[int32](1), dbv1alpha1.DatabaseStatus{Conditions: []metav1.Condition{other}})
-	got := Compute(Input{Database: db, Profile: postgres(t), StatefulSet: settled(1, image16), Image: image16, Now: now})
+	got := Compute(Input{Database: db, Endpoint: endpoint, StatefulSet: settled(1, image16), Image: image16, Now: now})
 	if len(got.Conditions) != 3 {
 		t.Fatalf("conditions = %+v, want Backup, Ready and Progressing", got.Conditions)
 	}
@@ -737,9 +730,9 @@ func TestComputeKeepsOtherConditions(t *testing.T) {
 	}
 }
 
-// TestComputeWithoutProfile checks the status of a Database whose engine is
+// TestComputeWithoutEndpoint checks the status of a Database whose engine is
 // unknown: no endpoint, but the other identifying fields are filled.
-func TestComputeWithoutProfile(t *testing.T) {
+func TestComputeWithoutEndpoint(t *testing.T) {
 	db := database(ptr.To[int32](1), dbv1alpha1.DatabaseStatus{})
 	db.Spec.Engine = "oracle"
 	got := Compute(Input{
@@ -748,7 +741,7 @@ func TestComputeWithoutProfile(t *testing.T) {
 		Now:      now,
 	})
 	if got.Endpoint != "" {
-		t.Errorf("endpoint = %q, want empty without a profile", got.Endpoint)
+		t.Errorf("endpoint = %q, want empty without an engine", got.Endpoint)
 	}
 	if got.Phase != dbv1alpha1.PhaseFailed {
 		t.Errorf("phase = %q, want Failed", got.Phase)
@@ -761,31 +754,5 @@ func TestComputeWithoutProfile(t *testing.T) {
 	}
 	if got.ObservedGeneration != dbGeneration {
 		t.Errorf("observedGeneration = %d, want %d", got.ObservedGeneration, dbGeneration)
-	}
-}
-
-// TestComputeEndpointPerEngine checks the endpoint for each engine's port.
-func TestComputeEndpointPerEngine(t *testing.T) {
-	tests := []struct {
-		engine dbv1alpha1.Engine
-		want   string
-	}{
-		{dbv1alpha1.EnginePostgreSQL, "orders.default.svc:5432"},
-		{dbv1alpha1.EngineMySQL, "orders.default.svc:3306"},
-		{dbv1alpha1.EngineMongoDB, "orders.default.svc:27017"},
-	}
-	for _, tt := range tests {
-		t.Run(string(tt.engine), func(t *testing.T) {
-			p, err := engine.Lookup(tt.engine)
-			if err != nil {
-				t.Fatal(err)
-			}
-			db := database(nil, dbv1alpha1.DatabaseStatus{})
-			db.Spec.Engine = tt.engine
-			got := Compute(Input{Database: db, Profile: p, Now: now})
-			if got.Endpoint != tt.want {
-				t.Errorf("endpoint = %q, want %q", got.Endpoint, tt.want)
-			}
-		})
 	}
 }

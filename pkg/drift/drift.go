@@ -1,9 +1,8 @@
-// Package apply decides whether an observed object already holds every field
-// of a desired apply configuration, and turns apply configurations into typed
-// objects for Create. Comparing only the fields the controller sets keeps
-// defaults filled in by the API server, and fields other actors own, from
-// ever looking like drift.
-package apply
+// Package drift decides whether an observed object already holds every field
+// of a desired apply configuration. Comparing only the fields the controller
+// sets keeps defaults filled in by the API server, and fields other actors
+// own, from ever looking like drift.
+package drift
 
 import (
 	"encoding/json"
@@ -143,15 +142,4 @@ func isZero(v any) bool {
 		return len(x) == 0
 	}
 	return false
-}
-
-// ToObject fills into, a typed object, from an apply configuration, for
-// Create. Both share one JSON shape, and an apply configuration serializes
-// only the fields that are set.
-func ToObject(applyConfiguration, into any) error {
-	b, err := json.Marshal(applyConfiguration)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, into)
 }

@@ -1,12 +1,12 @@
-package apply
+package drift
 
 import (
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/utils/ptr"
+
+	"github.com/dbcontroller/database-controller/pkg/builder"
 )
 
 func TestCovers(t *testing.T) {
@@ -48,7 +48,7 @@ func TestCoversTypedObjectWithDefaults(t *testing.T) {
 			WithPublishNotReadyAddresses(false).
 			WithPorts(corev1ac.ServicePort().WithName("pg").WithPort(5432)))
 	var svc corev1.Service
-	if err := ToObject(desired, &svc); err != nil {
+	if err := builder.Convert(desired, &svc); err != nil {
 		t.Fatal(err)
 	}
 	svc.Spec.ClusterIP = "10.0.0.7"
@@ -62,17 +62,6 @@ func TestCoversTypedObjectWithDefaults(t *testing.T) {
 	svc.Spec.Ports[0].Port = 5433
 	if ok, _ := Covers(&svc, desired); ok {
 		t.Fatal("Covers() = true after the port drifted")
-	}
-}
-
-func TestToObject(t *testing.T) {
-	var sts appsv1.StatefulSet
-	ac := map[string]any{"metadata": map[string]any{"name": "x"}, "spec": map[string]any{"replicas": 3}}
-	if err := ToObject(ac, &sts); err != nil {
-		t.Fatal(err)
-	}
-	if sts.Name != "x" || !ptr.Equal(sts.Spec.Replicas, ptr.To[int32](3)) {
-		t.Fatalf("ToObject() = %+v", sts)
 	}
 }
 

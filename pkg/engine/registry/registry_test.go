@@ -1,15 +1,16 @@
-package engine
+package registry
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
-	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine"
 )
 
 func TestImage(t *testing.T) {
 	tests := []struct {
-		engine   dbv1alpha1.Engine
+		engine   string
 		version  string
 		override string
 		want     string
@@ -24,12 +25,12 @@ func TestImage(t *testing.T) {
 		{engine: "postgresql", version: "9", override: "mirror.local/pg:9.6", want: "mirror.local/pg:9.6"},
 	}
 	for _, tt := range tests {
-		t.Run(string(tt.engine)+"/"+tt.version, func(t *testing.T) {
-			p, err := Lookup(tt.engine)
+		t.Run(tt.engine+"/"+tt.version, func(t *testing.T) {
+			e, err := Lookup(tt.engine)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := p.Image(tt.version, tt.override)
+			got, err := e.Image(tt.version, tt.override)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Image() error = %v, want one containing %q", err, tt.wantErr)
@@ -43,17 +44,23 @@ func TestImage(t *testing.T) {
 	}
 }
 
-func TestLookupUnknown(t *testing.T) {
-	if _, err := Lookup("oracle"); err == nil {
-		t.Fatal("Lookup(oracle) succeeded, want an error")
+func TestLookup(t *testing.T) {
+	for _, name := range []string{"postgresql", "mysql", "mongodb"} {
+		e, err := Lookup(name)
+		if err != nil || e.Name() != name {
+			t.Errorf("Lookup(%q) = %v, %v", name, e, err)
+		}
+	}
+	if _, err := Lookup("oracle"); err == nil || !strings.Contains(err.Error(), "must be one of postgresql, mysql, mongodb") {
+		t.Fatalf("Lookup(oracle) = %v, want an error naming the engines", err)
 	}
 }
 
-func TestIsDowngrade(t *testing.T) {
+func TestCheckVersionChange(t *testing.T) {
 	tests := []struct {
-		engine           dbv1alpha1.Engine
-		current, desired string
-		want             bool
+		engine           string
+		running, desired string
+		refused          bool
 	}{
 		{"postgresql", "16", "15", true},
 		{"postgresql", "16", "16", false},
@@ -70,15 +77,11 @@ func TestIsDowngrade(t *testing.T) {
 		{"postgresql", "16", "bogus", false},
 	}
 	for _, tt := range tests {
-		p, _ := Lookup(tt.engine)
-		if got := p.IsDowngrade(tt.current, tt.desired); got != tt.want {
-			t.Errorf("%s IsDowngrade(%q, %q) = %v, want %v", tt.engine, tt.current, tt.desired, got, tt.want)
+		e, _ := Lookup(tt.engine)
+		err := e.CheckVersionChange(tt.running, tt.desired)
+		var refusal *engine.VersionChangeError
+		if got := errors.As(err, &refusal); got != tt.refused || (err != nil && !got) {
+			t.Errorf("%s CheckVersionChange(%q, %q) = %v, want refused=%v", tt.engine, tt.running, tt.desired, err, tt.refused)
 		}
-	}
-}
-
-func TestDatabaseName(t *testing.T) {
-	if got := DatabaseName("orders-db"); got != "orders_db" {
-		t.Fatalf("DatabaseName = %q", got)
 	}
 }

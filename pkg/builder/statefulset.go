@@ -1,0 +1,151 @@
+package builder
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/names"
+)
+
+// Storage is the data volume a StatefulSet's claim template asks for.
+type Storage struct {
+	Size             resource.Quantity
+	StorageClassName *string
+}
+
+// StorageOf is the storage a new StatefulSet for db asks for.
+func StorageOf(db *dbv1alpha1.Database) Storage {
+	return Storage{Size: db.Spec.Storage.Size, StorageClassName: db.Spec.Storage.StorageClassName}
+}
+
+// StorageOfStatefulSet is the storage an existing StatefulSet asks for.
+// volumeClaimTemplates cannot change after creation, so the desired
+// StatefulSet keeps what the observed one has.
+func StorageOfStatefulSet(sts *appsv1.StatefulSet) (Storage, bool) {
+	for _, t := range sts.Spec.VolumeClaimTemplates {
+		if t.Name == names.DataVolume {
+			return Storage{Size: t.Spec.Resources.Requests[corev1.ResourceStorage], StorageClassName: t.Spec.StorageClassName}, true
+		}
+	}
+	return Storage{}, false
+}
+
+// NewStatefulSet builds the StatefulSet that runs the database server.
+func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, storage Storage) *appsv1ac.StatefulSetApplyConfiguration {
+	p := e.Runtime()
+	replicas := int32(1)
+	if db.Spec.Replicas != nil {
+		replicas = *db.Spec.Replicas
+	}
+	whenDeleted := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	if db.Spec.DeletionPolicy == dbv1alpha1.DeletionPolicyDelete {
+		whenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
+
+	env := make([]*corev1ac.EnvVarApplyConfiguration, 0, len(p.SecretEnv)+len(p.StaticEnv))
+	for _, v := range p.SecretEnv {
+		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValueFrom(
+			corev1ac.EnvVarSource().WithSecretKeyRef(
+				corev1ac.SecretKeySelector().WithName(names.SecretName(db)).WithKey(v.Key))))
+	}
+	for _, v := range p.StaticEnv {
+		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValue(v.Value))
+	}
+
+	mounts := []*corev1ac.VolumeMountApplyConfiguration{
+		corev1ac.VolumeMount().WithName(names.DataVolume).WithMountPath(p.DataPath),
+	}
+	volumes := make([]*corev1ac.VolumeApplyConfiguration, 0, len(p.ScratchPaths))
+	for i, path := range p.ScratchPaths {
+		name := fmt.Sprintf("scratch-%d", i)
+		mounts = append(mounts, corev1ac.VolumeMount().WithName(name).WithMountPath(path))
+		volumes = append(volumes, corev1ac.Volume().WithName(name).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	}
+
+	container := corev1ac.Container().
+		WithName(e.Name()).
+		WithImage(image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithPorts(corev1ac.ContainerPort().WithName(p.PortName).WithContainerPort(p.Port).WithProtocol(corev1.ProtocolTCP)).
+		WithEnv(env...).
+		WithVolumeMounts(mounts...).
+		WithReadinessProbe(corev1ac.Probe().
+			WithExec(corev1ac.ExecAction().WithCommand(p.ReadinessCommand...)).
+			WithInitialDelaySeconds(5).
+			WithPeriodSeconds(10).
+			WithTimeoutSeconds(5).
+			WithSuccessThreshold(1).
+			WithFailureThreshold(3)).
+		WithLivenessProbe(corev1ac.Probe().
+			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(p.PortName))).
+			WithInitialDelaySeconds(30).
+			WithPeriodSeconds(10).
+			WithTimeoutSeconds(5).
+			WithSuccessThreshold(1).
+			WithFailureThreshold(6)).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithRunAsNonRoot(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+	if r := db.Spec.Resources; r != nil && (len(r.Requests) > 0 || len(r.Limits) > 0) {
+		res := corev1ac.ResourceRequirements()
+		if len(r.Requests) > 0 {
+			res.WithRequests(r.Requests)
+		}
+		if len(r.Limits) > 0 {
+			res.WithLimits(r.Limits)
+		}
+		container.WithResources(res)
+	}
+
+	claim := corev1ac.PersistentVolumeClaimSpec().
+		WithAccessModes(corev1.ReadWriteOnce).
+		WithResources(corev1ac.VolumeResourceRequirements().
+			WithRequests(corev1.ResourceList{corev1.ResourceStorage: storage.Size}))
+	if storage.StorageClassName != nil {
+		claim.WithStorageClassName(*storage.StorageClassName)
+	}
+
+	return appsv1ac.StatefulSet(names.StatefulSetName(db), db.Namespace).
+		WithLabels(names.Labels(db)).
+		WithOwnerReferences(ownerReference(db)).
+		WithSpec(appsv1ac.StatefulSetSpec().
+			WithReplicas(replicas).
+			WithServiceName(names.HeadlessServiceName(db)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(names.SelectorLabels(db))).
+			WithPodManagementPolicy(appsv1.OrderedReadyPodManagement).
+			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
+			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+				WithWhenDeleted(whenDeleted).
+				WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(names.Labels(db)).
+				WithSpec(corev1ac.PodSpec().
+					WithAutomountServiceAccountToken(false).
+					WithEnableServiceLinks(false).
+					WithSecurityContext(corev1ac.PodSecurityContext().
+						WithRunAsNonRoot(true).
+						WithRunAsUser(p.UID).
+						WithRunAsGroup(p.UID).
+						WithFSGroup(p.UID).
+						WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
+						WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+					WithContainers(container).
+					WithVolumes(volumes...))).
+			// Built without apiVersion and kind, which the API server does not
+			// keep on claim templates: they would read back as drift.
+			WithVolumeClaimTemplates((&corev1ac.PersistentVolumeClaimApplyConfiguration{}).
+				WithName(names.DataVolume).
+				WithLabels(names.Labels(db)).
+				WithSpec(claim)))
+}

@@ -1,0 +1,53 @@
+// Package mysql runs MySQL on the official mysql image. Its release series
+// is major.minor ("8.4").
+package mysql
+
+import (
+	"slices"
+
+	"github.com/dbcontroller/database-controller/pkg/engine"
+)
+
+// Name is the engine's name in spec.engine.
+const Name = "mysql"
+
+// Engine is MySQL.
+type Engine struct{}
+
+var _ engine.Engine = Engine{}
+
+var catalog = engine.Catalog{Engine: Name, Repository: "mysql", Versions: []string{"8.0", "8.4"}}
+
+var runtime = engine.Runtime{
+	Port:     3306,
+	PortName: "mysql",
+	Username: "root",
+	SecretEnv: []engine.EnvFromSecret{
+		{Name: "MYSQL_ROOT_PASSWORD", Key: engine.SecretKeyPassword},
+		{Name: "MYSQL_DATABASE", Key: engine.SecretKeyDatabase},
+	},
+	DataPath:         "/var/lib/mysql",
+	ScratchPaths:     []string{"/var/run/mysqld", "/tmp"},
+	ReadinessCommand: []string{"sh", "-c", `exec mysqladmin ping --silent -h 127.0.0.1 -P 3306 -uroot -p"$MYSQL_ROOT_PASSWORD"`},
+	URIScheme:        "mysql",
+	UID:              999,
+}
+
+// Name implements engine.Engine.
+func (Engine) Name() string { return Name }
+
+// Runtime implements engine.Engine.
+func (Engine) Runtime() *engine.Runtime { return &runtime }
+
+// Versions implements engine.Engine.
+func (Engine) Versions() []string { return slices.Clone(catalog.Versions) }
+
+// Image implements engine.Engine.
+func (Engine) Image(version, override string) (string, error) {
+	return catalog.Image(version, override)
+}
+
+// CheckVersionChange refuses a lower release series (8.4 to 8.0).
+func (Engine) CheckVersionChange(running, desired string) error {
+	return engine.RefuseDowngrade(Name, 2, running, desired)
+}

@@ -1,0 +1,56 @@
+// Package postgresql runs PostgreSQL on the official postgres image. Its
+// release series is the major version ("16").
+package postgresql
+
+import (
+	"slices"
+
+	"github.com/dbcontroller/database-controller/pkg/engine"
+)
+
+// Name is the engine's name in spec.engine.
+const Name = "postgresql"
+
+// Engine is PostgreSQL.
+type Engine struct{}
+
+var _ engine.Engine = Engine{}
+
+var catalog = engine.Catalog{Engine: Name, Repository: "postgres", Versions: []string{"14", "15", "16", "17", "18"}}
+
+var runtime = engine.Runtime{
+	Port:     5432,
+	PortName: "postgresql",
+	Username: "postgres",
+	SecretEnv: []engine.EnvFromSecret{
+		{Name: "POSTGRES_USER", Key: engine.SecretKeyUsername},
+		{Name: "POSTGRES_PASSWORD", Key: engine.SecretKeyPassword},
+		{Name: "POSTGRES_DB", Key: engine.SecretKeyDatabase},
+	},
+	// A subdirectory, so initdb never meets the volume's lost+found.
+	StaticEnv:        []engine.EnvValue{{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"}},
+	DataPath:         "/var/lib/postgresql/data",
+	ScratchPaths:     []string{"/var/run/postgresql", "/tmp"},
+	ReadinessCommand: []string{"sh", "-c", `exec pg_isready -h 127.0.0.1 -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB"`},
+	URIScheme:        "postgresql",
+	UID:              999,
+}
+
+// Name implements engine.Engine.
+func (Engine) Name() string { return Name }
+
+// Runtime implements engine.Engine.
+func (Engine) Runtime() *engine.Runtime { return &runtime }
+
+// Versions implements engine.Engine.
+func (Engine) Versions() []string { return slices.Clone(catalog.Versions) }
+
+// Image implements engine.Engine.
+func (Engine) Image(version, override string) (string, error) {
+	return catalog.Image(version, override)
+}
+
+// CheckVersionChange refuses a lower major version.
+func (Engine) CheckVersionChange(running, desired string) error {
+	return engine.RefuseDowngrade(Name, 1, running, desired)
+}

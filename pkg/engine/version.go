@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Catalog is the versions an engine knows how to run, and where their
+// official images are.
+type Catalog struct {
+	// Engine names the engine in messages.
+	Engine string
+	// Repository is the official image repository; the tag is the version.
+	Repository string
+	// Versions are the versions the controller knows how to run.
+	Versions []string
+}
+
+// Image returns the image for version, or override when one is set, or an
+// error a user can act on when the version is not in the catalog.
+func (c Catalog) Image(version, override string) (string, error) {
+	if override != "" {
+		return override, nil
+	}
+	if !slices.Contains(c.Versions, version) {
+		return "", fmt.Errorf("version %q of %s is not in the catalog (known: %s); use one of those or set spec.image",
+			version, c.Engine, strings.Join(c.Versions, ", "))
+	}
+	return c.Repository + ":" + version, nil
+}
+
+// VersionChangeError is a version change that the data cannot take in
+// place. Its message says why and what to do.
+type VersionChangeError struct {
+	Message string
+}
+
+func (e *VersionChangeError) Error() string { return e.Message }
+
+// RefuseDowngrade refuses a move from running to desired that lowers the
+// release series, whose first seriesLength components name it (1 for
+// "16", 2 for "8.4"). An empty or unparsable version is never refused: the
+// schema rejects malformed versions, and nothing ran yet without one.
+func RefuseDowngrade(engine string, seriesLength int, running, desired string) error {
+	if !isDowngrade(seriesLength, running, desired) {
+		return nil
+	}
+	return &VersionChangeError{Message: fmt.Sprintf(
+		"version %s is older than the running version %s; %s cannot be downgraded in place: set spec.version back to %s or later",
+		desired, running, engine, running)}
+}
+
+func isDowngrade(seriesLength int, running, desired string) bool {
+	cur, err1 := parseVersion(running)
+	des, err2 := parseVersion(desired)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	for i := range seriesLength {
+		c, d := component(cur, i), component(des, i)
+		if d != c {
+			return d < c
+		}
+	}
+	return false
+}
+
+func component(v []int, i int) int {
+	if i < len(v) {
+		return v[i]
+	}
+	return 0
+}
+
+func parseVersion(v string) ([]int, error) {
+	if v == "" {
+		return nil, fmt.Errorf("empty version")
+	}
+	parts := strings.Split(v, ".")
+	out := make([]int, len(parts))
+	for i, s := range parts {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("malformed version %q", v)
+		}
+		out[i] = n
+	}
+	return out, nil
+}

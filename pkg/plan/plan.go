@@ -1,0 +1,128 @@
+// Package plan computes, as one pure function, everything a sync pass of a
+// Database needs to decide: whether the spec can be run at all (the
+// validation problem), the engine and its image, every desired child as an
+// apply configuration, and the volume claims to grow. The reconciler writes
+// what the plan says; the benchmark's floor writes the same plan with no
+// controller around it.
+package plan
+
+import (
+	"errors"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/engine/registry"
+	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+// Observed is what the plan reads of the cluster, from the listers.
+type Observed struct {
+	// StatefulSet is the Database's StatefulSet when the Database controls
+	// it, nil otherwise.
+	StatefulSet *appsv1.StatefulSet
+	// Claims are the claims labelled with the Database's selector labels.
+	Claims []*corev1.PersistentVolumeClaim
+}
+
+// Plan is what one sync pass of a Database should bring about.
+type Plan struct {
+	// Database is the Database planned for.
+	Database *dbv1alpha1.Database
+	// Problem, when set, is why the spec cannot be run until a person acts;
+	// then nothing below Endpoint is set, and nothing may be written but status.
+	Problem *status.Problem
+	// Engine is the Database's engine; nil when the engine is unknown.
+	Engine engine.Engine
+	// Endpoint is host:port of the client Service; "" when the engine is unknown.
+	Endpoint string
+	// Image is the image the StatefulSet runs.
+	Image string
+	// HeadlessService, Service and StatefulSet are the desired children, in
+	// the order they are made. The credentials Secret needs a password:
+	// Secret builds it.
+	HeadlessService *corev1ac.ServiceApplyConfiguration
+	Service         *corev1ac.ServiceApplyConfiguration
+	StatefulSet     *appsv1ac.StatefulSetApplyConfiguration
+	// Grow lists the data volume claims below spec.storage.size.
+	Grow []ClaimGrowth
+}
+
+// ClaimGrowth is one data volume claim to grow, from its request to the
+// spec's size.
+type ClaimGrowth struct {
+	Name     string
+	From, To resource.Quantity
+}
+
+// Secret builds the credentials Secret with password. It is created once
+// and never written again.
+func (p *Plan) Secret(password string) *corev1ac.SecretApplyConfiguration {
+	return builder.NewSecret(p.Database, p.Engine, password)
+}
+
+// Compute plans db given what was observed. It is pure.
+func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
+	p := &Plan{Database: db}
+	e, err := registry.Lookup(string(db.Spec.Engine))
+	if err != nil {
+		p.Problem = &status.Problem{Reason: status.ReasonUnknownVersion, Message: err.Error()}
+		return p
+	}
+	p.Engine = e
+	p.Endpoint = names.Endpoint(db, e.Runtime().Port)
+	image, err := e.Image(db.Spec.Version, db.Spec.Image)
+	if err != nil {
+		p.Problem = &status.Problem{Reason: status.ReasonUnknownVersion, Message: err.Error()}
+		return p
+	}
+	if err := e.CheckVersionChange(db.Status.CurrentVersion, db.Spec.Version); err != nil {
+		var refusal *engine.VersionChangeError
+		if !errors.As(err, &refusal) {
+			refusal = &engine.VersionChangeError{Message: err.Error()}
+		}
+		p.Problem = &status.Problem{Reason: status.ReasonDowngradeRefused, Message: refusal.Message}
+		return p
+	}
+	p.Image = image
+
+	storage := builder.StorageOf(db)
+	if observed.StatefulSet != nil {
+		// The claim template cannot change once created; keep what is there.
+		if existing, ok := builder.StorageOfStatefulSet(observed.StatefulSet); ok {
+			storage = existing
+		}
+	}
+	p.HeadlessService = builder.NewHeadlessService(db, e)
+	p.Service = builder.NewService(db, e)
+	p.StatefulSet = builder.NewStatefulSet(db, e, image, storage)
+	p.Grow = claimsToGrow(db, observed.Claims)
+	return p
+}
+
+// claimsToGrow lists the data volume claims of db's StatefulSet whose
+// request is below spec.storage.size. Claim templates cannot change, so
+// this is how a volume grows; it never shrinks one.
+func claimsToGrow(db *dbv1alpha1.Database, claims []*corev1.PersistentVolumeClaim) []ClaimGrowth {
+	want := db.Spec.Storage.Size
+	prefix := names.ClaimPrefix(db)
+	var out []ClaimGrowth
+	for _, claim := range claims {
+		if !strings.HasPrefix(claim.Name, prefix) {
+			continue
+		}
+		have := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+		if want.Cmp(have) > 0 {
+			out = append(out, ClaimGrowth{Name: claim.Name, From: have, To: want})
+		}
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+package plan
+
+import (
+	"reflect"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+func database(engine dbv1alpha1.Engine, version, running string) *dbv1alpha1.Database {
+	return &dbv1alpha1.Database{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "default", UID: "uid-1"},
+		Spec: dbv1alpha1.DatabaseSpec{
+			Engine:  engine,
+			Version: version,
+			Storage: dbv1alpha1.StorageSpec{Size: resource.MustParse("2Gi")},
+		},
+		Status: dbv1alpha1.DatabaseStatus{CurrentVersion: running},
+	}
+}
+
+func TestCompute(t *testing.T) {
+	tests := []struct {
+		name         string
+		db           *dbv1alpha1.Database
+		wantProblem  *status.Problem
+		wantEndpoint string
+		wantImage    string
+	}{
+		{
+			name:         "postgresql in the catalog",
+			db:           database("postgresql", "16", ""),
+			wantEndpoint: "orders.default.svc:5432",
+			wantImage:    "postgres:16",
+		},
+		{
+			name:         "mysql",
+			db:           database("mysql", "8.4", "8.0"),
+			wantEndpoint: "orders.default.svc:3306",
+			wantImage:    "mysql:8.4",
+		},
+		{
+			name:         "mongodb",
+			db:           database("mongodb", "7.0", "7.0"),
+			wantEndpoint: "orders.default.svc:27017",
+			wantImage:    "mongo:7.0",
+		},
+		{
+			name: "an image override outside the catalog",
+			db: func() *dbv1alpha1.Database {
+				db := database("postgresql", "19", "")
+				db.Spec.Image = "mirror.local/postgres:19"
+				return db
+			}(),
+			wantEndpoint: "orders.default.svc:5432",
+			wantImage:    "mirror.local/postgres:19",
+		},
+		{
+			name: "unknown engine: no endpoint",
+			db:   database("oracle", "23", ""),
+			wantProblem: &status.Problem{Reason: status.ReasonUnknownVersion,
+				Message: `unknown engine "oracle": must be one of postgresql, mysql, mongodb`},
+		},
+		{
+			name: "version not in the catalog",
+			db:   database("postgresql", "9", ""),
+			wantProblem: &status.Problem{Reason: status.ReasonUnknownVersion,
+				Message: `version "9" of postgresql is not in the catalog (known: 14, 15, 16, 17, 18); use one of those or set spec.image`},
+			wantEndpoint: "orders.default.svc:5432",
+		},
+		{
+			name: "downgrade of a running database",
+			db:   database("mysql", "8.0", "8.4"),
+			wantProblem: &status.Problem{Reason: status.ReasonDowngradeRefused,
+				Message: "version 8.0 is older than the running version 8.4; mysql cannot be downgraded in place: set spec.version back to 8.4 or later"},
+			wantEndpoint: "orders.default.svc:3306",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Compute(tt.db, Observed{})
+			if !reflect.DeepEqual(p.Problem, tt.wantProblem) {
+				t.Errorf("Problem = %+v, want %+v", p.Problem, tt.wantProblem)
+			}
+			if p.Endpoint != tt.wantEndpoint || p.Image != tt.wantImage {
+				t.Errorf("Endpoint, Image = %q, %q; want %q, %q", p.Endpoint, p.Image, tt.wantEndpoint, tt.wantImage)
+			}
+			if tt.wantProblem != nil {
+				if p.HeadlessService != nil || p.Service != nil || p.StatefulSet != nil || p.Grow != nil {
+					t.Errorf("a plan with a problem has children: %+v", p)
+				}
+				return
+			}
+			if *p.HeadlessService.Name != "orders-headless" || *p.Service.Name != "orders" || *p.StatefulSet.Name != "orders" {
+				t.Errorf("children named %q, %q, %q", *p.HeadlessService.Name, *p.Service.Name, *p.StatefulSet.Name)
+			}
+			if got := p.StatefulSet.Spec.Template.Spec.Containers[0].Image; *got != tt.wantImage {
+				t.Errorf("StatefulSet image = %q, want %q", *got, tt.wantImage)
+			}
+			if s := p.Secret("pw"); *s.Name != "orders-credentials" || string(s.Data["password"]) != "pw" {
+				t.Errorf("Secret = %s with password %q", *s.Name, s.Data["password"])
+			}
+		})
+	}
+}
+
+// The claim template of an existing StatefulSet cannot change: the plan
+// keeps what was created, even when spec.storage has changed since.
+func TestComputeKeepsTheClaimTemplate(t *testing.T) {
+	db := database("postgresql", "16", "16")
+	first := Compute(db, Observed{})
+	var sts appsv1.StatefulSet
+	if err := builder.Convert(first.StatefulSet, &sts); err != nil {
+		t.Fatal(err)
+	}
+	db.Spec.Storage = dbv1alpha1.StorageSpec{Size: resource.MustParse("9Gi"), StorageClassName: ptr.To("other")}
+	p := Compute(db, Observed{StatefulSet: &sts})
+	claim := p.StatefulSet.Spec.VolumeClaimTemplates[0].Spec
+	if got := (*claim.Resources.Requests)[corev1.ResourceStorage]; got.String() != "2Gi" || claim.StorageClassName != nil {
+		t.Fatalf("claim template = %s in %v, want 2Gi in the default class", got.String(), claim.StorageClassName)
+	}
+	if fresh := Compute(db, Observed{}).StatefulSet.Spec.VolumeClaimTemplates[0].Spec; *fresh.StorageClassName != "other" {
+		t.Fatalf("a new StatefulSet asks for class %v, want other", fresh.StorageClassName)
+	}
+}
+
+func TestComputeClaimsToGrow(t *testing.T) {
+	claim := func(name, size string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}},
+		}
+	}
+	db := database("postgresql", "16", "16") // spec.storage.size 2Gi
+	p := Compute(db, Observed{Claims: []*corev1.PersistentVolumeClaim{
+		claim("data-orders-0", "1Gi"),    // grows
+		claim("data-orders-1", "2Gi"),    // already there
+		claim("data-orders-2", "5Gi"),    // never shrunk
+		claim("scratch-orders-0", "1Gi"), // not a data claim
+	}})
+	var got []string
+	for _, g := range p.Grow {
+		got = append(got, g.Name+" "+g.From.String()+"->"+g.To.String())
+	}
+	want := []string{"data-orders-0 1Gi->2Gi"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Grow = %q, want %q", got, want)
+	}
+}

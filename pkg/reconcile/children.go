@@ -1,0 +1,87 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/dbcontroller/database-controller/pkg/drift"
+)
+
+// ensureServices brings the headless and the client Service to the plan.
+func (p *pass) ensureServices(ctx context.Context) error {
+	for _, desired := range []*corev1ac.ServiceApplyConfiguration{p.plan.HeadlessService, p.plan.Service} {
+		if _, err := ensureChild(ctx, p, p.r.services, desired, *desired.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureStatefulSet brings the StatefulSet to the plan, and keeps it as it
+// now is for the status.
+func (p *pass) ensureStatefulSet(ctx context.Context) error {
+	sts, err := ensureChild(ctx, p, p.r.statefulSets, p.plan.StatefulSet, *p.plan.StatefulSet.Name)
+	if err != nil {
+		return err
+	}
+	p.statefulSet = sts
+	return nil
+}
+
+// ensureChild makes one child match desired and returns it as it now is.
+// A child that is missing is created; one that drifted in a field the
+// controller owns is repaired with server-side apply, which leaves fields
+// that others set alone; one that another owner controls is reported as a
+// conflict and left untouched.
+func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childAdapter[T, AC], desired AC, name string) (T, error) {
+	var zero T
+	r, db := p.r, p.db
+	kind := a.kind()
+	key := ChildKey{Kind: kind, Namespace: db.Namespace, Name: name}
+
+	existing, err := a.cached(db.Namespace, name)
+	switch {
+	case err == nil:
+		r.expectations.Observed(key)
+	case !apierrors.IsNotFound(err):
+		return zero, err
+	case r.expectations.Pending(key):
+		return zero, &WaitingError{Kind: kind, Name: name}
+	default:
+		created, err := a.create(ctx, desired)
+		if err == nil {
+			r.expectations.Created(key)
+			p.created = append(p.created, kind+" "+name)
+			return created, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return zero, fmt.Errorf("creating %s %s: %w", kind, name, err)
+		}
+		// It exists but the filtered cache cannot see it: it is someone
+		// else's, or ours with its labels removed. Look once to tell.
+		if existing, err = a.live(ctx, db.Namespace, name); err != nil {
+			return zero, err
+		}
+	}
+
+	if !metav1.IsControlledBy(existing, db) {
+		return zero, conflict(db, kind, name)
+	}
+	field, err := drift.FirstDifference(existing, desired)
+	if err != nil || field == "" {
+		return existing, err
+	}
+	klog.FromContext(ctx).V(2).Info("Repairing drift", "kind", kind, "name", name, "field", field)
+	updated, err := a.repair(ctx, desired)
+	if err != nil {
+		return zero, fmt.Errorf("applying %s %s: %w", kind, name, err)
+	}
+	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Updated %s %s to match the Database spec", kind, name)
+	return updated, nil
+}

@@ -1,0 +1,45 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+// WaitingError says that a child this process created is not in the
+// informer cache yet. Its informer event brings the Database back, so the
+// pass ends quietly, with no status write and no retry.
+type WaitingError struct {
+	Kind, Name string
+}
+
+func (e *WaitingError) Error() string {
+	return fmt.Sprintf("waiting for the cache to show %s %s, created by this process", e.Kind, e.Name)
+}
+
+// IsWaiting reports whether err is a *WaitingError.
+func IsWaiting(err error) bool {
+	var w *WaitingError
+	return errors.As(err, &w)
+}
+
+// conflict is the problem of a child's name taken by an object that db does
+// not control.
+func conflict(db *dbv1alpha1.Database, kind, name string) *status.Problem {
+	return &status.Problem{Reason: status.ReasonResourceConflict, Message: fmt.Sprintf(
+		"%s %s/%s already exists and is not controlled by this Database; it is left untouched: delete or rename it, or give the Database another name",
+		kind, db.Namespace, name)}
+}
+
+// apiMessage is the API server's own message for err, else err's text.
+func apiMessage(err error) string {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Message != "" {
+		return st.Status().Message
+	}
+	return err.Error()
+}

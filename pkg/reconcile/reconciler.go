@@ -1,0 +1,191 @@
+// Package reconcile holds the sync pass of one Database: it plans the
+// desired state (package plan), brings the children to it step by step, and
+// writes the status. The loop that feeds it (controller.go) only reads the
+// Database from its lister and sorts the outcome.
+//
+// The steps, in order, one file each:
+//   - credentials.go: the credentials Secret, made once, never rewritten;
+//   - children.go: the Services and the StatefulSet, created or repaired;
+//   - storage.go: the data volume claims, grown to spec.storage.size;
+//   - status_writer.go: the status, written only when it changed.
+//
+// Every step returns one outcome: nil, a *status.Problem (a person must
+// act), a *WaitingError (the informer cache has not caught up with a
+// create), or any other error, which is transient.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
+	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/plan"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+// FieldManager names every write of the controller, and is the source of its events.
+const FieldManager = "database-controller"
+
+// Reasons of Normal events.
+const (
+	ReasonCreated = "Created"
+	ReasonUpdated = "Updated"
+	ReasonRunning = "Running"
+)
+
+// Config is what a Reconciler reads and writes through.
+type Config struct {
+	// KubeClient writes Secrets, Services, StatefulSets and claims.
+	KubeClient kubernetes.Interface
+	// DBClient writes Database status.
+	DBClient clientset.Interface
+	// The listers of the children, from informers limited to objects
+	// labelled as managed by this controller. The Secret lister holds no data.
+	StatefulSets appslisters.StatefulSetLister
+	Services     corelisters.ServiceLister
+	Secrets      corelisters.SecretLister
+	Claims       corelisters.PersistentVolumeClaimLister
+	// Recorder emits events on Databases.
+	Recorder record.EventRecorder
+	// Clock stamps condition transitions and ages the expectations.
+	Clock clock.PassiveClock
+	// Random is the source of generated passwords: crypto/rand in production.
+	Random io.Reader
+}
+
+// Reconciler runs sync passes. It is safe for concurrent use by several
+// workers, each on its own Database.
+type Reconciler struct {
+	kube         kubernetes.Interface
+	dbs          clientset.Interface
+	statefulSets statefulSetAdapter
+	services     serviceAdapter
+	secrets      corelisters.SecretLister
+	claims       corelisters.PersistentVolumeClaimLister
+	recorder     record.EventRecorder
+	clock        clock.PassiveClock
+	random       io.Reader
+	// expectations remembers the children this process created that the
+	// informers have not shown yet, so a lagging cache is not mistaken for
+	// a missing or a foreign object.
+	expectations *Expectations
+}
+
+// New returns a Reconciler over cfg.
+func New(cfg Config) *Reconciler {
+	return &Reconciler{
+		kube:         cfg.KubeClient,
+		dbs:          cfg.DBClient,
+		statefulSets: statefulSetAdapter{client: cfg.KubeClient, lister: cfg.StatefulSets},
+		services:     serviceAdapter{client: cfg.KubeClient, lister: cfg.Services},
+		secrets:      cfg.Secrets,
+		claims:       cfg.Claims,
+		recorder:     cfg.Recorder,
+		clock:        cfg.Clock,
+		random:       cfg.Random,
+		expectations: NewExpectations(cfg.Clock, ExpectationsTTL),
+	}
+}
+
+// pass is one sync of one Database: what was planned and observed.
+type pass struct {
+	r  *Reconciler
+	db *dbv1alpha1.Database
+	// plan is the desired state.
+	plan *plan.Plan
+	// statefulSet observed (or returned by the last write), nil if none.
+	statefulSet *appsv1.StatefulSet
+	// created lists the children this pass created, as "Kind name", for one
+	// event at the end of the pass.
+	created []string
+}
+
+// Sync brings db's children to its spec and writes its status when it
+// changed. It reads only from the listers, except where a step says so.
+// It returns nil, a *status.Problem once the status reports it, a
+// *WaitingError, or a transient error.
+func (r *Reconciler) Sync(ctx context.Context, db *dbv1alpha1.Database) error {
+	if db.DeletionTimestamp != nil {
+		// Being deleted: the garbage collector removes the children through
+		// their owner references; creating children now would race it.
+		klog.FromContext(ctx).V(4).Info("Database is being deleted")
+		return nil
+	}
+	p := &pass{r: r, db: db}
+	err := p.run(ctx)
+	if len(p.created) > 0 {
+		// One event for everything a pass created, also when a later step
+		// failed: four events per new Database would double its writes.
+		r.recorder.Event(db, corev1.EventTypeNormal, ReasonCreated, "Created "+strings.Join(p.created, ", "))
+	}
+	var problem *status.Problem
+	if err != nil && !errors.As(err, &problem) {
+		// Transient, or waiting for the cache: writing status now would
+		// report a state that is already stale.
+		return err
+	}
+	if werr := r.writeStatus(ctx, p, problem); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// run plans, then converges the children in dependency order: the Secret
+// the pods read, the Services, the StatefulSet, then its claims. It stops
+// at the first step that does not succeed, touching nothing after it.
+func (p *pass) run(ctx context.Context) error {
+	observed, err := p.observe()
+	if err != nil {
+		return err
+	}
+	p.statefulSet = observed.StatefulSet
+	p.plan = plan.Compute(p.db, observed)
+	if p.plan.Problem != nil {
+		return p.plan.Problem
+	}
+	for _, step := range []func(context.Context) error{
+		p.ensureSecret,
+		p.ensureServices,
+		p.ensureStatefulSet,
+		p.growClaims,
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// observe reads what the plan needs from the listers.
+func (p *pass) observe() (plan.Observed, error) {
+	var observed plan.Observed
+	sts, err := p.r.statefulSets.cached(p.db.Namespace, names.StatefulSetName(p.db))
+	switch {
+	case err == nil && metav1.IsControlledBy(sts, p.db):
+		observed.StatefulSet = sts
+	case err != nil && !apierrors.IsNotFound(err):
+		return observed, err
+	}
+	claims, err := p.r.claims.PersistentVolumeClaims(p.db.Namespace).List(labels.SelectorFromSet(names.SelectorLabels(p.db)))
+	if err != nil {
+		return observed, err
+	}
+	observed.Claims = claims
+	return observed, nil
+}

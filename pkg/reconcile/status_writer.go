@@ -1,0 +1,55 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	dbapply "github.com/dbcontroller/database-controller/pkg/generated/applyconfiguration/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+// writeStatus writes the status computed from the pass when it differs from
+// the stored one, and emits events for the transitions that matter to a
+// person: a new problem (Warning), and reaching Running.
+func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.Problem) error {
+	db := p.db
+	newStatus := status.Compute(status.Input{
+		Database:    db,
+		Endpoint:    p.plan.Endpoint,
+		StatefulSet: p.statefulSet,
+		Image:       p.plan.Image,
+		Problem:     problem,
+		Now:         metav1.NewTime(r.clock.Now()),
+	})
+	if equality.Semantic.DeepEqual(db.Status, newStatus) {
+		return nil
+	}
+	// Server-side apply of the whole status: the controller owns every
+	// status field, and an apply needs no resourceVersion, so a lister that
+	// lags behind the last status write causes no conflict.
+	st := &dbapply.DatabaseStatusApplyConfiguration{}
+	if err := builder.Convert(newStatus, st); err != nil {
+		return err
+	}
+	ac := dbapply.Database(db.Name, db.Namespace).WithStatus(st)
+	if _, err := r.dbs.DbcontrollerV1alpha1().Databases(db.Namespace).ApplyStatus(ctx, ac, repairOptions); err != nil {
+		return fmt.Errorf("updating status: %w", err)
+	}
+
+	oldReady := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
+	newReady := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReady)
+	if problem != nil && (oldReady == nil || oldReady.Reason != problem.Reason || oldReady.Message != problem.Message) {
+		r.recorder.Event(db, corev1.EventTypeWarning, problem.Reason, problem.Message)
+	}
+	if newStatus.Phase == dbv1alpha1.PhaseRunning && db.Status.Phase != dbv1alpha1.PhaseRunning && newReady != nil {
+		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonRunning, "%s %s is running: %s", db.Spec.Engine, newStatus.CurrentVersion, newReady.Message)
+	}
+	return nil
+}
