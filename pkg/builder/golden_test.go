@@ -1,0 +1,61 @@
+package builder
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the builders' output")
+
+// TestStatefulSetGolden renders each engine's StatefulSet and compares it
+// with testdata/statefulset-<engine>.golden.yaml, so that a reviewer sees
+// every change to what runs in a pod. After an intended change, run
+// `go test ./pkg/builder -run Golden -update` and review the diff.
+func TestStatefulSetGolden(t *testing.T) {
+	for _, tc := range engineCases {
+		t.Run(string(tc.engine), func(t *testing.T) {
+			db := newDatabase(tc.engine, tc.version)
+			db.Spec.Replicas = ptr.To[int32](3)
+			db.Spec.DeletionPolicy = dbv1alpha1.DeletionPolicyDelete
+			db.Spec.Storage.StorageClassName = ptr.To("fast")
+			db.Spec.Resources = &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+			}
+			e := lookup(t, tc.engine)
+			image, err := e.Image(tc.version, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := yaml.Marshal(NewStatefulSet(db, e, image, StorageOf(db)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "statefulset-"+string(tc.engine)+".golden.yaml")
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("the rendered StatefulSet differs from %s (run with -update after an intended change):\n--- got\n%s\n--- want\n%s", path, got, want)
+			}
+		})
+	}
+}
