@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
+	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
+	"github.com/dbcontroller/database-controller/pkg/names"
+)
+
+// The child informers list and watch only the objects this controller
+// manages, and no Secret data ever enters a cache: "credentials never sit in
+// the controller's memory".
+func TestInformerFactoriesFilterAndStrip(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	managed := map[string]string{names.LabelManagedBy: names.ManagedBy}
+	secret := func(name string, l map[string]string) *corev1.Secret {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: l,
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "someone"}}},
+			Data:       map[string][]byte{"password": []byte("s3cret")},
+			StringData: map[string]string{"token": "t"},
+		}
+	}
+	kube := k8sfake.NewClientset(secret("orders-credentials", managed), secret("unrelated", nil))
+	dbs := fake.NewSimpleClientset(&dbv1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "default"}})
+
+	kubeFactory, dbFactory := newInformerFactories(kube, dbs, metav1.NamespaceAll, 0)
+	secrets := kubeFactory.Core().V1().Secrets()
+	databases := dbFactory.Dbcontroller().V1alpha1().Databases()
+	secrets.Informer()
+	databases.Informer()
+	kubeFactory.Start(ctx.Done())
+	dbFactory.Start(ctx.Done())
+	for typ, ok := range kubeFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("%v did not sync", typ)
+		}
+	}
+	dbFactory.WaitForCacheSync(ctx.Done())
+
+	var listed []string
+	for _, a := range kube.Actions() {
+		if l, ok := a.(core.ListActionImpl); ok && a.GetResource().Resource == "secrets" {
+			listed = append(listed, l.GetListRestrictions().Labels.String())
+		}
+	}
+	if want := []string{"app.kubernetes.io/managed-by=database-controller"}; strings.Join(listed, "|") != strings.Join(want, "|") {
+		t.Errorf("Secrets listed with label selectors %q, want %q", listed, want)
+	}
+	cached, err := secrets.Lister().List(labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cached) != 1 || cached[0].Name != "orders-credentials" {
+		t.Fatalf("cached Secrets = %v, want only orders-credentials", cached)
+	}
+	if s := cached[0]; s.Data != nil || s.StringData != nil || s.ManagedFields != nil {
+		t.Errorf("cached Secret keeps data %v, stringData %v, managedFields %v; want none", s.Data, s.StringData, s.ManagedFields)
+	}
+	// Databases carry no such label: every one is cached.
+	if got, _ := databases.Lister().List(labels.Everything()); len(got) != 1 {
+		t.Errorf("cached Databases = %d, want 1", len(got))
+	}
+}
+
+// /readyz fails until every informer cache has synced; /healthz does not
+// wait for them.
+func TestReadyzWaitsForTheCaches(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kube := k8sfake.NewClientset()
+	dbs := fake.NewSimpleClientset()
+	kubeFactory, dbFactory := newInformerFactories(kube, dbs, metav1.NamespaceAll, 0)
+	c, err := NewController(ctx, Config{KubeClient: kube, DBClient: dbs, KubeInformers: kubeFactory, DBInformers: dbFactory,
+		Recorder: record.NewFakeRecorder(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(healthHandler(c, nil))
+	defer srv.Close()
+	get := func(path string) int {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	if code := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz before the caches synced = %d, want 503", code)
+	}
+	if code := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d, want 200", code)
+	}
+	kubeFactory.Start(ctx.Done())
+	dbFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.cachesSynced...) {
+		t.Fatal("caches did not sync")
+	}
+	if code := get("/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz after the caches synced = %d, want 200", code)
+	}
+}
+
+// The default --shutdown-timeout gives in-flight syncs time to finish.
+func TestDefaultShutdownTimeout(t *testing.T) {
+	var o options
+	o.addFlags(flag.NewFlagSet("controller", flag.ContinueOnError))
+	if o.drainTimeout != 30*time.Second {
+		t.Fatalf("default --shutdown-timeout = %s, want 30s", o.drainTimeout)
+	}
+}
+
+// blockingAPIServer answers creates, holding the Secret's until release is
+// closed. It records whether a held request was cancelled by its client.
+type blockingAPIServer struct {
+	entered   chan struct{}
+	release   chan struct{}
+	held      chan struct{} // closed when the held create has been answered or dropped
+	once      sync.Once
+	cancelled atomic.Bool
+	creates   atomic.Int32
+}
+
+func (s *blockingAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if r.Method != http.MethodPost {
+		http.Error(w, "unexpected "+r.Method, http.StatusBadRequest)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/secrets") {
+		s.once.Do(func() { close(s.entered) })
+		defer close(s.held)
+		select {
+		case <-s.release:
+		case <-r.Context().Done():
+			s.cancelled.Store(true)
+			return
+		}
+	}
+	s.creates.Add(1)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(body)
+}
+
+// runUntilShutdownDuringASync starts Run with drain, waits until a sync is
+// inside the Secret's create, cancels Run's context, waits hold, then lets
+// the create answer. It returns the server and whether Run returned before
+// the create was answered.
+func runUntilShutdownDuringASync(t *testing.T, drain, hold time.Duration) (*blockingAPIServer, bool) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	api := &blockingAPIServer{entered: make(chan struct{}), release: make(chan struct{}), held: make(chan struct{})}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	defer func() {
+		select {
+		case <-api.release:
+		default:
+			close(api.release)
+		}
+	}()
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: runtime.ContentTypeJSON}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	db := newDatabase("orders", "postgresql", "16", 1)
+	dbs := fake.NewSimpleClientset(db)
+	dbFactory := informers.NewSharedInformerFactory(dbs, 0)
+	kubeFactory := kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0)
+	c, err := NewController(ctx, Config{KubeClient: kube, DBClient: dbs, KubeInformers: kubeFactory, DBInformers: dbFactory,
+		Recorder: record.NewFakeRecorder(100), Random: passwordSource()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeFactory.Start(ctx.Done())
+	dbFactory.Start(ctx.Done())
+
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 1, drain) }()
+	select {
+	case <-api.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no sync reached the Secret's create")
+	}
+	cancel()
+	returnedEarly := false
+	select {
+	case <-done:
+		returnedEarly = true
+	case <-time.After(hold):
+	}
+	if returnedEarly {
+		// The server sees the client's cancellation on its own time.
+		select {
+		case <-api.held:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	close(api.release)
+	if !returnedEarly {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return after the in-flight sync finished")
+		}
+	}
+	return api, returnedEarly
+}
+
+// On shutdown, Run stops handing out work but lets a sync in flight finish
+// its writes, within the drain timeout.
+func TestShutdownLetsInFlightSyncsFinish(t *testing.T) {
+	api, returnedEarly := runUntilShutdownDuringASync(t, 30*time.Second, 500*time.Millisecond)
+	if returnedEarly {
+		t.Fatal("Run returned while a sync was still writing")
+	}
+	if api.cancelled.Load() {
+		t.Fatal("the in-flight create was cancelled by the shutdown")
+	}
+	// The Secret, both Services and the StatefulSet: the pass ran to its end.
+	if n := api.creates.Load(); n != 4 {
+		t.Fatalf("%d creates answered, want 4", n)
+	}
+}
+
+// Past the drain timeout, in-flight syncs are cancelled so that the process
+// can exit.
+func TestShutdownCancelsSyncsPastTheDrainTimeout(t *testing.T) {
+	api, returnedEarly := runUntilShutdownDuringASync(t, 100*time.Millisecond, 10*time.Second)
+	if !returnedEarly {
+		t.Fatal("Run waited past its drain timeout")
+	}
+	if !api.cancelled.Load() {
+		t.Fatal("the in-flight create was not cancelled after the drain timeout")
+	}
+}
