@@ -51,7 +51,7 @@ build_group() {
     log "$name: up to date ($*)"
     return
   fi
-  log "$name: building $* (a cold build takes minutes)"
+  log "$name: building $*"
   local start=$SECONDS
   rm -f "$BIN/.$name.stamp"
   eval "$cmd"
