@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -166,7 +167,9 @@ func (f *fixture) converged(db *dbv1alpha1.Database) (*appsv1.StatefulSet, *core
 	svc := expectedService(f.t, db)
 	sts := rolledOut(expectedStatefulSet(f.t, db), *db.Spec.Replicas)
 	image, _ := profile(f.t, db).Image(db.Spec.Version, db.Spec.Image)
-	db.Status = status.Compute(status.Input{Database: db, Endpoint: names.Endpoint(db, profile(f.t, db).Runtime().Port), StatefulSet: sts, Image: image,
+	e := profile(f.t, db)
+	db.Status = status.Compute(status.Input{Database: db, Endpoint: names.Endpoint(db, e.Runtime().Port), StatefulSet: sts, Image: image,
+		EndOfLife: e.EndOfLife(db.Spec.Version), NewFeatureCompatibilityVersion: e.FeatureCompatibilityVersion(db.Spec.Version),
 		Now: metav1.NewTime(testNow.Add(-time.Hour))})
 	f.seed(db, sts, headless, svc, secret)
 	return sts, headless, svc, secret
@@ -765,6 +768,71 @@ func TestDowngradeOfARunningDatabaseLeavesItRunning(t *testing.T) {
 	f.expectStatusUpdate(db, st)
 	f.events = []string{"Warning DowngradeRefused " + msg}
 	f.run(ctx, ref(db))
+}
+
+// Version changes the data cannot take leave the StatefulSet untouched:
+// only the status and a Warning event say why, and how to get there.
+func TestRefusedVersionChangesLeaveTheStatefulSetUntouched(t *testing.T) {
+	tests := []struct {
+		name                  string
+		engine                dbv1alpha1.Engine
+		running, fcv, desired string
+		reason, msg           string
+	}{
+		{"PostgreSQL major upgrade", "postgresql", "16", "", "17", "MajorUpgradeRefused",
+			"PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, dump this Database and restore the dump into a new Database of version 17; or set spec.version back to 16"},
+		{"MongoDB series skip", "mongodb", "6.0", "6.0", "8.0", "SeriesSkipRefused",
+			"mongodb upgrades one release series at a time along 6.0 → 7.0 → 8.0; 6.0 to 8.0 skips or leaves that path, and the data of 6.0 cannot be read by 8.0. Set spec.version to the next series (7.0), wait for Running, then go on; or set spec.version back to 6.0"},
+		{"MongoDB before its featureCompatibilityVersion is set", "mongodb", "7.0", "6.0", "8.0", "FeatureCompatibilityPending",
+			"the data's featureCompatibilityVersion is 6.0, not 7.0, and MongoDB 8.0 will not start on it. The controller sets it to 7.0 once every replica runs 7.0 and is ready (status.featureCompatibilityVersion); until then set spec.version back to 7.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", tt.engine, tt.running, 1)
+			f.converged(db)
+			db.Status.FeatureCompatibilityVersion = tt.fcv
+			db.Spec.Version = tt.desired
+			db.Generation = 2
+			st := wantStatus(db, "Failed", 1, 1, tt.running, "False", tt.reason, tt.msg, "False", tt.reason, tt.msg)
+			st.FeatureCompatibilityVersion = tt.fcv
+			keepTransitionTime(&st, "Progressing") // False before and after
+			if tt.running == "6.0" {
+				// mongo:6.0 is end of life: its condition stays as it was.
+				eol := *meta.FindStatusCondition(db.Status.Conditions, "VersionSupported")
+				eol.ObservedGeneration = 2
+				st.Conditions = append(st.Conditions, eol)
+			}
+			f.expectStatusUpdate(db, st)
+			f.events = []string{"Warning " + tt.reason + " " + tt.msg}
+			f.run(ctx, ref(db))
+		})
+	}
+}
+
+// A version that no longer gets upstream rebuilds runs, with a
+// VersionSupported condition and one Warning event, and no more after that.
+func TestEndOfLifeVersionWarnsOnceAndRuns(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("inventory", "mysql", "8.0", 1)
+	sts := rolledOut(expectedStatefulSet(t, db), 1)
+	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"))
+	msg := `MySQL 8.0 is end of life: the mysql:8.0 image gets no more upstream rebuilds, security fixes included. It keeps running; move to 8.4 (spec.version: "8.4"), which upgrades the data in place and disables mysql_native_password by default`
+	st := wantStatus(db, "Running", 1, 1, "8.0", "True", "AllReplicasReady", "1/1 replicas are ready", "False", "Converged", "the Database matches its spec")
+	st.Conditions = append(st.Conditions, metav1.Condition{Type: "VersionSupported", Status: "False", Reason: "EndOfLife", Message: msg,
+		ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(testNow)})
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning EndOfLife " + msg, "Normal Running mysql 8.0 is running: 1/1 replicas are ready"}
+	f.run(ctx, ref(db))
+
+	// The next sync, with that status stored: nothing to write or say.
+	f2 := newFixture(t)
+	db2 := db.DeepCopy()
+	db2.Status = st
+	f2.seed(db2, sts.DeepCopy(), expectedHeadless(t, db2), expectedService(t, db2), expectedSecret(t, db2, "pw"))
+	f2.run(ctx, ref(db2))
 }
 
 func TestSecretIsNeverRewrittenOrRegenerated(t *testing.T) {

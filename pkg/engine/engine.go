@@ -21,11 +21,26 @@ type Engine interface {
 	// Image returns the image of version, or override when one is set, or
 	// an error a person can act on when the version is not in the catalog.
 	Image(version, override string) (string, error)
-	// CheckVersionChange returns nil when the data of a server that ran
-	// running may be served by desired in place, and a *VersionChangeError
-	// that says why not and what to do otherwise. An empty running version
-	// (nothing ran yet) allows every version.
-	CheckVersionChange(running, desired string) error
+	// CheckVersionChange returns nil when the data written at from may be
+	// served by desired in place, and a *VersionChangeError that says why
+	// not and what to do otherwise. An empty from.Version (nothing ran yet)
+	// allows every version.
+	CheckVersionChange(from Running, desired string) error
+	// EndOfLife says, for a version whose image no longer gets upstream
+	// rebuilds, what that means and where to go; "" for a supported version.
+	EndOfLife(version string) string
+	// FeatureCompatibilityVersion is the featureCompatibilityVersion of new
+	// data written by version, or "" for an engine that has none.
+	FeatureCompatibilityVersion(version string) string
+}
+
+// Running is what a Database's data last ran on.
+type Running struct {
+	// Version is the version every replica last ran when all were ready.
+	Version string
+	// FeatureCompatibilityVersion is, for MongoDB, the release series whose
+	// features the data may use; "" when unknown or not applicable.
+	FeatureCompatibilityVersion string
 }
 
 // Runtime is how an engine's server runs in a pod, after the official

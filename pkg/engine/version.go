@@ -31,13 +31,24 @@ func (c Catalog) Image(version, override string) (string, error) {
 	return c.Repository + ":" + version, nil
 }
 
+// Reasons of a refused version change, in the Ready condition and the
+// Warning event.
+const (
+	ReasonDowngradeRefused            = "DowngradeRefused"
+	ReasonMajorUpgradeRefused         = "MajorUpgradeRefused"
+	ReasonSeriesSkipRefused           = "SeriesSkipRefused"
+	ReasonFeatureCompatibilityPending = "FeatureCompatibilityPending"
+)
+
 // VersionChangeError is a version change that the data cannot take in
-// place. Its message says why and what to do.
+// place. Reason is one of the Reason constants; Message says why and what
+// to do.
 type VersionChangeError struct {
+	Reason  string
 	Message string
 }
 
-func (e *VersionChangeError) Error() string { return e.Message }
+func (e *VersionChangeError) Error() string { return e.Reason + ": " + e.Message }
 
 // RefuseDowngrade refuses a move from running to desired that lowers the
 // release series, whose first seriesLength components name it (1 for
@@ -47,9 +58,48 @@ func RefuseDowngrade(engine string, seriesLength int, running, desired string) e
 	if !isDowngrade(seriesLength, running, desired) {
 		return nil
 	}
-	return &VersionChangeError{Message: fmt.Sprintf(
+	return &VersionChangeError{Reason: ReasonDowngradeRefused, Message: fmt.Sprintf(
 		"version %s is older than the running version %s; %s cannot be downgraded in place: set spec.version back to %s or later",
 		desired, running, engine, running)}
+}
+
+// Series is the release series of version: its first length components,
+// such as "8.4" of "8.4.2" with length 2, or "" when version is malformed.
+func Series(version string, length int) string {
+	v, err := parseVersion(version)
+	if err != nil {
+		return ""
+	}
+	parts := make([]string, length)
+	for i := range length {
+		parts[i] = strconv.Itoa(component(v, i))
+	}
+	return strings.Join(parts, ".")
+}
+
+// RefuseSeriesSkip refuses an upgrade that does not go to the next series
+// of path, the engine's upgrade path in order (such as 6.0, 7.0, 8.0), or
+// that starts or ends outside it. A move within one series, or nothing run
+// yet, is allowed; a downgrade is refused by RefuseDowngrade first.
+func RefuseSeriesSkip(engine string, path []string, seriesLength int, running, desired string) error {
+	if err := RefuseDowngrade(engine, seriesLength, running, desired); err != nil {
+		return err
+	}
+	from, to := Series(running, seriesLength), Series(desired, seriesLength)
+	if from == "" || to == "" || from == to {
+		return nil
+	}
+	i, j := slices.Index(path, from), slices.Index(path, to)
+	if i >= 0 && j == i+1 {
+		return nil
+	}
+	next := "none: it is the newest series the controller knows"
+	if i >= 0 && i+1 < len(path) {
+		next = path[i+1]
+	}
+	return &VersionChangeError{Reason: ReasonSeriesSkipRefused, Message: fmt.Sprintf(
+		"%s upgrades one release series at a time along %s; %s to %s skips or leaves that path, and the data of %s cannot be read by %s. Set spec.version to the next series (%s), wait for Running, then go on; or set spec.version back to %s",
+		engine, strings.Join(path, " → "), from, to, from, to, next, running)}
 }
 
 func isDowngrade(seriesLength int, running, desired string) bool {

@@ -55,7 +55,7 @@ func TestRefuseDowngrade(t *testing.T) {
 	}
 	err := RefuseDowngrade("postgresql", 1, "16", "15")
 	want := "version 15 is older than the running version 16; postgresql cannot be downgraded in place: set spec.version back to 16 or later"
-	if _, ok := err.(*VersionChangeError); !ok || err.Error() != want {
+	if v, ok := err.(*VersionChangeError); !ok || v.Reason != ReasonDowngradeRefused || v.Message != want {
 		t.Fatalf("RefuseDowngrade = %#v, want a *VersionChangeError %q", err, want)
 	}
 }

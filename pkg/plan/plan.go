@@ -46,6 +46,13 @@ type Plan struct {
 	Endpoint string
 	// Image is the image the StatefulSet runs.
 	Image string
+	// EndOfLife, when set, says that the version that runs (spec.version,
+	// or with a problem the version that ran last) no longer gets upstream
+	// rebuilds; the Database still runs.
+	EndOfLife string
+	// NewFeatureCompatibilityVersion is the featureCompatibilityVersion of
+	// new data at spec.version, for an engine that has one.
+	NewFeatureCompatibilityVersion string
 	// HeadlessService, Service and StatefulSet are the desired children, in
 	// the order they are made. The credentials Secret needs a password:
 	// Secret builds it.
@@ -79,20 +86,25 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 	}
 	p.Engine = e
 	p.Endpoint = names.Endpoint(db, e.Runtime().Port)
+	// Until the spec is accepted, what runs is the version that ran last.
+	p.EndOfLife = e.EndOfLife(db.Status.CurrentVersion)
 	image, err := e.Image(db.Spec.Version, db.Spec.Image)
 	if err != nil {
 		p.Problem = &status.Problem{Reason: status.ReasonUnknownVersion, Message: err.Error()}
 		return p
 	}
-	if err := e.CheckVersionChange(db.Status.CurrentVersion, db.Spec.Version); err != nil {
+	running := engine.Running{Version: db.Status.CurrentVersion, FeatureCompatibilityVersion: db.Status.FeatureCompatibilityVersion}
+	if err := e.CheckVersionChange(running, db.Spec.Version); err != nil {
 		var refusal *engine.VersionChangeError
 		if !errors.As(err, &refusal) {
-			refusal = &engine.VersionChangeError{Message: err.Error()}
+			refusal = &engine.VersionChangeError{Reason: engine.ReasonDowngradeRefused, Message: err.Error()}
 		}
-		p.Problem = &status.Problem{Reason: status.ReasonDowngradeRefused, Message: refusal.Message}
+		p.Problem = &status.Problem{Reason: refusal.Reason, Message: refusal.Message}
 		return p
 	}
 	p.Image = image
+	p.EndOfLife = e.EndOfLife(db.Spec.Version)
+	p.NewFeatureCompatibilityVersion = e.FeatureCompatibilityVersion(db.Spec.Version)
 
 	storage := builder.StorageOf(db)
 	if observed.StatefulSet != nil {

@@ -12,6 +12,7 @@ import (
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
@@ -77,9 +78,23 @@ func TestCompute(t *testing.T) {
 			wantEndpoint: "orders.default.svc:5432",
 		},
 		{
+			name: "a PostgreSQL major upgrade",
+			db:   database("postgresql", "17", "16"),
+			wantProblem: &status.Problem{Reason: engine.ReasonMajorUpgradeRefused,
+				Message: "PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, dump this Database and restore the dump into a new Database of version 17; or set spec.version back to 16"},
+			wantEndpoint: "orders.default.svc:5432",
+		},
+		{
+			name: "a MongoDB series skip",
+			db:   database("mongodb", "8.0", "6.0"),
+			wantProblem: &status.Problem{Reason: engine.ReasonSeriesSkipRefused,
+				Message: "mongodb upgrades one release series at a time along 6.0 → 7.0 → 8.0; 6.0 to 8.0 skips or leaves that path, and the data of 6.0 cannot be read by 8.0. Set spec.version to the next series (7.0), wait for Running, then go on; or set spec.version back to 6.0"},
+			wantEndpoint: "orders.default.svc:27017",
+		},
+		{
 			name: "downgrade of a running database",
 			db:   database("mysql", "8.0", "8.4"),
-			wantProblem: &status.Problem{Reason: status.ReasonDowngradeRefused,
+			wantProblem: &status.Problem{Reason: engine.ReasonDowngradeRefused,
 				Message: "version 8.0 is older than the running version 8.4; mysql cannot be downgraded in place: set spec.version back to 8.4 or later"},
 			wantEndpoint: "orders.default.svc:3306",
 		},
@@ -104,6 +119,9 @@ func TestCompute(t *testing.T) {
 			}
 			if got := p.StatefulSet.Spec.Template.Spec.Containers[0].Image; *got != tt.wantImage {
 				t.Errorf("StatefulSet image = %q, want %q", *got, tt.wantImage)
+			}
+			if tt.db.Spec.Engine == "mongodb" && p.NewFeatureCompatibilityVersion != "7.0" {
+				t.Errorf("NewFeatureCompatibilityVersion = %q, want 7.0", p.NewFeatureCompatibilityVersion)
 			}
 			if s := p.Secret("pw"); *s.Name != "orders-credentials" || string(s.Data["password"]) != "pw" {
 				t.Errorf("Secret = %s with password %q", *s.Name, s.Data["password"])
@@ -154,5 +172,20 @@ func TestComputeClaimsToGrow(t *testing.T) {
 	want := []string{"data-orders-0 1Gi->2Gi"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Grow = %q, want %q", got, want)
+	}
+}
+
+func TestComputeEndOfLife(t *testing.T) {
+	for _, tt := range []struct {
+		engine  dbv1alpha1.Engine
+		version string
+		eol     bool
+	}{
+		{"mysql", "8.0", true}, {"mysql", "8.4", false}, {"mongodb", "6.0", true}, {"mongodb", "7.0", false}, {"postgresql", "14", false},
+	} {
+		p := Compute(database(tt.engine, tt.version, ""), Observed{})
+		if p.Problem != nil || (p.EndOfLife != "") != tt.eol {
+			t.Errorf("%s %s: EndOfLife = %q, problem %v; want end of life %v", tt.engine, tt.version, p.EndOfLife, p.Problem, tt.eol)
+		}
 	}
 }

@@ -26,7 +26,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 		StatefulSet: p.statefulSet,
 		Image:       p.plan.Image,
 		Problem:     problem,
+		EndOfLife:   p.plan.EndOfLife,
 		Now:         metav1.NewTime(r.clock.Now()),
+
+		NewFeatureCompatibilityVersion: p.plan.NewFeatureCompatibilityVersion,
 	})
 	if equality.Semantic.DeepEqual(db.Status, newStatus) {
 		return nil
@@ -47,6 +50,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 	newReady := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReady)
 	if problem != nil && (oldReady == nil || oldReady.Reason != problem.Reason || oldReady.Message != problem.Message) {
 		r.recorder.Event(db, corev1.EventTypeWarning, problem.Reason, problem.Message)
+	}
+	if eol := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionVersionSupported); eol != nil &&
+		meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionVersionSupported) == nil {
+		r.recorder.Event(db, corev1.EventTypeWarning, eol.Reason, eol.Message)
 	}
 	if newStatus.Phase == dbv1alpha1.PhaseRunning && db.Status.Phase != dbv1alpha1.PhaseRunning && newReady != nil {
 		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonRunning, "%s %s is running: %s", db.Spec.Engine, newStatus.CurrentVersion, newReady.Message)

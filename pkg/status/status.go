@@ -27,7 +27,8 @@ const (
 	ReasonStopping            = "Stopping"
 	ReasonConverged           = "Converged"
 	ReasonUnknownVersion      = "UnknownVersion"
-	ReasonDowngradeRefused    = "DowngradeRefused"
+	ReasonEndOfLife           = "EndOfLife"
+	ReasonSupported           = "Supported"
 	ReasonResourceConflict    = "ResourceConflict"
 	ReasonCredentialsMissing  = "CredentialsSecretMissing"
 	ReasonStorageResizeFailed = "StorageResizeFailed"
@@ -58,6 +59,13 @@ type Input struct {
 	Image string
 	// Problem, when set, blocks progress.
 	Problem *Problem
+	// EndOfLife, when set, says the version no longer gets upstream
+	// rebuilds: a VersionSupported condition False, and the Database runs on.
+	EndOfLife string
+	// NewFeatureCompatibilityVersion is the featureCompatibilityVersion of
+	// new data at spec.version ("" for engines without one). It is recorded
+	// when the Database first reaches its version.
+	NewFeatureCompatibilityVersion string
 	// Now stamps conditions whose status changes.
 	Now metav1.Time
 }
@@ -67,12 +75,13 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 	db := in.Database
 	old := db.Status
 	st := dbv1alpha1.DatabaseStatus{
-		CurrentVersion:     old.CurrentVersion,
-		Endpoint:           in.Endpoint,
-		CredentialsSecret:  names.SecretName(db),
-		Selector:           names.Selector(db),
-		ObservedGeneration: db.Generation,
-		Conditions:         append([]metav1.Condition(nil), old.Conditions...),
+		CurrentVersion:              old.CurrentVersion,
+		FeatureCompatibilityVersion: old.FeatureCompatibilityVersion,
+		Endpoint:                    in.Endpoint,
+		CredentialsSecret:           names.SecretName(db),
+		Selector:                    names.Selector(db),
+		ObservedGeneration:          db.Generation,
+		Conditions:                  append([]metav1.Condition(nil), old.Conditions...),
 	}
 	desired := int32(1)
 	if db.Spec.Replicas != nil {
@@ -85,6 +94,10 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 	rolledOut := isRolledOut(in.StatefulSet, desired, in.Image)
 	if rolledOut && desired > 0 && in.Problem == nil && in.Image != "" {
 		st.CurrentVersion = db.Spec.Version
+		if old.CurrentVersion == "" && st.FeatureCompatibilityVersion == "" {
+			// New data: it has the featureCompatibilityVersion of its version.
+			st.FeatureCompatibilityVersion = in.NewFeatureCompatibilityVersion
+		}
 	}
 
 	ready := metav1.Condition{Type: dbv1alpha1.ConditionReady, Status: metav1.ConditionFalse}
@@ -135,7 +148,15 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 				"every replica runs the current spec; waiting for %d/%d to pass the readiness probe", desired-st.ReadyReplicas, desired)
 		}
 	}
-	for _, c := range []metav1.Condition{ready, progressing} {
+	conditions := []metav1.Condition{ready, progressing}
+	if in.EndOfLife != "" {
+		conditions = append(conditions, metav1.Condition{Type: dbv1alpha1.ConditionVersionSupported, Status: metav1.ConditionFalse,
+			Reason: ReasonEndOfLife, Message: in.EndOfLife})
+	} else {
+		// Present only while it is False: a supported version needs no word.
+		meta.RemoveStatusCondition(&st.Conditions, dbv1alpha1.ConditionVersionSupported)
+	}
+	for _, c := range conditions {
 		c.ObservedGeneration = db.Generation
 		c.LastTransitionTime = in.Now
 		// SetStatusCondition keeps LastTransitionTime unless the status changes.

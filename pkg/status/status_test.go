@@ -480,13 +480,13 @@ func TestCompute(t *testing.T) {
 			old:                dbv1alpha1.DatabaseStatus{CurrentVersion: "17"},
 			sts:                settled(1, image16),
 			image:              image16,
-			problem:            &Problem{Reason: ReasonDowngradeRefused, Message: "cannot go from 17 to 16"},
+			problem:            &Problem{Reason: reasonDowngradeRefused, Message: "cannot go from 17 to 16"},
 			wantPhase:          dbv1alpha1.PhaseFailed,
 			wantReplicas:       1,
 			wantReady:          1,
 			wantCurrentVersion: "17",
-			wantReadyCond:      wantCondition{metav1.ConditionFalse, ReasonDowngradeRefused, "cannot go from 17 to 16"},
-			wantProgressing:    wantCondition{metav1.ConditionFalse, ReasonDowngradeRefused, "cannot go from 17 to 16"},
+			wantReadyCond:      wantCondition{metav1.ConditionFalse, reasonDowngradeRefused, "cannot go from 17 to 16"},
+			wantProgressing:    wantCondition{metav1.ConditionFalse, reasonDowngradeRefused, "cannot go from 17 to 16"},
 		},
 		{
 			name:               "problem: resource conflict before any StatefulSet",
@@ -754,5 +754,50 @@ func TestComputeWithoutEndpoint(t *testing.T) {
 	}
 	if got.ObservedGeneration != dbGeneration {
 		t.Errorf("observedGeneration = %d, want %d", got.ObservedGeneration, dbGeneration)
+	}
+}
+
+// reasonDowngradeRefused is the engine's reason for a refused downgrade;
+// status only reports what the plan found.
+const reasonDowngradeRefused = "DowngradeRefused"
+
+// An end-of-life version adds a VersionSupported condition, False, and the
+// Database still runs; once the version moves on, the condition goes.
+func TestComputeEndOfLife(t *testing.T) {
+	db := database(ptr.To[int32](1), dbv1alpha1.DatabaseStatus{})
+	in := Input{Database: db, Endpoint: endpoint, StatefulSet: settled(1, image16), Image: image16, Now: now,
+		EndOfLife: "MySQL 8.0 is end of life"}
+	got := Compute(in)
+	if got.Phase != dbv1alpha1.PhaseRunning {
+		t.Errorf("phase = %q, want Running", got.Phase)
+	}
+	c := meta.FindStatusCondition(got.Conditions, dbv1alpha1.ConditionVersionSupported)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonEndOfLife || c.Message != "MySQL 8.0 is end of life" {
+		t.Fatalf("VersionSupported = %+v, want False EndOfLife", c)
+	}
+	db.Status = got
+	in.EndOfLife = ""
+	if c := meta.FindStatusCondition(Compute(in).Conditions, dbv1alpha1.ConditionVersionSupported); c != nil {
+		t.Fatalf("VersionSupported = %+v after moving to a supported version, want none", c)
+	}
+}
+
+// A new Database records the featureCompatibilityVersion of its version
+// when it first runs; later rollouts keep the recorded one.
+func TestComputeFeatureCompatibilityVersion(t *testing.T) {
+	db := database(ptr.To[int32](1), dbv1alpha1.DatabaseStatus{})
+	in := Input{Database: db, Endpoint: endpoint, StatefulSet: settled(1, image16), Image: image16, Now: now,
+		NewFeatureCompatibilityVersion: "7.0"}
+	if got := Compute(in); got.FeatureCompatibilityVersion != "7.0" {
+		t.Fatalf("featureCompatibilityVersion of new data = %q, want 7.0", got.FeatureCompatibilityVersion)
+	}
+	in.StatefulSet = nil
+	if got := Compute(in); got.FeatureCompatibilityVersion != "" {
+		t.Fatalf("featureCompatibilityVersion before the first run = %q, want none", got.FeatureCompatibilityVersion)
+	}
+	db.Status = dbv1alpha1.DatabaseStatus{CurrentVersion: "16", FeatureCompatibilityVersion: "6.0"}
+	in.StatefulSet = settled(1, image16)
+	if got := Compute(in); got.FeatureCompatibilityVersion != "6.0" {
+		t.Fatalf("featureCompatibilityVersion after an upgrade = %q, want the recorded 6.0", got.FeatureCompatibilityVersion)
 	}
 }

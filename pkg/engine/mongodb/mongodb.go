@@ -3,6 +3,7 @@
 package mongodb
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/dbcontroller/database-controller/pkg/engine"
@@ -49,7 +50,34 @@ func (Engine) Image(version, override string) (string, error) {
 	return catalog.Image(version, override)
 }
 
-// CheckVersionChange refuses a lower release series (7.0 to 6.0).
-func (Engine) CheckVersionChange(running, desired string) error {
-	return engine.RefuseDowngrade(Name, 2, running, desired)
+// CheckVersionChange allows an upgrade to the next release series only
+// (6.0 to 7.0 to 8.0), and only once the data's featureCompatibilityVersion
+// is the running series: MongoDB refuses to start on data whose
+// featureCompatibilityVersion is two series behind.
+func (Engine) CheckVersionChange(from engine.Running, desired string) error {
+	if err := engine.RefuseSeriesSkip(Name, catalog.Versions, 2, from.Version, desired); err != nil {
+		return err
+	}
+	have, want := engine.Series(from.Version, 2), engine.Series(desired, 2)
+	if have == "" || want == "" || have == want || from.FeatureCompatibilityVersion == have {
+		return nil
+	}
+	fcv := from.FeatureCompatibilityVersion
+	if fcv == "" {
+		fcv = "not known yet"
+	}
+	return &engine.VersionChangeError{Reason: engine.ReasonFeatureCompatibilityPending, Message: fmt.Sprintf(
+		"the data's featureCompatibilityVersion is %s, not %s, and MongoDB %s will not start on it. The controller sets it to %s once every replica runs %s and is ready (status.featureCompatibilityVersion); until then set spec.version back to %s",
+		fcv, have, want, have, have, from.Version)}
+}
+
+// FeatureCompatibilityVersion implements engine.Engine.
+func (Engine) FeatureCompatibilityVersion(version string) string { return engine.Series(version, 2) }
+
+// EndOfLife implements engine.Engine.
+func (Engine) EndOfLife(version string) string {
+	if engine.Series(version, 2) == "6.0" {
+		return "MongoDB 6.0 is end of life: the mongo:6.0 image gets no more upstream rebuilds, security fixes included. It keeps running; move to 7.0 (spec.version: \"7.0\"), one series at a time"
+	}
+	return ""
 }

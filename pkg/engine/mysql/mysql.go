@@ -47,7 +47,20 @@ func (Engine) Image(version, override string) (string, error) {
 	return catalog.Image(version, override)
 }
 
-// CheckVersionChange refuses a lower release series (8.4 to 8.0).
-func (Engine) CheckVersionChange(running, desired string) error {
-	return engine.RefuseDowngrade(Name, 2, running, desired)
+// CheckVersionChange allows an upgrade to the next release series (8.0 to
+// 8.4: the server upgrades its data dictionary in place at its first start)
+// and refuses a downgrade or a skip.
+func (Engine) CheckVersionChange(from engine.Running, desired string) error {
+	return engine.RefuseSeriesSkip(Name, catalog.Versions, 2, from.Version, desired)
+}
+
+// FeatureCompatibilityVersion implements engine.Engine.
+func (Engine) FeatureCompatibilityVersion(string) string { return "" }
+
+// EndOfLife implements engine.Engine.
+func (Engine) EndOfLife(version string) string {
+	if engine.Series(version, 2) == "8.0" {
+		return "MySQL 8.0 is end of life: the mysql:8.0 image gets no more upstream rebuilds, security fixes included. It keeps running; move to 8.4 (spec.version: \"8.4\"), which upgrades the data in place and disables mysql_native_password by default"
+	}
+	return ""
 }

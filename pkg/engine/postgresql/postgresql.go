@@ -3,6 +3,7 @@
 package postgresql
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/dbcontroller/database-controller/pkg/engine"
@@ -50,7 +51,24 @@ func (Engine) Image(version, override string) (string, error) {
 	return catalog.Image(version, override)
 }
 
-// CheckVersionChange refuses a lower major version.
-func (Engine) CheckVersionChange(running, desired string) error {
-	return engine.RefuseDowngrade(Name, 1, running, desired)
+// CheckVersionChange refuses a lower major version, and a higher one: a
+// PostgreSQL server reads only the data directory of its own major version.
+// A change of minor version or tag within the major rolls out.
+func (Engine) CheckVersionChange(from engine.Running, desired string) error {
+	if err := engine.RefuseDowngrade(Name, 1, from.Version, desired); err != nil {
+		return err
+	}
+	have, want := engine.Series(from.Version, 1), engine.Series(desired, 1)
+	if have == "" || want == "" || have == want {
+		return nil
+	}
+	return &engine.VersionChangeError{Reason: engine.ReasonMajorUpgradeRefused, Message: fmt.Sprintf(
+		"PostgreSQL %s cannot read the data directory that PostgreSQL %s wrote, so the StatefulSet is left as it is. To move to %s, dump this Database and restore the dump into a new Database of version %s; or set spec.version back to %s",
+		want, have, want, want, from.Version)}
 }
+
+// FeatureCompatibilityVersion implements engine.Engine.
+func (Engine) FeatureCompatibilityVersion(string) string { return "" }
+
+// EndOfLife implements engine.Engine: every version in the catalog is supported.
+func (Engine) EndOfLife(string) string { return "" }

@@ -1,11 +1,8 @@
 package registry
 
 import (
-	"errors"
 	"strings"
 	"testing"
-
-	"github.com/dbcontroller/database-controller/pkg/engine"
 )
 
 func TestImage(t *testing.T) {
@@ -53,35 +50,5 @@ func TestLookup(t *testing.T) {
 	}
 	if _, err := Lookup("oracle"); err == nil || !strings.Contains(err.Error(), "must be one of postgresql, mysql, mongodb") {
 		t.Fatalf("Lookup(oracle) = %v, want an error naming the engines", err)
-	}
-}
-
-func TestCheckVersionChange(t *testing.T) {
-	tests := []struct {
-		engine           string
-		running, desired string
-		refused          bool
-	}{
-		{"postgresql", "16", "15", true},
-		{"postgresql", "16", "16", false},
-		{"postgresql", "16", "17", false},
-		{"postgresql", "16.4", "16.2", false}, // same series: a minor change is not refused
-		{"postgresql", "", "14", false},       // nothing ran yet
-		{"mysql", "8.4", "8.0", true},
-		{"mysql", "8.0", "8.4", false},
-		{"mysql", "8.4.2", "8.4.0", false},
-		{"mongodb", "7.0", "6.0", true},
-		{"mongodb", "7.0", "8.0", false},
-		{"mongodb", "7", "6.0", true},
-		{"mongodb", "7.0", "7", false},
-		{"postgresql", "16", "bogus", false},
-	}
-	for _, tt := range tests {
-		e, _ := Lookup(tt.engine)
-		err := e.CheckVersionChange(tt.running, tt.desired)
-		var refusal *engine.VersionChangeError
-		if got := errors.As(err, &refusal); got != tt.refused || (err != nil && !got) {
-			t.Errorf("%s CheckVersionChange(%q, %q) = %v, want refused=%v", tt.engine, tt.running, tt.desired, err, tt.refused)
-		}
 	}
 }

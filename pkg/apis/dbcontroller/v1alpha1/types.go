@@ -54,6 +54,9 @@ const (
 	// ConditionProgressing is True while the controller is moving the Database
 	// towards its spec, and False once it got there or cannot get there.
 	ConditionProgressing = "Progressing"
+	// ConditionVersionSupported is False when the version runs on an image
+	// that no longer gets upstream rebuilds (end of life). The Database still runs.
+	ConditionVersionSupported = "VersionSupported"
 )
 
 // +genclient
@@ -67,7 +70,9 @@ const (
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=".spec.replicas"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=".status.readyReplicas"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].reason"
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=".status.endpoint",priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].message",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 52",message="metadata.name must be a DNS-1035 label of at most 52 characters (lowercase letters, digits and '-', starting with a letter), so that the Services and the StatefulSet's pods can carry it"
 
@@ -115,11 +120,14 @@ type DatabaseSpec struct {
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
-	// Image overrides the catalog image, for mirrors and air-gapped registries.
-	// With an override, any well-formed version is accepted.
+	// Image overrides the catalog image, for mirrors and air-gapped registries:
+	// a well-formed image reference ([registry[:port]/]path[:tag][@sha256:digest]).
+	// With an override, any well-formed version is accepted, and version still
+	// names the release series that the upgrade rules reason about.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^((localhost(:[0-9]+)?|[a-zA-Z0-9-]+(\.[a-zA-Z0-9-]+)+(:[0-9]+)?|[a-zA-Z0-9-]+:[0-9]+|\[[0-9a-fA-F:]+\](:[0-9]+)?)/)?[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`
 	Image string `json:"image,omitempty"`
 
 	// DeletionPolicy says whether the data volumes survive deletion of the
@@ -163,6 +171,13 @@ type DatabaseStatus struct {
 	// +optional
 	CurrentVersion string `json:"currentVersion,omitempty"`
 
+	// FeatureCompatibilityVersion is, for MongoDB, the featureCompatibilityVersion
+	// of the data: the series of a new Database, and after an upgrade the new
+	// series once the controller has set it. The next series is refused until
+	// it equals the series of currentVersion.
+	// +optional
+	FeatureCompatibilityVersion string `json:"featureCompatibilityVersion,omitempty"`
+
 	// Endpoint is host:port of the client Service.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
@@ -179,7 +194,8 @@ type DatabaseStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are the latest observations: Ready and Progressing.
+	// Conditions are the latest observations: Ready, Progressing and
+	// VersionSupported.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -41,8 +41,10 @@ type DatabaseSpecApplyConfiguration struct {
 	Storage *StorageSpecApplyConfiguration `json:"storage,omitempty"`
 	// Resources are the compute requests and limits of the database container.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
-	// Image overrides the catalog image, for mirrors and air-gapped registries.
-	// With an override, any well-formed version is accepted.
+	// Image overrides the catalog image, for mirrors and air-gapped registries:
+	// a well-formed image reference ([registry[:port]/]path[:tag][@sha256:digest]).
+	// With an override, any well-formed version is accepted, and version still
+	// names the release series that the upgrade rules reason about.
 	Image *string `json:"image,omitempty"`
 	// DeletionPolicy says whether the data volumes survive deletion of the
 	// Database (Retain, the default) or are removed with it (Delete).

@@ -36,6 +36,11 @@ type DatabaseStatusApplyConfiguration struct {
 	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
 	// CurrentVersion is the version every replica last ran when all were ready.
 	CurrentVersion *string `json:"currentVersion,omitempty"`
+	// FeatureCompatibilityVersion is, for MongoDB, the featureCompatibilityVersion
+	// of the data: the series of a new Database, and after an upgrade the new
+	// series once the controller has set it. The next series is refused until
+	// it equals the series of currentVersion.
+	FeatureCompatibilityVersion *string `json:"featureCompatibilityVersion,omitempty"`
 	// Endpoint is host:port of the client Service.
 	Endpoint *string `json:"endpoint,omitempty"`
 	// CredentialsSecret is the name of the Secret with the credentials.
@@ -44,7 +49,8 @@ type DatabaseStatusApplyConfiguration struct {
 	Selector *string `json:"selector,omitempty"`
 	// ObservedGeneration is the generation of the spec last acted on.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// Conditions are the latest observations: Ready and Progressing.
+	// Conditions are the latest observations: Ready, Progressing and
+	// VersionSupported.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
@@ -83,6 +89,14 @@ func (b *DatabaseStatusApplyConfiguration) WithReadyReplicas(value int32) *Datab
 // If called multiple times, the CurrentVersion field is set to the value of the last call.
 func (b *DatabaseStatusApplyConfiguration) WithCurrentVersion(value string) *DatabaseStatusApplyConfiguration {
 	b.CurrentVersion = &value
+	return b
+}
+
+// WithFeatureCompatibilityVersion sets the FeatureCompatibilityVersion field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FeatureCompatibilityVersion field is set to the value of the last call.
+func (b *DatabaseStatusApplyConfiguration) WithFeatureCompatibilityVersion(value string) *DatabaseStatusApplyConfiguration {
+	b.FeatureCompatibilityVersion = &value
 	return b
 }
 
