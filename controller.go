@@ -29,6 +29,7 @@ import (
 	dbscheme "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/scheme"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	listers "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
@@ -107,12 +108,13 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	services := cfg.KubeInformers.Core().V1().Services()
 	secrets := cfg.KubeInformers.Core().V1().Secrets()
 	claims := cfg.KubeInformers.Core().V1().PersistentVolumeClaims()
+	pods := cfg.KubeInformers.Core().V1().Pods()
 	databases := cfg.DBInformers.Dbcontroller().V1alpha1().Databases()
 
 	c := &Controller{
 		databasesLister: databases.Lister(),
 		cachesSynced: []cache.InformerSynced{databases.Informer().HasSynced, statefulSets.Informer().HasSynced,
-			services.Informer().HasSynced, secrets.Informer().HasSynced, claims.Informer().HasSynced},
+			services.Informer().HasSynced, secrets.Informer().HasSynced, claims.Informer().HasSynced, pods.Informer().HasSynced},
 		workqueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "databases"},
@@ -124,6 +126,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			Services:     services.Lister(),
 			Secrets:      secrets.Lister(),
 			Claims:       claims.Lister(),
+			Pods:         pods.Lister(),
 			Recorder:     cfg.Recorder,
 			Clock:        cfg.Clock,
 			Random:       cfg.Random,
@@ -157,6 +160,23 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	for _, inf := range []cache.SharedIndexInformer{statefulSets.Informer(), services.Informer(), secrets.Informer()} {
 		if _, err := inf.AddEventHandler(childHandler); err != nil {
+			return nil, err
+		}
+	}
+	// Pods belong to the StatefulSet, and claims to no one: both lead back
+	// to their Database by its instance label, so that the Ready condition
+	// can name what blocks them.
+	labelledHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueByLabel,
+		UpdateFunc: func(old, new interface{}) {
+			if old.(metav1.Object).GetResourceVersion() != new.(metav1.Object).GetResourceVersion() {
+				c.enqueueByLabel(new)
+			}
+		},
+		DeleteFunc: c.enqueueByLabel,
+	}
+	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), claims.Informer()} {
+		if _, err := inf.AddEventHandler(labelledHandler); err != nil {
 			return nil, err
 		}
 	}
@@ -316,20 +336,45 @@ func (c *Controller) enqueueDatabase(obj interface{}) {
 	}
 }
 
+// enqueueByLabel enqueues the Database named by obj's instance label, if
+// it exists. It accepts tombstones.
+func (c *Controller) enqueueByLabel(obj interface{}) {
+	object, ok := metaObject(obj)
+	if !ok {
+		return
+	}
+	name := object.GetLabels()[names.LabelInstance]
+	if name == "" {
+		return
+	}
+	if db, err := c.databasesLister.Databases(object.GetNamespace()).Get(name); err == nil {
+		c.enqueueDatabase(db)
+	}
+}
+
+// metaObject returns obj's metadata, unwrapping a tombstone.
+func metaObject(obj interface{}) (metav1.Object, bool) {
+	if object, ok := obj.(metav1.Object); ok {
+		return object, true
+	}
+	tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
+	if !ok {
+		utilruntime.HandleError(errors.New("error decoding object, invalid type"))
+		return nil, false
+	}
+	object, ok := tombstone.Obj.(metav1.Object)
+	if !ok {
+		utilruntime.HandleError(errors.New("error decoding object tombstone, invalid type"))
+	}
+	return object, ok
+}
+
 // handleObject enqueues the Database that controls obj, if any. It accepts
 // tombstones, so a deleted child brings its Database back to be repaired.
 func (c *Controller) handleObject(obj interface{}) {
-	object, ok := obj.(metav1.Object)
+	object, ok := metaObject(obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			utilruntime.HandleError(errors.New("error decoding object, invalid type"))
-			return
-		}
-		if object, ok = tombstone.Obj.(metav1.Object); !ok {
-			utilruntime.HandleError(errors.New("error decoding object tombstone, invalid type"))
-			return
-		}
+		return
 	}
 	ownerRef := metav1.GetControllerOf(object)
 	if ownerRef == nil || ownerRef.Kind != "Database" || ownerRef.APIVersion != dbv1alpha1.SchemeGroupVersion.String() {

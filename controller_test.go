@@ -59,6 +59,7 @@ type fixture struct {
 	serviceLister     []*corev1.Service
 	secretLister      []*corev1.Secret
 	claimLister       []*corev1.PersistentVolumeClaim
+	podLister         []*corev1.Pod
 
 	// Actions expected on each clientset.
 	kubeactions []core.Action
@@ -198,6 +199,12 @@ func (f *fixture) seed(objs ...runtime.Object) {
 		case *corev1.PersistentVolumeClaim:
 			f.claimLister = append(f.claimLister, o)
 			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.Pod:
+			f.podLister = append(f.podLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.Event:
+			// Events are read from the API, never cached.
+			f.kubeobjects = append(f.kubeobjects, o)
 		default:
 			f.t.Fatalf("cannot seed %T", o)
 		}
@@ -249,6 +256,9 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	}
 	for _, pvc := range f.claimLister {
 		_ = k8sI.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(pvc)
+	}
+	for _, pod := range f.podLister {
+		_ = k8sI.Core().V1().Pods().Informer().GetIndexer().Add(pod)
 	}
 	return c, i, k8sI, recorder
 }
@@ -344,6 +354,11 @@ func checkAction(t *testing.T, expected, actual core.Action) {
 		if a.GetName() != e.GetName() {
 			t.Errorf("get: got %s, want %s", a.GetName(), e.GetName())
 		}
+	case core.ListActionImpl:
+		e := expected.(core.ListActionImpl)
+		if got, want := a.GetListRestrictions().Fields.String(), e.GetListRestrictions().Fields.String(); got != want {
+			t.Errorf("list %s: field selector %q, want %q", a.GetResource().Resource, got, want)
+		}
 	default:
 		t.Errorf("uncaptured action %s %s", actual.GetVerb(), actual.GetResource().Resource)
 	}
@@ -377,11 +392,12 @@ func checkEvents(t *testing.T, expected []string, recorder *record.FakeRecorder)
 	}
 }
 
-// filterInformerActions drops the list and watch calls of informers.
+// filterInformerActions drops the list and watch calls of informers. Events
+// are never listed by an informer: a list of them is the controller's own read.
 func filterInformerActions(actions []core.Action) []core.Action {
 	var ret []core.Action
 	for _, action := range actions {
-		if action.GetVerb() == "list" || action.GetVerb() == "watch" {
+		if (action.GetVerb() == "list" || action.GetVerb() == "watch") && action.GetResource().Resource != "events" {
 			continue
 		}
 		ret = append(ret, action)
@@ -1111,4 +1127,112 @@ func TestStorageGrowthRefusedByTheClusterIsReported(t *testing.T) {
 	f.expectStatusUpdate(db, st)
 	f.events = []string{"Warning StorageResizeFailed " + msg}
 	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+}
+
+// A replica that cannot become ready is explained in the Ready condition,
+// with a Warning event when the cause is new, and nothing more while it lasts.
+func TestNotReadyNamesTheCause(t *testing.T) {
+	pending := func(db *dbv1alpha1.Database) *corev1.PersistentVolumeClaim {
+		c := claim(db, 0, "1Gi")
+		c.UID = "claim-uid"
+		c.Status.Phase = corev1.ClaimPending
+		return c
+	}
+	provisioningFailed := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "data-orders-0.1", Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "data-orders-0", Namespace: "default", UID: "claim-uid"},
+		Type:           corev1.EventTypeWarning, Reason: "ProvisioningFailed",
+		Message:       `storageclass.storage.k8s.io "does-not-exist" not found`,
+		LastTimestamp: metav1.NewTime(testNow.Add(-time.Minute)),
+	}
+	pod := func(db *dbv1alpha1.Database) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", Labels: names.Labels(db)}}
+	}
+	eventsList := core.NewListAction(schema.GroupVersionResource{Version: "v1", Resource: "events"}, schema.GroupVersionKind{Version: "v1", Kind: "Event"},
+		"default", metav1.ListOptions{FieldSelector: "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=data-orders-0"})
+
+	tests := []struct {
+		name    string
+		objects func(db *dbv1alpha1.Database) []runtime.Object
+		list    bool // the claim is Pending: its events are read
+		reason  string
+		message string
+		stuck   bool
+	}{
+		{
+			name: "a claim whose StorageClass does not exist",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object {
+				return []runtime.Object{pending(db), provisioningFailed}
+			},
+			list:    true,
+			reason:  "VolumeNotProvisioned",
+			message: `PersistentVolumeClaim data-orders-0 cannot be provisioned: storageclass.storage.k8s.io "does-not-exist" not found`,
+			stuck:   true,
+		},
+		{
+			name:    "a claim waiting for its volume",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object { return []runtime.Object{pending(db)} },
+			list:    true,
+			reason:  "VolumePending",
+			message: "PersistentVolumeClaim data-orders-0 is waiting for its volume",
+		},
+		{
+			name: "a pod the scheduler cannot place",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object {
+				p := pod(db)
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+					Message: "0/1 nodes are available: 1 Insufficient memory."}}
+				return []runtime.Object{p}
+			},
+			reason:  "Unschedulable",
+			message: "pod orders-0 cannot be scheduled: 0/1 nodes are available: 1 Insufficient memory.",
+			stuck:   true,
+		},
+		{
+			name: "a crash-looping container",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object {
+				p := pod(db)
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "postgresql",
+					State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}
+				return []runtime.Object{p}
+			},
+			reason:  "CrashLooping",
+			message: "container postgresql of pod orders-0 keeps crashing; it last ended with OOMKilled (exit code 137)",
+			stuck:   true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 1)
+			sts := expectedStatefulSet(t, db)
+			sts.Generation = 1
+			sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+			f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"))
+			f.seed(tt.objects(db)...)
+			if tt.list {
+				f.kubeactions = append(f.kubeactions, eventsList)
+			}
+			st := wantStatus(db, "Provisioning", 1, 0, "", "False", tt.reason, "0/1 replicas are ready: "+tt.message,
+				"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+			f.expectStatusUpdate(db, st)
+			if tt.stuck {
+				f.events = []string{"Warning " + tt.reason + " " + tt.message}
+			}
+			f.run(ctx, ref(db))
+
+			// The same cause with that status stored: no write, no event.
+			f2 := newFixture(t)
+			db2 := db.DeepCopy()
+			db2.Status = st
+			f2.seed(db2, sts.DeepCopy(), expectedHeadless(t, db2), expectedService(t, db2), expectedSecret(t, db2, "pw"))
+			f2.seed(tt.objects(db2)...)
+			if tt.list {
+				f2.kubeactions = append(f2.kubeactions, eventsList)
+			}
+			f2.run(ctx, ref(db2))
+		})
+	}
 }

@@ -61,6 +61,7 @@ type Config struct {
 	Services     corelisters.ServiceLister
 	Secrets      corelisters.SecretLister
 	Claims       corelisters.PersistentVolumeClaimLister
+	Pods         corelisters.PodLister
 	// Recorder emits events on Databases.
 	Recorder record.EventRecorder
 	// Clock stamps condition transitions and ages the expectations.
@@ -78,6 +79,7 @@ type Reconciler struct {
 	services     serviceAdapter
 	secrets      corelisters.SecretLister
 	claims       corelisters.PersistentVolumeClaimLister
+	pods         corelisters.PodLister
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
 	random       io.Reader
@@ -96,6 +98,7 @@ func New(cfg Config) *Reconciler {
 		services:     serviceAdapter{client: cfg.KubeClient, lister: cfg.Services},
 		secrets:      cfg.Secrets,
 		claims:       cfg.Claims,
+		pods:         cfg.Pods,
 		recorder:     cfg.Recorder,
 		clock:        cfg.Clock,
 		random:       cfg.Random,
@@ -111,6 +114,8 @@ type pass struct {
 	plan *plan.Plan
 	// statefulSet observed (or returned by the last write), nil if none.
 	statefulSet *appsv1.StatefulSet
+	// claims observed: every claim with the Database's selector labels.
+	claims []*corev1.PersistentVolumeClaim
 	// created lists the children this pass created, as "Kind name", for one
 	// event at the end of the pass.
 	created []string
@@ -155,6 +160,7 @@ func (p *pass) run(ctx context.Context) error {
 		return err
 	}
 	p.statefulSet = observed.StatefulSet
+	p.claims = observed.Claims
 	p.plan = plan.Compute(p.db, observed)
 	if p.plan.Problem != nil {
 		return p.plan.Problem

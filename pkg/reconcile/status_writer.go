@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,7 +21,15 @@ import (
 // person: a new problem (Warning), and reaching Running.
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.Problem) error {
 	db := p.db
+	var cause *status.Cause
+	if problem == nil {
+		var err error
+		if cause, err = p.cause(ctx); err != nil {
+			return err
+		}
+	}
 	newStatus := status.Compute(status.Input{
+		Cause:       cause,
 		Database:    db,
 		Endpoint:    p.plan.Endpoint,
 		StatefulSet: p.statefulSet,
@@ -50,6 +59,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 	newReady := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReady)
 	if problem != nil && (oldReady == nil || oldReady.Reason != problem.Reason || oldReady.Message != problem.Message) {
 		r.recorder.Event(db, corev1.EventTypeWarning, problem.Reason, problem.Message)
+	}
+	if cause != nil && cause.Stuck && newReady != nil && newReady.Reason == cause.Reason &&
+		(oldReady == nil || oldReady.Reason != cause.Reason || !strings.HasSuffix(oldReady.Message, cause.Message)) {
+		// Once per cause: the replica counts in the message may change, the cause not.
+		r.recorder.Event(db, corev1.EventTypeWarning, cause.Reason, cause.Message)
 	}
 	if eol := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionVersionSupported); eol != nil &&
 		meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionVersionSupported) == nil {

@@ -59,6 +59,8 @@ type Input struct {
 	Image string
 	// Problem, when set, blocks progress.
 	Problem *Problem
+	// Cause, when set, is why replicas are not ready (see FindCause).
+	Cause *Cause
 	// EndOfLife, when set, says the version no longer gets upstream
 	// rebuilds: a VersionSupported condition False, and the Database runs on.
 	EndOfLife string
@@ -129,6 +131,9 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		progressing.Reason, progressing.Message = ReasonStopping, ready.Message
 	default:
 		ready.Reason, ready.Message = ReasonReplicasNotReady, fmt.Sprintf("%d/%d replicas are ready", st.ReadyReplicas, desired)
+		if in.Cause != nil {
+			ready.Reason, ready.Message = in.Cause.Reason, ready.Message+": "+in.Cause.Message
+		}
 		switch {
 		case old.CurrentVersion == "":
 			st.Phase = dbv1alpha1.PhaseProvisioning

@@ -50,7 +50,8 @@ var controllerPermissions = map[grant][]string{
 	{Group: "", Resource: "services"}:                            verbs("get", "list", "watch", "create", "patch"),
 	{Group: "", Resource: "secrets"}:                             verbs("get", "list", "watch", "create"),
 	{Group: "", Resource: "persistentvolumeclaims"}:              verbs("get", "list", "watch", "patch"),
-	{Group: "", Resource: "events"}:                              verbs("create", "patch"),
+	{Group: "", Resource: "pods"}:                                verbs("get", "list", "watch"),
+	{Group: "", Resource: "events"}:                              verbs("create", "patch", "list"),
 }
 
 // leaderElectionPermissions: a Lease in the controller's namespace, named
@@ -145,11 +146,16 @@ func TestRBACSecretsAreCreateOnly(t *testing.T) {
 	}
 }
 
-func TestRBACGrantsNoPods(t *testing.T) {
+// Pods are read, to say why a replica is not ready, and never written,
+// exec'd into or deleted: the StatefulSet controller manages them.
+func TestRBACPodsAreReadOnly(t *testing.T) {
 	for _, r := range allRoles(t) {
-		for g := range permissions(r.rules) {
-			if g.Resource == "pods" || strings.HasPrefix(g.Resource, "pods/") {
-				t.Errorf("%s grants %s in group %q: the controller never touches pods (the StatefulSet controller does)", r.obj, g.Resource, g.Group)
+		for g, vs := range permissions(r.rules) {
+			if g.Resource != "pods" && !strings.HasPrefix(g.Resource, "pods/") {
+				continue
+			}
+			if g.Group != "" || g.Resource != "pods" || !slices.Equal(vs, verbs("get", "list", "watch")) {
+				t.Errorf("%s grants %v on %s in group %q: the controller only reads pods", r.obj, vs, g.Resource, g.Group)
 			}
 		}
 	}

@@ -1,0 +1,86 @@
+package reconcile
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+// cause finds why the Database's replicas are not ready, from the pods and
+// claims in the caches. A claim that is Pending is the one case that reads
+// the API: its provisioning failure is only in the Warning events the
+// volume controller records on it.
+func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
+	db := p.db
+	if p.statefulSet == nil {
+		return nil, nil
+	}
+	in := status.CauseInput{ProvisioningFailures: map[string]string{}}
+	prefix := names.ClaimPrefix(db)
+	for _, c := range p.claims {
+		if !strings.HasPrefix(c.Name, prefix) {
+			continue
+		}
+		in.Claims = append(in.Claims, c)
+		if c.Status.Phase != corev1.ClaimPending {
+			continue
+		}
+		msg, err := p.r.provisioningFailure(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		in.ProvisioningFailures[c.Name] = msg
+	}
+	pods, err := p.r.pods.Pods(db.Namespace).List(labels.SelectorFromSet(names.SelectorLabels(db)))
+	if err != nil {
+		return nil, err
+	}
+	in.Pods = pods
+	return status.FindCause(in), nil
+}
+
+// provisioningFailure is the message of the newest Warning event on claim,
+// or "" when there is none.
+func (r *Reconciler) provisioningFailure(ctx context.Context, claim *corev1.PersistentVolumeClaim) (string, error) {
+	selector := fields.Set{
+		"involvedObject.kind": "PersistentVolumeClaim",
+		"involvedObject.name": claim.Name,
+	}.AsSelector().String()
+	events, err := r.kube.CoreV1().Events(claim.Namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
+	if err != nil {
+		return "", err
+	}
+	var newest *corev1.Event
+	for i := range events.Items {
+		e := &events.Items[i]
+		if e.Type != corev1.EventTypeWarning || e.InvolvedObject.Kind != "PersistentVolumeClaim" ||
+			e.InvolvedObject.Name != claim.Name || (e.InvolvedObject.UID != "" && e.InvolvedObject.UID != claim.UID) {
+			continue
+		}
+		if newest == nil || eventTime(e).After(eventTime(newest).Time) {
+			newest = e
+		}
+	}
+	if newest == nil {
+		return "", nil
+	}
+	return strings.TrimSpace(newest.Message), nil
+}
+
+func eventTime(e *corev1.Event) metav1.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp
+	case !e.EventTime.IsZero():
+		return metav1.Time{Time: e.EventTime.Time}
+	default:
+		return e.FirstTimestamp
+	}
+}

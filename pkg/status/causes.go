@@ -1,0 +1,127 @@
+package status
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Reasons of a Ready condition that names why replicas are not ready.
+const (
+	ReasonVolumePending        = "VolumePending"
+	ReasonVolumeNotProvisioned = "VolumeNotProvisioned"
+	ReasonUnschedulable        = "Unschedulable"
+	ReasonImagePullFailed      = "ImagePullFailed"
+	ReasonCrashLooping         = "CrashLooping"
+	ReasonContainerCannotStart = "ContainerCannotStart"
+)
+
+// Cause is the first thing that keeps a Database's replicas from being
+// ready, in words a person can act on.
+type Cause struct {
+	Reason  string
+	Message string
+	// Stuck is true when waiting will not make it go away: a person should
+	// look, and it is worth a Warning event.
+	Stuck bool
+}
+
+// CauseInput is what FindCause reads, all of one Database.
+type CauseInput struct {
+	// Claims are the data volume claims.
+	Claims []*corev1.PersistentVolumeClaim
+	// ProvisioningFailures holds, for a Pending claim, the message of the
+	// newest Warning event on it (such as the provisioner's "storageclass
+	// ... not found").
+	ProvisioningFailures map[string]string
+	// Pods are the Database's pods.
+	Pods []*corev1.Pod
+}
+
+var (
+	imagePullReasons   = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
+	cannotStartReasons = []string{"CreateContainerConfigError", "CreateContainerError", "RunContainerError", "PreCreateHookError", "PostStartHookError"}
+)
+
+// FindCause returns the first cause that blocks progress, looking at the
+// claims first (a pod cannot start without its volume), then each pod in
+// name order; nil when nothing is known to block.
+func FindCause(in CauseInput) *Cause {
+	claims := slices.SortedFunc(slices.Values(in.Claims), func(a, b *corev1.PersistentVolumeClaim) int { return strings.Compare(a.Name, b.Name) })
+	for _, c := range claims {
+		if c.Status.Phase != corev1.ClaimPending {
+			continue
+		}
+		if msg := in.ProvisioningFailures[c.Name]; msg != "" {
+			return &Cause{Reason: ReasonVolumeNotProvisioned, Stuck: true,
+				Message: fmt.Sprintf("PersistentVolumeClaim %s cannot be provisioned: %s", c.Name, msg)}
+		}
+		return &Cause{Reason: ReasonVolumePending,
+			Message: fmt.Sprintf("PersistentVolumeClaim %s is waiting for its volume", c.Name)}
+	}
+	pods := slices.SortedFunc(slices.Values(in.Pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range pods {
+		if c := podCause(p); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+func podCause(p *corev1.Pod) *Cause {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return &Cause{Reason: ReasonUnschedulable, Stuck: true,
+				Message: fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)}
+		}
+	}
+	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		w := cs.State.Waiting
+		if w == nil {
+			continue
+		}
+		switch {
+		case slices.Contains(imagePullReasons, w.Reason):
+			return &Cause{Reason: ReasonImagePullFailed, Stuck: true,
+				Message: fmt.Sprintf("pod %s cannot pull image %s: %s", p.Name, cs.Image, orReason(w.Message, w.Reason))}
+		case w.Reason == "CrashLoopBackOff":
+			return &Cause{Reason: ReasonCrashLooping, Stuck: true,
+				Message: fmt.Sprintf("container %s of pod %s keeps crashing; it last ended with %s", cs.Name, p.Name, lastExit(cs))}
+		case slices.Contains(cannotStartReasons, w.Reason):
+			return &Cause{Reason: ReasonContainerCannotStart, Stuck: true,
+				Message: fmt.Sprintf("container %s of pod %s cannot start: %s", cs.Name, p.Name, orReason(w.Message, w.Reason))}
+		}
+	}
+	return nil
+}
+
+// lastExit describes how a container last ended: "OOMKilled (exit code 137)".
+func lastExit(cs corev1.ContainerStatus) string {
+	t := cs.LastTerminationState.Terminated
+	if t == nil {
+		return "an unknown exit"
+	}
+	s := fmt.Sprintf("%s (exit code %d)", orReason(t.Reason, "an error"), t.ExitCode)
+	if t.Message != "" {
+		s += ": " + firstLine(t.Message)
+	}
+	return s
+}
+
+func orReason(message, reason string) string {
+	if message != "" {
+		return firstLine(message)
+	}
+	return reason
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,62 @@
+package status
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestFindCause(t *testing.T) {
+	claim := func(name string, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+	}
+	waiting := func(name, reason, message string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "mysql", Image: "mysql:8.4",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}}}}
+	}
+	tests := []struct {
+		name string
+		in   CauseInput
+		want *Cause
+	}{
+		{name: "nothing known", in: CauseInput{Claims: []*corev1.PersistentVolumeClaim{claim("data-x-0", corev1.ClaimBound)}, Pods: []*corev1.Pod{{}}}},
+		{
+			name: "the first pending claim by name, before any pod",
+			in: CauseInput{
+				Claims:               []*corev1.PersistentVolumeClaim{claim("data-x-1", corev1.ClaimPending), claim("data-x-0", corev1.ClaimPending)},
+				ProvisioningFailures: map[string]string{"data-x-1": "no space"},
+				Pods:                 []*corev1.Pod{waiting("x-0", "ErrImagePull", "not found")},
+			},
+			want: &Cause{Reason: ReasonVolumePending, Message: "PersistentVolumeClaim data-x-0 is waiting for its volume"},
+		},
+		{
+			name: "an image that cannot be pulled",
+			in:   CauseInput{Pods: []*corev1.Pod{waiting("x-0", "ImagePullBackOff", `Back-off pulling image "mysql:8.4"`+"\nmore")}},
+			want: &Cause{Reason: ReasonImagePullFailed, Stuck: true, Message: `pod x-0 cannot pull image mysql:8.4: Back-off pulling image "mysql:8.4"`},
+		},
+		{
+			name: "a container that cannot start",
+			in:   CauseInput{Pods: []*corev1.Pod{waiting("x-0", "CreateContainerConfigError", `secret "x-credentials" not found`)}},
+			want: &Cause{Reason: ReasonContainerCannotStart, Stuck: true, Message: `container mysql of pod x-0 cannot start: secret "x-credentials" not found`},
+		},
+		{
+			name: "a container crash-looping with no last state",
+			in:   CauseInput{Pods: []*corev1.Pod{waiting("x-0", "CrashLoopBackOff", "")}},
+			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Message: "container mysql of pod x-0 keeps crashing; it last ended with an unknown exit"},
+		},
+		{
+			name: "a container creating is not a cause",
+			in:   CauseInput{Pods: []*corev1.Pod{waiting("x-0", "ContainerCreating", "")}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FindCause(tt.in); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("FindCause = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
