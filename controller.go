@@ -38,6 +38,12 @@ import (
 // of every write.
 const controllerAgentName = reconcile.FieldManager
 
+// The pace of rechecks of a problem that may clear by itself.
+const (
+	recheckBaseDelay = 5 * time.Second
+	recheckMaxDelay  = time.Minute
+)
+
 // Config is what NewController needs. Only the clients and the informer
 // factories are required.
 type Config struct {
@@ -72,6 +78,9 @@ type Controller struct {
 	// workqueue holds the Databases to sync. It is rate limited, so that a
 	// failing Database is retried with backoff, and it never holds a key twice.
 	workqueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// recheck paces the looks at a problem that may clear by itself (an
+	// object in the way): 5 s, doubling, at most a minute apart.
+	recheck workqueue.TypedRateLimiter[cache.ObjectName]
 	// reconciler runs the sync pass of one Database.
 	reconciler *reconcile.Reconciler
 	clock      clock.PassiveClock
@@ -119,6 +128,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "databases"},
 		),
+		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
 		reconciler: reconcile.New(reconcile.Config{
 			KubeClient:   cfg.KubeClient,
 			DBClient:     cfg.DBClient,
@@ -294,8 +304,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // syncHandler reads one Database from the lister, hands it to the
 // reconciler, and sorts the outcome once: a problem that needs a person is
 // already in the status and a Warning event, and is not retried until
-// something changes; waiting for the cache ends quietly; anything else is
-// returned, to be retried with rate limiting.
+// something changes, except one that may clear by itself, which is looked
+// at again on a capped backoff; waiting for the cache ends quietly;
+// anything else is returned, to be retried with rate limiting.
 func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName) error {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "database", objectRef)
 	ctx = klog.NewContext(ctx, logger)
@@ -313,11 +324,17 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 
 	err = c.reconciler.Sync(ctx, db)
 	var problem *status.Problem
+	if !errors.As(err, &problem) || !problem.Recheck {
+		c.recheck.Forget(objectRef)
+	}
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &problem):
 		logger.V(2).Info("Needs a person", "reason", problem.Reason, "message", problem.Message)
+		if problem.Recheck {
+			c.workqueue.AddAfter(objectRef, c.recheck.When(objectRef))
+		}
 		return nil
 	case reconcile.IsWaiting(err):
 		logger.V(4).Info("Waiting", "for", err.Error())

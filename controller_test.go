@@ -724,6 +724,73 @@ func TestForeignObjectIsLeftUntouched(t *testing.T) {
 	})
 }
 
+// A Database blocked by an object it does not own is looked at again on a
+// capped backoff, with one read per look and no failed create; once the
+// object goes, the next look creates the child.
+func TestConflictIsRecheckedWithOneRead(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.seed(db, expectedSecret(t, db, "pw"), expectedHeadless(t, db))
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	f.kubeobjects = append(f.kubeobjects, foreign)
+	c, dbI, _, recorder := f.newController(ctx)
+
+	// The first look: a create that fails, and a read.
+	msg := "Service default/orders already exists and is not controlled by this Database; it is left untouched: delete or rename it, or give the Database another name"
+	st := wantStatus(db, "Failed", 0, 0, "", "False", "ResourceConflict", msg, "False", "ResourceConflict", msg)
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.expectGet(servicesResource, "default", "orders")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning ResourceConflict " + msg}
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+	if n := c.recheck.NumRequeues(ref(db)); n != 1 {
+		t.Fatalf("rechecks scheduled = %d, want 1", n)
+	}
+
+	// The status is stored. The next looks: one read each, nothing written.
+	stored := db.DeepCopy()
+	stored.Status = st
+	if err := dbI.Dbcontroller().V1alpha1().Databases().Informer().GetIndexer().Update(stored); err != nil {
+		t.Fatal(err)
+	}
+	f.actions, f.kubeactions, f.events = nil, nil, nil
+	f.expectGet(servicesResource, "default", "orders")
+	for range 2 {
+		f.syncAndCheck(ctx, c, recorder, ref(db), false)
+	}
+	if n := c.recheck.NumRequeues(ref(db)); n != 3 {
+		t.Fatalf("rechecks scheduled = %d, want 3", n)
+	}
+	if d := c.recheck.When(ref(db)); d != 40*time.Second {
+		t.Fatalf("the fourth recheck comes after %s, want 40s", d)
+	}
+	for range 3 {
+		c.recheck.When(ref(db))
+	}
+	if d := c.recheck.When(ref(db)); d != time.Minute {
+		t.Fatalf("a later recheck comes after %s, want the cap of 1m", d)
+	}
+
+	// The foreign Service is deleted: the next look creates ours.
+	if err := f.kubeclient.CoreV1().Services("default").Delete(ctx, "orders", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.kubeactions = nil
+	f.expectGet(servicesResource, "default", "orders")
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+	st = wantStatus(db, "Provisioning", 0, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Normal Created Created Service orders, StatefulSet orders"}
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+	if n := c.recheck.NumRequeues(ref(db)); n != 0 {
+		t.Fatalf("rechecks still scheduled after the conflict cleared: %d", n)
+	}
+}
+
 func TestInvalidSpecSetsConditionWithoutTouchingAnything(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -1235,4 +1302,49 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 			f2.run(ctx, ref(db2))
 		})
 	}
+}
+
+// A growth the cluster refused is not sent again while neither the claim
+// nor the size changes: a stuck Database costs no writes.
+func TestRefusedGrowthIsNotSentAgain(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.converged(db)
+	db.Spec.Storage.Size = resource.MustParse("5Gi")
+	pvc := claim(db, 0, "1Gi")
+	pvc.ResourceVersion = "7"
+	f.seed(pvc)
+	c, dbI, k8sI, recorder := f.newController(ctx)
+	f.kubeclient.PrependReactor("patch", "persistentvolumeclaims", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, "data-orders-0",
+			errors.New("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"))
+	})
+	claims := schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+	patch := []byte(`{"spec":{"resources":{"requests":{"storage":"5Gi"}}}}`)
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(claims, "default", "data-orders-0", types.MergePatchType, patch))
+	msg := `cannot grow PersistentVolumeClaim data-orders-0 from 1Gi to 5Gi: persistentvolumeclaims "data-orders-0" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize; the database keeps running on its current volumes`
+	st := wantStatus(db, "Failed", 1, 1, "16", "False", "StorageResizeFailed", msg, "False", "StorageResizeFailed", msg)
+	keepTransitionTime(&st, "Progressing")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning StorageResizeFailed " + msg}
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+
+	// With that status stored, later syncs write nothing.
+	stored := db.DeepCopy()
+	stored.Status = st
+	if err := dbI.Dbcontroller().V1alpha1().Databases().Informer().GetIndexer().Update(stored); err != nil {
+		t.Fatal(err)
+	}
+	f.actions, f.kubeactions, f.events = nil, nil, nil
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+
+	// The claim changed (someone edited it): one more try.
+	changed := pvc.DeepCopy()
+	changed.ResourceVersion = "8"
+	if err := k8sI.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Update(changed); err != nil {
+		t.Fatal(err)
+	}
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(claims, "default", "data-orders-0", types.MergePatchType, patch))
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
 }

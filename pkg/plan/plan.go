@@ -66,8 +66,10 @@ type Plan struct {
 // ClaimGrowth is one data volume claim to grow, from its request to the
 // spec's size.
 type ClaimGrowth struct {
-	Name     string
-	From, To resource.Quantity
+	Name string
+	// ResourceVersion is the claim's as observed.
+	ResourceVersion string
+	From, To        resource.Quantity
 }
 
 // Secret builds the credentials Secret with password. It is created once
@@ -133,7 +135,7 @@ func claimsToGrow(db *dbv1alpha1.Database, claims []*corev1.PersistentVolumeClai
 		}
 		have := claim.Spec.Resources.Requests[corev1.ResourceStorage]
 		if want.Cmp(have) > 0 {
-			out = append(out, ClaimGrowth{Name: claim.Name, From: have, To: want})
+			out = append(out, ClaimGrowth{Name: claim.Name, ResourceVersion: claim.ResourceVersion, From: have, To: want})
 		}
 	}
 	return out

@@ -54,25 +54,17 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 	case r.expectations.Pending(key):
 		return zero, &WaitingError{Kind: kind, Name: name}
 	default:
-		created, err := a.create(ctx, desired)
-		if err == nil {
-			r.expectations.Created(key)
-			p.created = append(p.created, kind+" "+name)
-			return created, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return zero, fmt.Errorf("creating %s %s: %w", kind, name, err)
-		}
-		// It exists but the filtered cache cannot see it: it is someone
-		// else's, or ours with its labels removed. Look once to tell.
-		if existing, err = a.live(ctx, db.Namespace, name); err != nil {
-			return zero, err
+		var created bool
+		if existing, created, err = createOrLook(ctx, p, a, key, desired); err != nil || created {
+			return existing, err
 		}
 	}
 
 	if !metav1.IsControlledBy(existing, db) {
+		r.conflicts.put(key, struct{}{})
 		return zero, conflict(db, kind, name)
 	}
+	r.conflicts.remove(key)
 	field, err := drift.FirstDifference(existing, desired)
 	if err != nil || field == "" {
 		return existing, err
@@ -84,4 +76,33 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 	}
 	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Updated %s %s to match the Database spec", kind, name)
 	return updated, nil
+}
+
+// createOrLook handles a child missing from the cache. It creates it, and
+// returns it with created true. When the name is taken, it returns the
+// object that took it, read once: someone else's, or ours with its labels
+// removed, which the filtered cache cannot see. A name already known to be
+// taken is read first, so that a conflict costs one read per look, not a
+// failed create and a read.
+func createOrLook[T metav1.Object, AC any](ctx context.Context, p *pass, a childAdapter[T, AC], key ChildKey, desired AC) (T, bool, error) {
+	r := p.r
+	if _, known := r.conflicts.get(key); known {
+		existing, err := a.live(ctx, key.Namespace, key.Name)
+		if err == nil || !apierrors.IsNotFound(err) {
+			return existing, false, err
+		}
+		r.conflicts.remove(key) // it went away: create it now
+	}
+	created, err := a.create(ctx, desired)
+	if err == nil {
+		r.expectations.Created(key)
+		p.created = append(p.created, key.Kind+" "+key.Name)
+		return created, true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		var zero T
+		return zero, false, fmt.Errorf("creating %s %s: %w", key.Kind, key.Name, err)
+	}
+	existing, err := a.live(ctx, key.Namespace, key.Name)
+	return existing, false, err
 }

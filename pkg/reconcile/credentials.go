@@ -37,6 +37,29 @@ func (p *pass) ensureSecret(ctx context.Context) error {
 		return &WaitingError{Kind: "Secret", Name: name}
 	}
 	secrets := r.kube.CoreV1().Secrets(db.Namespace)
+	// look reads the Secret that the filtered cache cannot see: someone
+	// else's, or ours with its labels removed, or gone.
+	look := func() (found bool, err error) {
+		live, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case err != nil:
+			return false, err
+		case !metav1.IsControlledBy(live, db):
+			r.conflicts.put(key, struct{}{})
+			return true, conflict(db, "Secret", name)
+		}
+		r.conflicts.remove(key)
+		return true, nil
+	}
+	if _, known := r.conflicts.get(key); known {
+		// Known to be taken: a read tells whether it still is.
+		if found, err := look(); found || err != nil {
+			return err
+		}
+		r.conflicts.remove(key)
+	}
 	if p.statefulSet == nil {
 		pw, err := password.Generate(r.random)
 		if err != nil {
@@ -58,16 +81,10 @@ func (p *pass) ensureSecret(ctx context.Context) error {
 	}
 	// Not in the cache, but it exists or the database was initialised:
 	// look once at the live object before deciding.
-	live, err := secrets.Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return &status.Problem{Reason: status.ReasonCredentialsMissing, Message: fmt.Sprintf(
-			"Secret %s/%s is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri) and the controller will continue. It will not generate a new password",
-			db.Namespace, name)}
-	case err != nil:
+	if found, err := look(); found || err != nil {
 		return err
-	case !metav1.IsControlledBy(live, db):
-		return conflict(db, "Secret", name)
 	}
-	return nil
+	return &status.Problem{Reason: status.ReasonCredentialsMissing, Message: fmt.Sprintf(
+		"Secret %s/%s is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri) and the controller will continue. It will not generate a new password",
+		db.Namespace, name)}
 }

@@ -28,9 +28,9 @@ func IsWaiting(err error) bool {
 }
 
 // conflict is the problem of a child's name taken by an object that db does
-// not control.
+// not control. It may clear when that object goes: look again soon.
 func conflict(db *dbv1alpha1.Database, kind, name string) *status.Problem {
-	return &status.Problem{Reason: status.ReasonResourceConflict, Message: fmt.Sprintf(
+	return &status.Problem{Reason: status.ReasonResourceConflict, Recheck: true, Message: fmt.Sprintf(
 		"%s %s/%s already exists and is not controlled by this Database; it is left untouched: delete or rename it, or give the Database another name",
 		kind, db.Namespace, name)}
 }

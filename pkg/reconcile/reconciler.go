@@ -19,6 +19,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -87,7 +88,18 @@ type Reconciler struct {
 	// informers have not shown yet, so a lagging cache is not mistaken for
 	// a missing or a foreign object.
 	expectations *Expectations
+	// conflicts remembers children whose name another owner's object took,
+	// so that the next look is a read, not a create that fails.
+	conflicts *ttlSet[ChildKey, struct{}]
+	// refusedGrowth remembers the claims the cluster refused to grow, so
+	// that the refused patch is not sent again until something that could
+	// change the answer changes.
+	refusedGrowth *ttlSet[ChildKey, refusedGrowth]
 }
+
+// memoryTTL bounds how long a conflict or a refused growth is remembered:
+// past it, the write is tried again once.
+const memoryTTL = time.Hour
 
 // New returns a Reconciler over cfg.
 func New(cfg Config) *Reconciler {
@@ -103,6 +115,9 @@ func New(cfg Config) *Reconciler {
 		clock:        cfg.Clock,
 		random:       cfg.Random,
 		expectations: NewExpectations(cfg.Clock, ExpectationsTTL),
+
+		conflicts:     newTTLSet[ChildKey, struct{}](cfg.Clock, memoryTTL),
+		refusedGrowth: newTTLSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
 	}
 }
 

@@ -42,6 +42,10 @@ type Problem struct {
 	Reason string
 	// Message says what is wrong and what to do.
 	Message string
+	// Recheck is true when the problem may clear without a change to the
+	// Database, as when an object in the way is deleted: the controller looks
+	// again on a capped backoff instead of waiting for the resync.
+	Recheck bool
 }
 
 func (p *Problem) Error() string { return p.Reason + ": " + p.Message }
