@@ -6,13 +6,14 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 )
 
 const converge = 90 * time.Second
@@ -323,6 +324,10 @@ func TestCredentialsAreStable(t *testing.T) {
 	}
 }
 
+// TestRestartWhileCreating kills the controller (SIGKILL) while it is still
+// creating the children of a batch of Databases, and checks that a new
+// process finishes the job from whatever the first one left behind: every
+// Database Running, no duplicate or missing child, no error.
 func TestRestartWhileCreating(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
@@ -333,31 +338,41 @@ func TestRestartWhileCreating(t *testing.T) {
 		e := engines[i%len(engines)]
 		b.WriteString("---\n" + dbYAML(fmt.Sprintf("db-%02d", i), e.engine, e.version, 1, ""))
 	}
-	first := startController(t, controllerOptions{namespace: ns})
+	// The first controller may make 2 requests a second: the children of
+	// n Databases (a Secret, two Services and a StatefulSet each) then take
+	// it over 40 seconds, so the kill below lands with creates in flight.
+	first := startController(t, controllerOptions{namespace: ns, args: []string{"--kube-api-qps=2", "--kube-api-burst=2"}})
 	kubectlIn(t, b.String(), "-n", ns, "create", "-f", "-")
-	eventually(t, converge, "the first StatefulSets", func() (bool, string) {
-		out, _ := kubectlRun("", "-n", ns, "get", "statefulset", "-o", "name")
-		got := strings.Count(string(out), "statefulset")
-		return got >= 3, fmt.Sprintf("%d StatefulSets", got)
+	// Kill as soon as the first StatefulSet exists.
+	eventually(t, converge, "the first StatefulSet", func() (bool, string) {
+		out, _ := kubectlRun("", "-n", ns, "get", "statefulset", "-l", managedBy, "-o", "name")
+		got := len(strings.Fields(string(out)))
+		return got >= 1, fmt.Sprintf("%d StatefulSets", got)
 	})
 	first.kill()
 
-	second := startController(t, controllerOptions{namespace: ns})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			waitRunning(t, ns, fmt.Sprintf("db-%02d", i), 3*converge)
-		}()
+	// The dead process creates nothing more: this is how far it got.
+	atKill := children(t, ns)
+	t.Logf("at the SIGKILL: %d of %d StatefulSets, %d of %d Services, %d of %d Secrets existed",
+		atKill["statefulset"], n, atKill["service"], 2*n, atKill["secret"], n)
+	if atKill["statefulset"] < 1 || atKill["statefulset"] >= n {
+		t.Fatalf("the SIGKILL did not land while the first controller was creating: %d of %d StatefulSets existed", atKill["statefulset"], n)
 	}
-	wg.Wait()
 
-	counts := map[string]int{}
-	for _, kind := range []string{"statefulset", "service", "secret"} {
-		out := kubectl(t, "-n", ns, "get", kind, "-l", "app.kubernetes.io/managed-by=database-controller", "-o", "name")
-		counts[kind] = len(strings.Fields(out))
-	}
+	second := startController(t, controllerOptions{namespace: ns})
+	eventually(t, 3*converge, fmt.Sprintf("all %d Databases to be Running", n), func() (bool, string) {
+		var list dbv1alpha1.DatabaseList
+		getJSON(t, &list, "-n", ns, "get", "databases")
+		var waiting []string
+		for i := range list.Items {
+			if ok, why := isRunning(&list.Items[i]); !ok {
+				waiting = append(waiting, list.Items[i].Name+": "+why)
+			}
+		}
+		return len(list.Items) == n && len(waiting) == 0, fmt.Sprintf("%d Databases, not yet Running: %q", len(list.Items), waiting)
+	})
+
+	counts := children(t, ns)
 	if counts["statefulset"] != n || counts["service"] != 2*n || counts["secret"] != n {
 		t.Errorf("children after restart = %v, want %d StatefulSets, %d Services, %d Secrets", counts, n, 2*n, n)
 	}
@@ -375,6 +390,20 @@ func TestRestartWhileCreating(t *testing.T) {
 	if m := second.metrics(); sum(m, "database_controller_reconcile_total", `result="error"`) != 0 {
 		t.Errorf("the restarted controller had failed syncs:\n%s", tail(second.logPath, 20))
 	}
+}
+
+// managedBy selects the children the controller labels as its own.
+const managedBy = "app.kubernetes.io/managed-by=database-controller"
+
+// children counts the controller's StatefulSets, Services and Secrets in ns.
+func children(t *testing.T, ns string) map[string]int {
+	t.Helper()
+	counts := map[string]int{}
+	for _, kind := range []string{"statefulset", "service", "secret"} {
+		out := kubectl(t, "-n", ns, "get", kind, "-l", managedBy, "-o", "name")
+		counts[kind] = len(strings.Fields(out))
+	}
+	return counts
 }
 
 func TestSteadyStateMakesNoWrites(t *testing.T) {

@@ -265,16 +265,22 @@ func waitRunning(t testing.TB, ns, name string, timeout time.Duration) *dbv1alph
 	var db *dbv1alpha1.Database
 	eventually(t, timeout, "Database "+ns+"/"+name+" to be Running", func() (bool, string) {
 		db = getDB(t, ns, name)
-		want := int32(1)
-		if db.Spec.Replicas != nil {
-			want = *db.Spec.Replicas
-		}
-		ready, _, _ := condition(db, "Ready")
-		ok := db.Status.Phase == dbv1alpha1.PhaseRunning && db.Status.ReadyReplicas == want &&
-			ready == "True" && db.Status.ObservedGeneration == db.Generation
-		return ok, fmt.Sprintf("phase=%s ready=%d/%d Ready=%s", db.Status.Phase, db.Status.ReadyReplicas, want, ready)
+		return isRunning(db)
 	})
 	return db
+}
+
+// isRunning tells whether a Database is Running with every replica ready
+// and its status up to date, and if not, why.
+func isRunning(db *dbv1alpha1.Database) (bool, string) {
+	want := int32(1)
+	if db.Spec.Replicas != nil {
+		want = *db.Spec.Replicas
+	}
+	ready, _, _ := condition(db, "Ready")
+	ok := db.Status.Phase == dbv1alpha1.PhaseRunning && db.Status.ReadyReplicas == want &&
+		ready == "True" && db.Status.ObservedGeneration == db.Generation
+	return ok, fmt.Sprintf("phase=%s ready=%d/%d Ready=%s", db.Status.Phase, db.Status.ReadyReplicas, want, ready)
 }
 
 // waitCondition waits until a Database's condition has the given status and reason.

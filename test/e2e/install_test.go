@@ -3,9 +3,14 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -79,21 +84,173 @@ func TestLeastPrivilege(t *testing.T) {
 
 func leaseHolder(t *testing.T, ns string) string {
 	t.Helper()
-	var lease coordinationv1.Lease
 	out, err := kubectlRun("", "-n", ns, "get", "lease", "database-controller", "-o", "jsonpath={.spec.holderIdentity}")
 	if err != nil {
 		return ""
 	}
-	_ = lease
 	return strings.TrimSpace(string(out))
 }
 
+// leaseRecord is one version of the Lease.
+type leaseRecord struct {
+	holder               string
+	leaseDurationSeconds int32
+	acquireTime          time.Time
+	renewTime            time.Time
+}
+
+func (r leaseRecord) String() string {
+	return fmt.Sprintf("holder=%q duration=%ds acquired=%s renewed=%s", r.holder, r.leaseDurationSeconds,
+		r.acquireTime.Format("15:04:05.000"), r.renewTime.Format("15:04:05.000"))
+}
+
+// leaseWatch records every version of a Lease, as `kubectl get --watch`
+// streams them, so that a test sees also the states that last only a
+// moment, such as a released Lease before a standby takes it.
+type leaseWatch struct {
+	mu      sync.Mutex
+	records []leaseRecord
+	err     error
+}
+
+func watchLease(t *testing.T, ns, name string) *leaseWatch {
+	t.Helper()
+	w := &leaseWatch{}
+	cmd := exec.Command(kubectlBin, "--kubeconfig", kubeconfig, "-n", ns, "get", "lease", name, "--watch", "-o", "json")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		dec := json.NewDecoder(stdout)
+		for {
+			var l coordinationv1.Lease
+			if err := dec.Decode(&l); err != nil {
+				waitErr := cmd.Wait()
+				w.mu.Lock()
+				w.err = fmt.Errorf("watch ended: %v (kubectl: %v %s)", err, waitErr, strings.TrimSpace(stderr.String()))
+				w.mu.Unlock()
+				return
+			}
+			r := leaseRecord{}
+			if l.Spec.HolderIdentity != nil {
+				r.holder = *l.Spec.HolderIdentity
+			}
+			if l.Spec.LeaseDurationSeconds != nil {
+				r.leaseDurationSeconds = *l.Spec.LeaseDurationSeconds
+			}
+			if l.Spec.AcquireTime != nil {
+				r.acquireTime = l.Spec.AcquireTime.Time
+			}
+			if l.Spec.RenewTime != nil {
+				r.renewTime = l.Spec.RenewTime.Time
+			}
+			w.mu.Lock()
+			w.records = append(w.records, r)
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	eventually(t, 30*time.Second, "the Lease watch to start", func() (bool, string) {
+		records, err := w.snapshot()
+		return len(records) > 0, fmt.Sprint(err)
+	})
+	return w
+}
+
+func (w *leaseWatch) snapshot() ([]leaseRecord, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]leaseRecord(nil), w.records...), w.err
+}
+
+// handover is how the Lease passed from one holder to the next.
+type handover struct {
+	// lastHeld is the last version the old holder wrote while holding it.
+	lastHeld leaseRecord
+	// between are the versions after lastHeld and before acquired.
+	between []leaseRecord
+	// acquired is the first version the new holder wrote.
+	acquired leaseRecord
+}
+
+// waitHandover waits until the watch has seen the new holder take the Lease
+// from the old one.
+func (w *leaseWatch) waitHandover(t *testing.T, from, to string) handover {
+	t.Helper()
+	var h handover
+	eventually(t, 30*time.Second, fmt.Sprintf("the Lease to pass from %s to %s", from, to), func() (bool, string) {
+		records, err := w.snapshot()
+		for i, r := range records {
+			if r.holder != to {
+				continue
+			}
+			for j := i - 1; j >= 0; j-- {
+				if records[j].holder == from {
+					h = handover{lastHeld: records[j], between: records[j+1 : i], acquired: r}
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%s acquired the Lease, but %s never held it before", to, from)
+		}
+		last := "none"
+		if len(records) > 0 {
+			last = records[len(records)-1].String()
+		}
+		return false, fmt.Sprintf("%d versions seen, the last %s; %v", len(records), last, err)
+	})
+	return h
+}
+
+var becameLeader = regexp.MustCompile(`"Became leader".* identity="([^"]+)"`)
+
+// leaderIdentity is the identity with which a controller logged that it
+// became leader, or "".
+func leaderIdentity(p *controllerProcess) string {
+	if m := becameLeader.FindStringSubmatch(tail(p.logPath, 1000)); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// TestLeaderElection runs replicas with leader election: only the leader
+// acts, a standby takes over once a killed leader's Lease expires, and a
+// leader that is shut down releases the Lease so that a standby takes it at
+// once, without waiting for it to expire.
 func TestLeaderElection(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
+	const (
+		leaseDuration = 6 * time.Second
+		renewDeadline = 4 * time.Second
+		retryPeriod   = 1 * time.Second
+		// A released Lease is free: a candidate takes it at its next try,
+		// at most 2.2 retry periods apart (client-go's jitter), so within a
+		// few seconds of SIGTERM. A Lease that was not released expires only
+		// a lease duration after its last renewal, and the leader renews
+		// every retry period until it exits, so no such takeover comes
+		// sooner than a lease duration less a retry period after SIGTERM.
+		releasedTakeoverBound = leaseDuration - 2*retryPeriod
+		// A killed leader's Lease expires a lease duration after its last
+		// renewal; a standby notices at its next tries, each at most 2.2
+		// retry periods apart.
+		killedTakeoverBound = leaseDuration + 6*retryPeriod
+	)
 	le := controllerOptions{namespace: ns, args: []string{
 		"--leader-elect", "--leader-elect-namespace=" + ns,
-		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
+		"--leader-elect-lease-duration=" + leaseDuration.String(),
+		"--leader-elect-renew-deadline=" + renewDeadline.String(),
+		"--leader-elect-retry-period=" + retryPeriod.String(),
 	}}
 	// The Lease of the test namespace is outside the install's Role, so
 	// this test runs as the admin.
@@ -106,13 +263,14 @@ func TestLeaderElection(t *testing.T) {
 	eventually(t, 30*time.Second, "a leader", func() (bool, string) {
 		holder := leaseHolder(t, ns)
 		for i, p := range procs {
-			if strings.Contains(tail(p.logPath, 1000), "Became leader") {
+			if id := leaderIdentity(p); id != "" {
 				leader, standby = p, procs[1-i]
-				return holder != "", holder
+				return holder == id, "holder " + holder + ", logged " + id
 			}
 		}
 		return false, "holder " + holder
 	})
+	lease := watchLease(t, ns, "database-controller")
 
 	createDB(t, ns, dbYAML("one", "postgresql", "16", 1, ""))
 	waitRunning(t, ns, "one", converge)
@@ -127,27 +285,61 @@ func TestLeaderElection(t *testing.T) {
 	}
 
 	// SIGKILL: the standby takes over once the lease expires.
+	killedID := leaderIdentity(leader)
 	killed := time.Now()
 	leader.kill()
 	eventually(t, 30*time.Second, "the standby to take over", func() (bool, string) {
-		return strings.Contains(tail(standby.logPath, 1000), "Became leader"), leaseHolder(t, ns)
+		return leaderIdentity(standby) != "", leaseHolder(t, ns)
 	})
-	t.Logf("takeover after SIGKILL: %s (lease duration 6s)", time.Since(killed).Round(100*time.Millisecond))
+	seen := time.Since(killed)
+	h := lease.waitHandover(t, killedID, leaderIdentity(standby))
+	takeover := h.acquired.acquireTime.Sub(killed)
+	waited := h.acquired.acquireTime.Sub(h.lastHeld.renewTime)
+	t.Logf("takeover after SIGKILL: %s (seen in the log after %s); %s after the last renewal (lease duration %s)",
+		takeover.Round(time.Millisecond), seen.Round(100*time.Millisecond), waited.Round(time.Millisecond), leaseDuration)
+	if takeover > killedTakeoverBound {
+		t.Errorf("the standby took over %s after the leader was killed, want at most %s (lease duration %s, retry period %s)",
+			takeover.Round(time.Millisecond), killedTakeoverBound, leaseDuration, retryPeriod)
+	}
+	// The standby may take the Lease only once it expired: a lease duration
+	// after the last renewal it saw (to within the clocks' granularity).
+	if waited < leaseDuration-10*time.Millisecond {
+		t.Errorf("the standby took the Lease %s after the killed leader's last renewal, before it expired (lease duration %s); versions in between: %v",
+			waited.Round(time.Millisecond), leaseDuration, h.between)
+	}
 	createDB(t, ns, dbYAML("two", "mysql", "8.4", 1, ""))
 	waitRunning(t, ns, "two", converge)
 
 	// SIGTERM: the lease is released, and a new candidate takes it at once.
 	c := startController(t, le)
+	termedID := leaderIdentity(standby)
 	termed := time.Now()
 	_ = standby.cmd.Process.Signal(syscall.SIGTERM)
-	eventually(t, 10*time.Second, "the new candidate to take over within seconds of SIGTERM", func() (bool, string) {
-		return strings.Contains(tail(c.logPath, 1000), "Became leader"), leaseHolder(t, ns)
+	eventually(t, 30*time.Second, "the new candidate to take over", func() (bool, string) {
+		return leaderIdentity(c) != "", leaseHolder(t, ns)
 	})
+	seen = time.Since(termed)
 	standby.stop() // waits for the exit
-	if !strings.Contains(tail(standby.logPath, 100), "Released the leader election lease") {
-		t.Errorf("no lease release in the log of the SIGTERMed leader:\n%s", tail(standby.logPath, 20))
+	h = lease.waitHandover(t, termedID, leaderIdentity(c))
+	takeover = h.acquired.acquireTime.Sub(termed)
+	// What client-go's release writes: no holder, a lease of one second.
+	var released *leaseRecord
+	for i, r := range h.between {
+		if r.holder == "" && r.leaseDurationSeconds == 1 && !r.renewTime.Before(termed) {
+			released = &h.between[i]
+		}
 	}
-	t.Logf("takeover after SIGTERM: %s", time.Since(termed).Round(100*time.Millisecond))
+	if released == nil {
+		t.Errorf("the SIGTERMed leader did not release the Lease: after its last renewal (%s) the versions were %v, then %s",
+			h.lastHeld, h.between, h.acquired)
+	} else {
+		t.Logf("Lease released %s after SIGTERM: %s", released.renewTime.Sub(termed).Round(time.Millisecond), released)
+	}
+	t.Logf("takeover after SIGTERM: %s (seen in the log after %s)", takeover.Round(time.Millisecond), seen.Round(100*time.Millisecond))
+	if takeover >= releasedTakeoverBound {
+		t.Errorf("the new candidate took over %s after SIGTERM, want less than %s: a released Lease is taken within about a retry period (%s), an expired one no sooner than its lease duration (%s) after the last renewal",
+			takeover.Round(time.Millisecond), releasedTakeoverBound, retryPeriod, leaseDuration)
+	}
 	createDB(t, ns, dbYAML("three", "mongodb", "7.0", 1, ""))
 	waitRunning(t, ns, "three", converge)
 }
