@@ -72,10 +72,16 @@ func FindCause(in CauseInput) *Cause {
 
 func podCause(p *corev1.Pod) *Cause {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return &Cause{Reason: ReasonUnschedulable, Stuck: true,
-				Message: fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)}
+		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
+			continue
 		}
+		if waitsForVolume(c.Message) {
+			// The scheduler waits for the claim to bind: not stuck unless
+			// the claim is, and the claim speaks for itself.
+			return &Cause{Reason: ReasonVolumePending, Message: fmt.Sprintf("pod %s waits for its volume: %s", p.Name, c.Message)}
+		}
+		return &Cause{Reason: ReasonUnschedulable, Stuck: true,
+			Message: fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)}
 	}
 	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
@@ -124,4 +130,15 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// waitsForVolume reports whether the scheduler's message says the pod waits
+// for its volume to bind, which passes by itself once it is provisioned,
+// such as "pod has unbound immediate PersistentVolumeClaims" or "bound to
+// non-existent persistentvolume".
+func waitsForVolume(message string) bool {
+	m := strings.ToLower(message)
+	return strings.Contains(m, "unbound immediate persistentvolumeclaims") ||
+		strings.Contains(m, "non-existent persistentvolume") ||
+		strings.Contains(m, "persistentvolumeclaim") && strings.Contains(m, "not found")
 }

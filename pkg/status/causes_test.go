@@ -48,6 +48,13 @@ func TestFindCause(t *testing.T) {
 			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Message: "container mysql of pod x-0 keeps crashing; it last ended with an unknown exit"},
 		},
 		{
+			name: "a pod waiting for its claim to bind is not stuck",
+			in: CauseInput{Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+				Message: "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."}}}}}},
+			want: &Cause{Reason: ReasonVolumePending, Message: "pod x-0 waits for its volume: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."},
+		},
+		{
 			name: "a container creating is not a cause",
 			in:   CauseInput{Pods: []*corev1.Pod{waiting("x-0", "ContainerCreating", "")}},
 		},

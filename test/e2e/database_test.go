@@ -59,10 +59,10 @@ func TestCreate(t *testing.T) {
 	}
 	out := kubectl(t, "-n", ns, "get", "db")
 	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-	if want := []string{"NAME", "ENGINE", "VERSION", "REPLICAS", "READY", "PHASE", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
+	if want := []string{"NAME", "ENGINE", "VERSION", "REPLICAS", "READY", "PHASE", "REASON", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
 		t.Errorf("kubectl get db columns = %v, want %v", header, want)
 	}
-	if !strings.Contains(out, "postgresql") || !strings.Contains(out, "Running") {
+	if !strings.Contains(out, "postgresql") || !strings.Contains(out, "Running") || !strings.Contains(out, "AllReplicasReady") {
 		t.Errorf("kubectl get db:\n%s", out)
 	}
 }
