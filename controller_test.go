@@ -37,6 +37,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/plan"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
@@ -123,7 +124,7 @@ func expectedSecret(t *testing.T, db *dbv1alpha1.Database, password string) *cor
 
 func expectedHeadless(t *testing.T, db *dbv1alpha1.Database) *corev1.Service {
 	s := &corev1.Service{}
-	if err := builder.Convert(builder.NewHeadlessService(db, profile(t, db)), s); err != nil {
+	if err := builder.Convert(desired(t, db).HeadlessService, s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -131,20 +132,15 @@ func expectedHeadless(t *testing.T, db *dbv1alpha1.Database) *corev1.Service {
 
 func expectedService(t *testing.T, db *dbv1alpha1.Database) *corev1.Service {
 	s := &corev1.Service{}
-	if err := builder.Convert(builder.NewService(db, profile(t, db)), s); err != nil {
+	if err := builder.Convert(desired(t, db).Service, s); err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
 func expectedStatefulSet(t *testing.T, db *dbv1alpha1.Database) *appsv1.StatefulSet {
-	p := profile(t, db)
-	image, err := p.Image(db.Spec.Version, db.Spec.Image)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := &appsv1.StatefulSet{}
-	if err := builder.Convert(builder.NewStatefulSet(db, p, image, builder.StorageOf(db)), s); err != nil {
+	if err := builder.Convert(desired(t, db).StatefulSet, s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -528,7 +524,7 @@ func TestSteadyStateToleratesServerDefaultsAndOthersFields(t *testing.T) {
 	svc.Spec.ClusterIP = "10.0.0.12"
 	svc.Spec.ClusterIPs = []string{"10.0.0.12"}
 	svc.Spec.SessionAffinity = corev1.ServiceAffinityNone
-	svc.Annotations = map[string]string{"team": "payments"}
+	svc.Annotations["team"] = "payments"
 	sts.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	sts.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	sts.Spec.Template.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
@@ -571,7 +567,7 @@ func TestDriftIsRepaired(t *testing.T) {
 				svc.Spec.Ports[0].Port = 15432
 			},
 			expect: func(f *fixture, db *dbv1alpha1.Database) {
-				f.expectApply(servicesResource, "default", "orders", builder.NewService(db, profile(t, db)))
+				f.expectApply(servicesResource, "default", "orders", desired(t, db).Service)
 			},
 			event: "Normal Updated Updated Service orders to match the Database spec",
 		},
@@ -581,7 +577,7 @@ func TestDriftIsRepaired(t *testing.T) {
 				headless.Spec.Selector = map[string]string{"app": "other"}
 			},
 			expect: func(f *fixture, db *dbv1alpha1.Database) {
-				f.expectApply(servicesResource, "default", "orders-headless", builder.NewHeadlessService(db, profile(t, db)))
+				f.expectApply(servicesResource, "default", "orders-headless", desired(t, db).HeadlessService)
 			},
 			event: "Normal Updated Updated Service orders-headless to match the Database spec",
 		},
@@ -600,10 +596,68 @@ func TestDriftIsRepaired(t *testing.T) {
 	}
 }
 
+// Two kinds of drift that a comparison of the desired fields alone cannot
+// see: a field the new spec no longer sets, and a field the controller sets
+// to false that someone else cleared. Each is repaired with one apply.
+func TestDriftTheFieldComparisonAloneMisses(t *testing.T) {
+	t.Run("spec.resources removed", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		db.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+		f.converged(db)
+		db.Spec.Resources = nil
+		db.Generation = 2
+		f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+		st := db.Status.DeepCopy()
+		st.ObservedGeneration = 2
+		for i := range st.Conditions {
+			st.Conditions[i].ObservedGeneration = 2
+		}
+		f.expectStatusUpdate(db, *st)
+		f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+		f.run(ctx, ref(db))
+	})
+	for _, tt := range []struct {
+		name  string
+		clear func(*appsv1.StatefulSet)
+	}{
+		{"allowPrivilegeEscalation: false cleared", func(sts *appsv1.StatefulSet) {
+			sts.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil
+		}},
+		{"automountServiceAccountToken: false cleared", func(sts *appsv1.StatefulSet) {
+			sts.Spec.Template.Spec.AutomountServiceAccountToken = nil
+		}},
+		{"enableServiceLinks: false cleared", func(sts *appsv1.StatefulSet) {
+			sts.Spec.Template.Spec.EnableServiceLinks = nil
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 1)
+			sts, _, _, _ := f.converged(db)
+			tt.clear(sts)
+			f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+			f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+			f.run(ctx, ref(db))
+		})
+	}
+}
+
 func desiredStatefulSet(t *testing.T, db *dbv1alpha1.Database) any {
-	p := profile(t, db)
-	image, _ := p.Image(db.Spec.Version, db.Spec.Image)
-	return builder.NewStatefulSet(db, p, image, builder.StorageOf(db))
+	return desired(t, db).StatefulSet
+}
+
+// desired is the plan of a Database with nothing observed: its children as
+// the controller creates them.
+func desired(t *testing.T, db *dbv1alpha1.Database) *plan.Plan {
+	t.Helper()
+	p := plan.Compute(db, plan.Observed{})
+	if p.Problem != nil {
+		t.Fatal(p.Problem)
+	}
+	return p
 }
 
 func TestDeletedServiceIsRecreated(t *testing.T) {
@@ -667,7 +721,9 @@ func TestStoppedWhenScaledToZeroSettles(t *testing.T) {
 	sts, _, _, _ := f.converged(db)
 	db.Spec.Replicas = ptr.To[int32](0)
 	db.Generation = 2
+	// As the controller applied it for replicas 0: with that spec's digest.
 	sts.Spec.Replicas = ptr.To[int32](0)
+	sts.Annotations = expectedStatefulSet(t, db).Annotations
 	rolledOut(sts, 0)
 
 	st := wantStatus(db, "Stopped", 0, 0, "16",

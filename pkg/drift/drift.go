@@ -5,11 +5,29 @@
 package drift
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
 )
+
+// AppliedAnnotation holds, on each child the controller applies, a digest
+// of the configuration it applied. A field the spec no longer sets leaves
+// the object as it was, where a comparison of fields cannot see it; the
+// digest changes, so the child is applied again, and server-side apply
+// removes the fields this manager no longer sets.
+const AppliedAnnotation = "dbcontroller.io/applied-digest"
+
+// Digest is a short digest of an apply configuration, for
+// AppliedAnnotation. Apply configurations always encode; one that did not
+// would get the digest of nothing, and be applied on every sync.
+func Digest(applyConfiguration any) string {
+	b, _ := json.Marshal(applyConfiguration)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
 
 // Covers reports whether observed holds every field set in desired, with
 // the same value. Maps are compared key by key over desired's keys; lists
@@ -27,6 +45,13 @@ func Covers(observed, desired any) (bool, error) {
 // the first field of desired that observed lacks or holds with another
 // value, such as ".spec.template.spec.containers[0].image", or "" when
 // observed covers desired.
+//
+// When observed is a pointer to a typed object (as from a lister), desired
+// is also read as that type would hold it. A field set to its zero value in
+// desired (false, 0, "") that observed lacks is then a difference only if
+// the typed object keeps it: a pointer field, such as
+// allowPrivilegeEscalation: false that someone cleared; a field the type
+// omits when zero is one the API server omits too.
 func FirstDifference(observed, desired any) (string, error) {
 	o, err := toJSONValue(observed)
 	if err != nil {
@@ -41,7 +66,21 @@ func FirstDifference(observed, desired any) (string, error) {
 		delete(m, "apiVersion")
 		delete(m, "kind")
 	}
-	return difference("", o, d), nil
+	var typed any
+	if t := reflect.TypeOf(observed); t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		asTyped := reflect.New(t.Elem()).Interface()
+		b, err := json.Marshal(desired)
+		if err == nil {
+			err = json.Unmarshal(b, asTyped)
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading desired as %T: %w", observed, err)
+		}
+		if typed, err = toJSONValue(asTyped); err != nil {
+			return "", err
+		}
+	}
+	return difference("", o, d, typed, typed != nil), nil
 }
 
 func toJSONValue(v any) (any, error) {
@@ -57,25 +96,27 @@ func toJSONValue(v any) (any, error) {
 }
 
 // difference returns the path of the first difference below path, or "".
-func difference(path string, observed, desired any) string {
+// typed is desired as the observed type holds it, when known.
+func difference(path string, observed, desired, typed any, typedKnown bool) string {
 	switch d := desired.(type) {
 	case map[string]any:
 		o, ok := observed.(map[string]any)
 		if !ok {
-			if observed == nil && isZero(d) {
+			if observed == nil && isZero(d) && !(typedKnown && hasValue(typed)) {
 				return ""
 			}
 			return orRoot(path)
 		}
+		t, _ := typed.(map[string]any)
 		for _, k := range sortedKeys(d) {
 			ov, present := o[k]
 			if !present {
-				if !isZero(d[k]) {
+				if !isZero(d[k]) || (typedKnown && hasValue(t[k])) {
 					return path + "." + k
 				}
 				continue
 			}
-			if p := difference(path+"."+k, ov, d[k]); p != "" {
+			if p := difference(path+"."+k, ov, d[k], t[k], typedKnown); p != "" {
 				return p
 			}
 		}
@@ -91,8 +132,13 @@ func difference(path string, observed, desired any) string {
 		if len(o) < len(d) {
 			return orRoot(path)
 		}
+		t, _ := typed.([]any)
 		for i := range d {
-			if p := difference(fmt.Sprintf("%s[%d]", path, i), o[i], d[i]); p != "" {
+			var ti any
+			if i < len(t) {
+				ti = t[i]
+			}
+			if p := difference(fmt.Sprintf("%s[%d]", path, i), o[i], d[i], ti, typedKnown); p != "" {
 				return p
 			}
 		}
@@ -103,6 +149,25 @@ func difference(path string, observed, desired any) string {
 		}
 		return orRoot(path)
 	}
+}
+
+// hasValue reports whether v holds a value anywhere, a zero one included:
+// what a typed object keeps when it serializes.
+func hasValue(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case map[string]any:
+		for _, e := range x {
+			if hasValue(e) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		return len(x) > 0
+	}
+	return true
 }
 
 func orRoot(path string) string {

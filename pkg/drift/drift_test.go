@@ -84,3 +84,35 @@ func TestFirstDifference(t *testing.T) {
 		}
 	}
 }
+
+// Read as the observed type holds it, a pointer field set to false that
+// observed lacks is a difference; a plain field the type omits when false
+// is not, since the API server omits it too.
+func TestFirstDifferenceTypedZeroValues(t *testing.T) {
+	desired := corev1ac.Service("db", "ns").WithSpec(corev1ac.ServiceSpec().
+		WithPublishNotReadyAddresses(false).      // bool, omitted when false
+		WithAllocateLoadBalancerNodePorts(false)) // *bool, kept when false
+	var svc corev1.Service
+	if err := builder.Convert(desired, &svc); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := FirstDifference(&svc, desired); err != nil || got != "" {
+		t.Fatalf("FirstDifference(as created) = %q, %v; want none", got, err)
+	}
+	svc.Spec.AllocateLoadBalancerNodePorts = nil
+	if got, _ := FirstDifference(&svc, desired); got != ".spec.allocateLoadBalancerNodePorts" {
+		t.Fatalf("FirstDifference(cleared) = %q, want .spec.allocateLoadBalancerNodePorts", got)
+	}
+	// Untyped, the old rule holds: a zero value may be absent.
+	if got, _ := FirstDifference(map[string]any{}, map[string]any{"a": false}); got != "" {
+		t.Fatalf("FirstDifference(untyped) = %q, want none", got)
+	}
+}
+
+func TestDigest(t *testing.T) {
+	a := corev1ac.Service("db", "ns").WithLabels(map[string]string{"a": "b"})
+	b := corev1ac.Service("db", "ns").WithLabels(map[string]string{"a": "c"})
+	if Digest(a) == Digest(b) || Digest(a) != Digest(corev1ac.Service("db", "ns").WithLabels(map[string]string{"a": "b"})) || len(Digest(a)) != 16 {
+		t.Fatalf("Digest: %s %s", Digest(a), Digest(b))
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/drift"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/engine/registry"
 	"github.com/dbcontroller/database-controller/pkg/names"
@@ -54,7 +55,8 @@ type Plan struct {
 	// new data at spec.version, for an engine that has one.
 	NewFeatureCompatibilityVersion string
 	// HeadlessService, Service and StatefulSet are the desired children, in
-	// the order they are made. The credentials Secret needs a password:
+	// the order they are made, each annotated with the digest of itself
+	// (drift.AppliedAnnotation). The credentials Secret needs a password:
 	// Secret builds it.
 	HeadlessService *corev1ac.ServiceApplyConfiguration
 	Service         *corev1ac.ServiceApplyConfiguration
@@ -115,11 +117,22 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 			storage = existing
 		}
 	}
-	p.HeadlessService = builder.NewHeadlessService(db, e)
-	p.Service = builder.NewService(db, e)
-	p.StatefulSet = builder.NewStatefulSet(db, e, image, storage)
+	p.HeadlessService = stamp(builder.NewHeadlessService(db, e))
+	p.Service = stamp(builder.NewService(db, e))
+	p.StatefulSet = stamp(builder.NewStatefulSet(db, e, image, storage))
 	p.Grow = claimsToGrow(db, observed.Claims)
 	return p
+}
+
+// annotatable is an apply configuration that takes annotations.
+type annotatable[T any] interface {
+	WithAnnotations(map[string]string) T
+}
+
+// stamp records on a child the digest of what is applied, so that a field
+// the spec stops setting is removed (see drift.AppliedAnnotation).
+func stamp[T annotatable[T]](ac T) T {
+	return ac.WithAnnotations(map[string]string{drift.AppliedAnnotation: drift.Digest(ac)})
 }
 
 // claimsToGrow lists the data volume claims of db's StatefulSet whose
