@@ -37,8 +37,11 @@ type engineCase struct {
 	dataPath     string
 	scratchPaths []string
 	readiness    []string
-	username     string
-	uri          string
+	// probeTimeout and startupFailures: the probes' timeout, and how many
+	// 10 s startup probes may fail before the container is restarted.
+	probeTimeout, startupFailures int32
+	username                      string
+	uri                           string
 }
 
 func secretEnv(name, key string) corev1.EnvVar {
@@ -65,9 +68,11 @@ var engineCases = []engineCase{
 		},
 		dataPath:     "/var/lib/postgresql/data",
 		scratchPaths: []string{"/var/run/postgresql", "/tmp"},
-		readiness:    []string{"sh", "-c", `exec pg_isready -h 127.0.0.1 -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB"`},
-		username:     "postgres",
-		uri:          "postgresql://postgres:" + testPassword + "@orders.default.svc:5432/orders",
+		readiness: []string{"sh", "-c",
+			`PGPASSWORD="$POSTGRES_PASSWORD" PGCONNECT_TIMEOUT=3 exec psql -X -w -h 127.0.0.1 -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB" -tAc 'SELECT 1'`},
+		probeTimeout: 5, startupFailures: 30,
+		username: "postgres",
+		uri:      "postgresql://postgres:" + testPassword + "@orders.default.svc:5432/orders",
 	},
 	{
 		engine:       dbv1alpha1.EngineMySQL,
@@ -81,9 +86,11 @@ var engineCases = []engineCase{
 		},
 		dataPath:     "/var/lib/mysql",
 		scratchPaths: []string{"/var/run/mysqld", "/tmp"},
-		readiness:    []string{"sh", "-c", `exec mysqladmin ping --silent -h 127.0.0.1 -P 3306 -uroot -p"$MYSQL_ROOT_PASSWORD"`},
-		username:     "root",
-		uri:          "mysql://root:" + testPassword + "@orders.default.svc:3306/orders",
+		readiness: []string{"sh", "-c",
+			`MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --protocol=TCP -h 127.0.0.1 -P 3306 -uroot --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1'`},
+		probeTimeout: 5, startupFailures: 90,
+		username: "root",
+		uri:      "mysql://root:" + testPassword + "@orders.default.svc:3306/orders",
 	},
 	{
 		engine:       dbv1alpha1.EngineMongoDB,
@@ -98,9 +105,11 @@ var engineCases = []engineCase{
 		},
 		dataPath:     "/data/db",
 		scratchPaths: []string{"/data/configdb", "/tmp"},
-		readiness:    []string{"mongosh", "--quiet", "--eval", "db.adminCommand('ping').ok"},
-		username:     "root",
-		uri:          "mongodb://root:" + testPassword + "@orders.default.svc:27017/orders?authSource=admin",
+		readiness: []string{"sh", "-c",
+			`HOME=/tmp exec mongosh --quiet --norc -u "$MONGO_INITDB_ROOT_USERNAME" -p "$MONGO_INITDB_ROOT_PASSWORD" --authenticationDatabase admin --eval 'db.adminCommand({ping: 1}).ok' mongodb://127.0.0.1:27017/admin`},
+		probeTimeout: 10, startupFailures: 60,
+		username: "root",
+		uri:      "mongodb://root:" + testPassword + "@orders.default.svc:27017/orders?authSource=admin",
 	},
 }
 
@@ -312,24 +321,32 @@ func TestNewStatefulSet(t *testing.T) {
 					t.Errorf("volumeMount %q has no volume or claim template", m.Name)
 				}
 			}
+			wantStartup := &corev1.Probe{
+				ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: tc.readiness}},
+				PeriodSeconds:    10,
+				TimeoutSeconds:   tc.probeTimeout,
+				SuccessThreshold: 1,
+				FailureThreshold: tc.startupFailures,
+			}
+			if !reflect.DeepEqual(c.StartupProbe, wantStartup) {
+				t.Errorf("startupProbe = %+v, want %+v", c.StartupProbe, wantStartup)
+			}
 			wantReadiness := &corev1.Probe{
-				ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: tc.readiness}},
-				InitialDelaySeconds: 5,
-				PeriodSeconds:       10,
-				TimeoutSeconds:      5,
-				SuccessThreshold:    1,
-				FailureThreshold:    3,
+				ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: tc.readiness}},
+				PeriodSeconds:    10,
+				TimeoutSeconds:   tc.probeTimeout,
+				SuccessThreshold: 1,
+				FailureThreshold: 3,
 			}
 			if !reflect.DeepEqual(c.ReadinessProbe, wantReadiness) {
 				t.Errorf("readinessProbe = %+v, want %+v", c.ReadinessProbe, wantReadiness)
 			}
 			wantLiveness := &corev1.Probe{
-				ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(tc.portName)}},
-				InitialDelaySeconds: 30,
-				PeriodSeconds:       10,
-				TimeoutSeconds:      5,
-				SuccessThreshold:    1,
-				FailureThreshold:    6,
+				ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(tc.portName)}},
+				PeriodSeconds:    10,
+				TimeoutSeconds:   5,
+				SuccessThreshold: 1,
+				FailureThreshold: 6,
 			}
 			if !reflect.DeepEqual(c.LivenessProbe, wantLiveness) {
 				t.Errorf("livenessProbe = %+v, want %+v", c.LivenessProbe, wantLiveness)

@@ -39,6 +39,9 @@ func StorageOfStatefulSet(sts *appsv1.StatefulSet) (Storage, bool) {
 	return Storage{}, false
 }
 
+// startupPeriodSeconds is how often the startup probe runs.
+const startupPeriodSeconds = 10
+
 // NewStatefulSet builds the StatefulSet that runs the database server.
 func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, storage Storage) *appsv1ac.StatefulSetApplyConfiguration {
 	p := e.Runtime()
@@ -78,16 +81,25 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 		WithPorts(corev1ac.ContainerPort().WithName(p.PortName).WithContainerPort(p.Port).WithProtocol(corev1.ProtocolTCP)).
 		WithEnv(env...).
 		WithVolumeMounts(mounts...).
+		// The startup probe holds back liveness and readiness until the
+		// server first serves, for as long as a first init or the first
+		// start after an upgrade may take.
+		WithStartupProbe(corev1ac.Probe().
+			WithExec(corev1ac.ExecAction().WithCommand(p.ReadinessCommand...)).
+			WithPeriodSeconds(startupPeriodSeconds).
+			WithTimeoutSeconds(p.ProbeTimeoutSeconds).
+			WithSuccessThreshold(1).
+			WithFailureThreshold(max(1, p.StartupSeconds/startupPeriodSeconds))).
 		WithReadinessProbe(corev1ac.Probe().
 			WithExec(corev1ac.ExecAction().WithCommand(p.ReadinessCommand...)).
-			WithInitialDelaySeconds(5).
 			WithPeriodSeconds(10).
-			WithTimeoutSeconds(5).
+			WithTimeoutSeconds(p.ProbeTimeoutSeconds).
 			WithSuccessThreshold(1).
 			WithFailureThreshold(3)).
+		// Liveness asks only whether the server still listens: a server
+		// that is busy but alive is not restarted.
 		WithLivenessProbe(corev1ac.Probe().
 			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(p.PortName))).
-			WithInitialDelaySeconds(30).
 			WithPeriodSeconds(10).
 			WithTimeoutSeconds(5).
 			WithSuccessThreshold(1).

@@ -59,8 +59,16 @@ type Runtime struct {
 	DataPath string
 	// ScratchPaths get emptyDir volumes, so the root filesystem can be read-only.
 	ScratchPaths []string
-	// ReadinessCommand runs in the container to tell whether it serves clients.
+	// ReadinessCommand runs in the container to tell whether it serves
+	// clients: it logs in with the credentials and runs a query. The
+	// startup probe runs it too.
 	ReadinessCommand []string
+	// ProbeTimeoutSeconds bounds one run of ReadinessCommand.
+	ProbeTimeoutSeconds int32
+	// StartupSeconds is how long a server may take to first serve: a first
+	// init, or a first start after an upgrade. Liveness is not checked
+	// before, so that it never kills a server in the middle of its init.
+	StartupSeconds int32
 	// URIScheme and URIQuery shape the connection URI in the Secret.
 	URIScheme string
 	URIQuery  string

@@ -28,12 +28,18 @@ var runtime = engine.Runtime{
 		{Name: "MONGO_INITDB_ROOT_PASSWORD", Key: engine.SecretKeyPassword},
 		{Name: "MONGO_INITDB_DATABASE", Key: engine.SecretKeyDatabase},
 	},
-	DataPath:         "/data/db",
-	ScratchPaths:     []string{"/data/configdb", "/tmp"},
-	ReadinessCommand: []string{"mongosh", "--quiet", "--eval", "db.adminCommand('ping').ok"},
-	URIScheme:        "mongodb",
-	URIQuery:         "?authSource=admin",
-	UID:              999,
+	DataPath:     "/data/db",
+	ScratchPaths: []string{"/data/configdb", "/tmp"},
+	// Logs in as the root user. mongosh is a Node.js process that writes its
+	// logs under $HOME, /data/db in the image: HOME=/tmp keeps them off
+	// the data volume.
+	ReadinessCommand: []string{"sh", "-c",
+		`HOME=/tmp exec mongosh --quiet --norc -u "$MONGO_INITDB_ROOT_USERNAME" -p "$MONGO_INITDB_ROOT_PASSWORD" --authenticationDatabase admin --eval 'db.adminCommand({ping: 1}).ok' mongodb://127.0.0.1:27017/admin`},
+	ProbeTimeoutSeconds: 10,
+	StartupSeconds:      600,
+	URIScheme:           "mongodb",
+	URIQuery:            "?authSource=admin",
+	UID:                 999,
 }
 
 // Name implements engine.Engine.

@@ -26,11 +26,17 @@ var runtime = engine.Runtime{
 		{Name: "MYSQL_ROOT_PASSWORD", Key: engine.SecretKeyPassword},
 		{Name: "MYSQL_DATABASE", Key: engine.SecretKeyDatabase},
 	},
-	DataPath:         "/var/lib/mysql",
-	ScratchPaths:     []string{"/var/run/mysqld", "/tmp"},
-	ReadinessCommand: []string{"sh", "-c", `exec mysqladmin ping --silent -h 127.0.0.1 -P 3306 -uroot -p"$MYSQL_ROOT_PASSWORD"`},
-	URIScheme:        "mysql",
-	UID:              999,
+	DataPath:     "/var/lib/mysql",
+	ScratchPaths: []string{"/var/run/mysqld", "/tmp"},
+	// mysqladmin ping succeeds even when the login fails: log in over TCP
+	// and query the database.
+	ReadinessCommand: []string{"sh", "-c",
+		`MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --protocol=TCP -h 127.0.0.1 -P 3306 -uroot --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1'`},
+	ProbeTimeoutSeconds: 5,
+	// The first start after 8.0 to 8.4 upgrades the data dictionary.
+	StartupSeconds: 900,
+	URIScheme:      "mysql",
+	UID:            999,
 }
 
 // Name implements engine.Engine.

@@ -29,12 +29,17 @@ var runtime = engine.Runtime{
 		{Name: "POSTGRES_DB", Key: engine.SecretKeyDatabase},
 	},
 	// A subdirectory, so initdb never meets the volume's lost+found.
-	StaticEnv:        []engine.EnvValue{{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"}},
-	DataPath:         "/var/lib/postgresql/data",
-	ScratchPaths:     []string{"/var/run/postgresql", "/tmp"},
-	ReadinessCommand: []string{"sh", "-c", `exec pg_isready -h 127.0.0.1 -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB"`},
-	URIScheme:        "postgresql",
-	UID:              999,
+	StaticEnv:    []engine.EnvValue{{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"}},
+	DataPath:     "/var/lib/postgresql/data",
+	ScratchPaths: []string{"/var/run/postgresql", "/tmp"},
+	// pg_isready would only say the server accepts connections: log in over
+	// TCP, as clients do, and query the database.
+	ReadinessCommand: []string{"sh", "-c",
+		`PGPASSWORD="$POSTGRES_PASSWORD" PGCONNECT_TIMEOUT=3 exec psql -X -w -h 127.0.0.1 -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB" -tAc 'SELECT 1'`},
+	ProbeTimeoutSeconds: 5,
+	StartupSeconds:      300,
+	URIScheme:           "postgresql",
+	UID:                 999,
 }
 
 // Name implements engine.Engine.
