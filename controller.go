@@ -118,12 +118,14 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	secrets := cfg.KubeInformers.Core().V1().Secrets()
 	claims := cfg.KubeInformers.Core().V1().PersistentVolumeClaims()
 	pods := cfg.KubeInformers.Core().V1().Pods()
+	jobs := cfg.KubeInformers.Batch().V1().Jobs()
 	databases := cfg.DBInformers.Dbcontroller().V1alpha1().Databases()
 
 	c := &Controller{
 		databasesLister: databases.Lister(),
 		cachesSynced: []cache.InformerSynced{databases.Informer().HasSynced, statefulSets.Informer().HasSynced,
-			services.Informer().HasSynced, secrets.Informer().HasSynced, claims.Informer().HasSynced, pods.Informer().HasSynced},
+			services.Informer().HasSynced, secrets.Informer().HasSynced, claims.Informer().HasSynced, pods.Informer().HasSynced,
+			jobs.Informer().HasSynced},
 		workqueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "databases"},
@@ -137,6 +139,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			Secrets:      secrets.Lister(),
 			Claims:       claims.Lister(),
 			Pods:         pods.Lister(),
+			Jobs:         jobs.Lister(),
 			Recorder:     cfg.Recorder,
 			Clock:        cfg.Clock,
 			Random:       cfg.Random,
@@ -168,7 +171,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		},
 		DeleteFunc: c.handleObject,
 	}
-	for _, inf := range []cache.SharedIndexInformer{statefulSets.Informer(), services.Informer(), secrets.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{statefulSets.Informer(), services.Informer(), secrets.Informer(), jobs.Informer()} {
 		if _, err := inf.AddEventHandler(childHandler); err != nil {
 			return nil, err
 		}
@@ -212,14 +215,18 @@ func newRecorder(ctx context.Context, eventsClient, kubeClient kubernetes.Interf
 // databaseChangeNeedsSync filters Database updates. A resync (same
 // resourceVersion) is kept: it is the periodic check for what the filtered
 // informers cannot see. A change of status alone, such as the controller's
-// own status write, is dropped: nothing to converge changed.
+// own status write, is dropped: nothing to converge changed. Except the
+// version the data runs and its featureCompatibilityVersion: the version
+// rules read them, so a change may allow what was refused.
 func databaseChangeNeedsSync(old, new *dbv1alpha1.Database) bool {
 	if old.ResourceVersion == new.ResourceVersion {
 		return true
 	}
 	return old.Generation != new.Generation ||
 		!equality.Semantic.DeepEqual(old.DeletionTimestamp, new.DeletionTimestamp) ||
-		old.UID != new.UID
+		old.UID != new.UID ||
+		old.Status.CurrentVersion != new.Status.CurrentVersion ||
+		old.Status.FeatureCompatibilityVersion != new.Status.FeatureCompatibilityVersion
 }
 
 // Run waits for the caches, starts workers and blocks until ctx is done.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,6 +62,7 @@ type fixture struct {
 	secretLister      []*corev1.Secret
 	claimLister       []*corev1.PersistentVolumeClaim
 	podLister         []*corev1.Pod
+	jobLister         []*batchv1.Job
 
 	// Actions expected on each clientset.
 	kubeactions []core.Action
@@ -198,6 +200,9 @@ func (f *fixture) seed(objs ...runtime.Object) {
 		case *corev1.Pod:
 			f.podLister = append(f.podLister, o)
 			f.kubeobjects = append(f.kubeobjects, o)
+		case *batchv1.Job:
+			f.jobLister = append(f.jobLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
 		case *corev1.Event:
 			// Events are read from the API, never cached.
 			f.kubeobjects = append(f.kubeobjects, o)
@@ -255,6 +260,9 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	}
 	for _, pod := range f.podLister {
 		_ = k8sI.Core().V1().Pods().Informer().GetIndexer().Add(pod)
+	}
+	for _, job := range f.jobLister {
+		_ = k8sI.Batch().V1().Jobs().Informer().GetIndexer().Add(job)
 	}
 	return c, i, k8sI, recorder
 }
@@ -349,6 +357,14 @@ func checkAction(t *testing.T, expected, actual core.Action) {
 		e := expected.(core.GetActionImpl)
 		if a.GetName() != e.GetName() {
 			t.Errorf("get: got %s, want %s", a.GetName(), e.GetName())
+		}
+	case core.DeleteActionImpl:
+		e := expected.(core.DeleteActionImpl)
+		if a.GetName() != e.GetName() {
+			t.Errorf("delete: got %s, want %s", a.GetName(), e.GetName())
+		}
+		if got, want := a.GetDeleteOptions(), e.GetDeleteOptions(); !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("delete %s: options %+v, want %+v", a.GetName(), got, want)
 		}
 	case core.ListActionImpl:
 		e := expected.(core.ListActionImpl)
@@ -922,8 +938,6 @@ func TestRefusedVersionChangesLeaveTheStatefulSetUntouched(t *testing.T) {
 			"PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, dump this Database and restore the dump into a new Database of version 17; or set spec.version back to 16"},
 		{"MongoDB series skip", "mongodb", "6.0", "6.0", "8.0", "SeriesSkipRefused",
 			"mongodb upgrades one release series at a time along 6.0 → 7.0 → 8.0; 6.0 to 8.0 skips or leaves that path, and the data of 6.0 cannot be read by 8.0. Set spec.version to the next series (7.0), wait for Running, then go on; or set spec.version back to 6.0"},
-		{"MongoDB before its featureCompatibilityVersion is set", "mongodb", "7.0", "6.0", "8.0", "FeatureCompatibilityPending",
-			"the data's featureCompatibilityVersion is 6.0, not 7.0, and MongoDB 8.0 will not start on it. The controller sets it to 7.0 once every replica runs 7.0 and is ready (status.featureCompatibilityVersion); until then set spec.version back to 7.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1171,6 +1185,11 @@ func TestDatabaseChangeNeedsSync(t *testing.T) {
 			db.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
 		}, true},
 		{"recreated with the same name", func(db *dbv1alpha1.Database) { db.ResourceVersion = "2"; db.UID = "other" }, true},
+		{"a new current version", func(db *dbv1alpha1.Database) { db.ResourceVersion = "2"; db.Status.CurrentVersion = "17" }, true},
+		{"a new featureCompatibilityVersion", func(db *dbv1alpha1.Database) {
+			db.ResourceVersion = "2"
+			db.Status.FeatureCompatibilityVersion = "7.0"
+		}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1266,7 +1285,25 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 		InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "data-orders-0", Namespace: "default", UID: "claim-uid"},
 		Type:           corev1.EventTypeWarning, Reason: "ProvisioningFailed",
 		Message:       `storageclass.storage.k8s.io "does-not-exist" not found`,
+		Count:         4,
 		LastTimestamp: metav1.NewTime(testNow.Add(-time.Minute)),
+	}
+	// A failure the volume controller retried at once: followed by a Normal
+	// event, or seen only once.
+	transient := func(normalAfter bool) []runtime.Object {
+		failed := provisioningFailed.DeepCopy()
+		failed.Name, failed.Count = "data-orders-0.2", 1
+		failed.Message = `Error saving claim: Operation cannot be fulfilled on persistentvolumeclaims "data-orders-0": the object has been modified`
+		if !normalAfter {
+			return []runtime.Object{failed}
+		}
+		failed.Count = 5
+		waiting := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: "data-orders-0.3", Namespace: "default"},
+			InvolvedObject: failed.InvolvedObject, Type: corev1.EventTypeNormal, Reason: "ExternalProvisioning",
+			Message: "Waiting for a volume to be created", Count: 1, LastTimestamp: metav1.NewTime(testNow),
+		}
+		return []runtime.Object{failed, waiting}
 	}
 	pod := func(db *dbv1alpha1.Database) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", Labels: names.Labels(db)}}
@@ -1295,6 +1332,20 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 		{
 			name:    "a claim waiting for its volume",
 			objects: func(db *dbv1alpha1.Database) []runtime.Object { return []runtime.Object{pending(db)} },
+			list:    true,
+			reason:  "VolumePending",
+			message: "PersistentVolumeClaim data-orders-0 is waiting for its volume",
+		},
+		{
+			name:    "a claim whose provisioning failed once",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object { return append(transient(false), pending(db)) },
+			list:    true,
+			reason:  "VolumePending",
+			message: "PersistentVolumeClaim data-orders-0 is waiting for its volume",
+		},
+		{
+			name:    "a claim whose provisioning failure was followed by progress",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object { return append(transient(true), pending(db)) },
 			list:    true,
 			reason:  "VolumePending",
 			message: "PersistentVolumeClaim data-orders-0 is waiting for its volume",
@@ -1403,4 +1454,96 @@ func TestRefusedGrowthIsNotSentAgain(t *testing.T) {
 	}
 	f.kubeactions = append(f.kubeactions, core.NewPatchAction(claims, "default", "data-orders-0", types.MergePatchType, patch))
 	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+}
+
+// After an upgrade of MongoDB has rolled out with every replica ready, a
+// Job sets the featureCompatibilityVersion to the new series; the status
+// records it, and until then the next series is refused.
+func TestFeatureCompatibilityVersionIsSetAfterAnUpgrade(t *testing.T) {
+	jobsResource := schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	// upgraded is a Database that moved from 6.0 to 7.0: it runs 7.0, its
+	// data is still at featureCompatibilityVersion 6.0.
+	upgraded := func(f *fixture) *dbv1alpha1.Database {
+		db := newDatabase("orders", "mongodb", "7.0", 1)
+		f.converged(db)
+		db.Status.FeatureCompatibilityVersion = "6.0"
+		return db
+	}
+	job := func(t *testing.T, db *dbv1alpha1.Database) *batchv1.Job {
+		j := &batchv1.Job{}
+		if err := builder.Convert(builder.NewFeatureCompatibilityJob(db, profile(t, db), "mongo:7.0", "7.0", 1), j); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	setting := metav1.Condition{Type: "FeatureCompatibility", Status: "False", Reason: "SettingFeatureCompatibilityVersion",
+		Message: "setting featureCompatibilityVersion 7.0 with Job orders-fcv-7-0", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(testNow)}
+
+	t.Run("the Job is made", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := upgraded(f)
+		f.expectCreate(jobsResource, job(t, db))
+		st := db.Status.DeepCopy()
+		st.Conditions = append(st.Conditions, setting)
+		f.expectStatusUpdate(db, *st)
+		f.events = []string{"Normal Created Created Job orders-fcv-7-0"}
+		f.run(ctx, ref(db))
+	})
+
+	t.Run("the Job completed: the status records it", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := upgraded(f)
+		db.Status.Conditions = append(db.Status.Conditions, setting)
+		j := job(t, db)
+		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		f.seed(j)
+		st := db.Status.DeepCopy()
+		st.FeatureCompatibilityVersion = "7.0"
+		st.Conditions = st.Conditions[:2]
+		f.expectStatusUpdate(db, *st)
+		f.run(ctx, ref(db))
+	})
+
+	t.Run("the Job failed: reported, deleted, made again", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := upgraded(f)
+		j := job(t, db)
+		j.UID = "job-uid"
+		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+			Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}
+		f.seed(j)
+		background := metav1.DeletePropagationBackground
+		uid := types.UID("job-uid")
+		f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(jobsResource, "default", "orders-fcv-7-0",
+			metav1.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &uid}}))
+		msg := "Job orders-fcv-7-0 could not set featureCompatibilityVersion 7.0 (BackoffLimitExceeded: Job has reached the specified backoff limit); it is made again. Its pod's log says why: kubectl logs -n default job/orders-fcv-7-0"
+		st := db.Status.DeepCopy()
+		st.Conditions = append(st.Conditions, metav1.Condition{Type: "FeatureCompatibility", Status: "False", Reason: "FeatureCompatibilityVersionFailed",
+			Message: msg, ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(testNow)})
+		f.expectStatusUpdate(db, *st)
+		f.events = []string{"Warning FeatureCompatibilityVersionFailed " + msg}
+		f.run(ctx, ref(db))
+	})
+
+	t.Run("the next series waits for it, and the Job goes on", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := upgraded(f)
+		db.Spec.Version = "8.0"
+		db.Generation = 2
+		f.seed(job(t, db)) // still running
+		msg := "the data's featureCompatibilityVersion is 6.0, not 7.0, and MongoDB 8.0 will not start on it. The controller sets it to 7.0 once every replica runs 7.0 and is ready (status.featureCompatibilityVersion); until then set spec.version back to 7.0"
+		st := wantStatus(db, "Failed", 1, 1, "7.0", "False", "FeatureCompatibilityPending", msg, "False", "FeatureCompatibilityPending", msg)
+		st.FeatureCompatibilityVersion = "6.0"
+		keepTransitionTime(&st, "Progressing")
+		fc := setting
+		fc.ObservedGeneration = 2
+		st.Conditions = append(st.Conditions, fc)
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Warning FeatureCompatibilityPending " + msg}
+		f.run(ctx, ref(db))
+	})
 }

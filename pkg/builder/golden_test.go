@@ -40,22 +40,37 @@ func TestStatefulSetGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "statefulset-"+string(tc.engine)+".golden.yaml")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if string(got) != string(want) {
-				t.Errorf("the rendered StatefulSet differs from %s (run with -update after an intended change):\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
+			compareGolden(t, filepath.Join("testdata", "statefulset-"+string(tc.engine)+".golden.yaml"), got)
 		})
+	}
+}
+
+// TestFeatureCompatibilityJobGolden renders the Job that sets MongoDB's
+// featureCompatibilityVersion after an upgrade.
+func TestFeatureCompatibilityJobGolden(t *testing.T) {
+	db := newDatabase(dbv1alpha1.EngineMongoDB, "7.0")
+	got, err := yaml.Marshal(NewFeatureCompatibilityJob(db, lookup(t, db.Spec.Engine), "mongo:7.0", "7.0", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareGolden(t, filepath.Join("testdata", "job-feature-compatibility.golden.yaml"), got)
+}
+
+func compareGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("the rendered object differs from %s (run with -update after an intended change):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }

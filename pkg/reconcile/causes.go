@@ -46,8 +46,11 @@ func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 	return status.FindCause(in), nil
 }
 
-// provisioningFailure is the message of the newest Warning event on claim,
-// or "" when there is none.
+// provisioningFailure is the message of the Warning event on claim when it
+// is the newest event on it and has been repeated, or "". The volume
+// controller retries a failed provisioning and records each failure again;
+// a failure that is not repeated, or that a Normal event followed, such as
+// a write conflict it retried at once, passes by itself.
 func (r *Reconciler) provisioningFailure(ctx context.Context, claim *corev1.PersistentVolumeClaim) (string, error) {
 	selector := fields.Set{
 		"involvedObject.kind": "PersistentVolumeClaim",
@@ -60,18 +63,26 @@ func (r *Reconciler) provisioningFailure(ctx context.Context, claim *corev1.Pers
 	var newest *corev1.Event
 	for i := range events.Items {
 		e := &events.Items[i]
-		if e.Type != corev1.EventTypeWarning || e.InvolvedObject.Kind != "PersistentVolumeClaim" ||
-			e.InvolvedObject.Name != claim.Name || (e.InvolvedObject.UID != "" && e.InvolvedObject.UID != claim.UID) {
+		if e.InvolvedObject.Kind != "PersistentVolumeClaim" || e.InvolvedObject.Name != claim.Name ||
+			(e.InvolvedObject.UID != "" && e.InvolvedObject.UID != claim.UID) {
 			continue
 		}
 		if newest == nil || eventTime(e).After(eventTime(newest).Time) {
 			newest = e
 		}
 	}
-	if newest == nil {
+	if newest == nil || newest.Type != corev1.EventTypeWarning || repeats(newest) < 2 {
 		return "", nil
 	}
 	return strings.TrimSpace(newest.Message), nil
+}
+
+// repeats is how many times an event was recorded.
+func repeats(e *corev1.Event) int32 {
+	if e.Series != nil && e.Series.Count > e.Count {
+		return e.Series.Count
+	}
+	return e.Count
 }
 
 func eventTime(e *corev1.Event) metav1.Time {

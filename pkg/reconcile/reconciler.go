@@ -7,6 +7,8 @@
 //   - credentials.go: the credentials Secret, made once, never rewritten;
 //   - children.go: the Services and the StatefulSet, created or repaired;
 //   - storage.go: the data volume claims, grown to spec.storage.size;
+//   - feature_compatibility.go: MongoDB's featureCompatibilityVersion,
+//     set by a Job after an upgrade;
 //   - status_writer.go: the status, written only when it changed.
 //
 // Every step returns one outcome: nil, a *status.Problem (a person must
@@ -28,12 +30,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/plan"
@@ -63,6 +67,7 @@ type Config struct {
 	Secrets      corelisters.SecretLister
 	Claims       corelisters.PersistentVolumeClaimLister
 	Pods         corelisters.PodLister
+	Jobs         batchlisters.JobLister
 	// Recorder emits events on Databases.
 	Recorder record.EventRecorder
 	// Clock stamps condition transitions and ages the expectations.
@@ -81,6 +86,7 @@ type Reconciler struct {
 	secrets      corelisters.SecretLister
 	claims       corelisters.PersistentVolumeClaimLister
 	pods         corelisters.PodLister
+	jobs         batchlisters.JobLister
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
 	random       io.Reader
@@ -111,6 +117,7 @@ func New(cfg Config) *Reconciler {
 		secrets:      cfg.Secrets,
 		claims:       cfg.Claims,
 		pods:         cfg.Pods,
+		jobs:         cfg.Jobs,
 		recorder:     cfg.Recorder,
 		clock:        cfg.Clock,
 		random:       cfg.Random,
@@ -134,6 +141,10 @@ type pass struct {
 	// created lists the children this pass created, as "Kind name", for one
 	// event at the end of the pass.
 	created []string
+	// featureCompatibility is the FeatureCompatibility condition to report,
+	// and featureCompatibilitySet a featureCompatibilityVersion just set.
+	featureCompatibility    *metav1.Condition
+	featureCompatibilitySet string
 }
 
 // Sync brings db's children to its spec and writes its status when it
@@ -178,6 +189,12 @@ func (p *pass) run(ctx context.Context) error {
 	p.claims = observed.Claims
 	p.plan = plan.Compute(p.db, observed)
 	if p.plan.Problem != nil {
+		if p.plan.Problem.Reason == engine.ReasonFeatureCompatibilityPending {
+			// The refusal waits for this step: it must go on.
+			if err := p.ensureFeatureCompatibility(ctx); err != nil {
+				return err
+			}
+		}
 		return p.plan.Problem
 	}
 	for _, step := range []func(context.Context) error{
@@ -185,6 +202,7 @@ func (p *pass) run(ctx context.Context) error {
 		p.ensureServices,
 		p.ensureStatefulSet,
 		p.growClaims,
+		p.ensureFeatureCompatibility,
 	} {
 		if err := step(ctx); err != nil {
 			return err

@@ -39,6 +39,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 		Now:         metav1.NewTime(r.clock.Now()),
 
 		NewFeatureCompatibilityVersion: p.plan.NewFeatureCompatibilityVersion,
+		FeatureCompatibilityVersionSet: p.featureCompatibilitySet,
+		FeatureCompatibility:           p.featureCompatibility,
 	})
 	if equality.Semantic.DeepEqual(db.Status, newStatus) {
 		return nil
@@ -68,6 +70,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 	if eol := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionVersionSupported); eol != nil &&
 		meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionVersionSupported) == nil {
 		r.recorder.Event(db, corev1.EventTypeWarning, eol.Reason, eol.Message)
+	}
+	if fc := p.featureCompatibility; fc != nil && fc.Reason == status.ReasonFCVFailed {
+		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionFeatureCompatibility); old == nil || old.Reason != fc.Reason {
+			r.recorder.Event(db, corev1.EventTypeWarning, fc.Reason, fc.Message)
+		}
 	}
 	if newStatus.Phase == dbv1alpha1.PhaseRunning && db.Status.Phase != dbv1alpha1.PhaseRunning && newReady != nil {
 		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonRunning, "%s %s is running: %s", db.Spec.Engine, newStatus.CurrentVersion, newReady.Message)

@@ -28,6 +28,8 @@ const (
 	ReasonConverged           = "Converged"
 	ReasonUnknownVersion      = "UnknownVersion"
 	ReasonEndOfLife           = "EndOfLife"
+	ReasonSettingFCV          = "SettingFeatureCompatibilityVersion"
+	ReasonFCVFailed           = "FeatureCompatibilityVersionFailed"
 	ReasonSupported           = "Supported"
 	ReasonResourceConflict    = "ResourceConflict"
 	ReasonCredentialsMissing  = "CredentialsSecretMissing"
@@ -72,6 +74,12 @@ type Input struct {
 	// new data at spec.version ("" for engines without one). It is recorded
 	// when the Database first reaches its version.
 	NewFeatureCompatibilityVersion string
+	// FeatureCompatibilityVersionSet, when not "", is the
+	// featureCompatibilityVersion the controller has just set on the data.
+	FeatureCompatibilityVersionSet string
+	// FeatureCompatibility, when set, is the FeatureCompatibility condition:
+	// the controller is setting the featureCompatibilityVersion, or failed to.
+	FeatureCompatibility *metav1.Condition
 	// Now stamps conditions whose status changes.
 	Now metav1.Time
 }
@@ -104,6 +112,9 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 			// New data: it has the featureCompatibilityVersion of its version.
 			st.FeatureCompatibilityVersion = in.NewFeatureCompatibilityVersion
 		}
+	}
+	if in.FeatureCompatibilityVersionSet != "" {
+		st.FeatureCompatibilityVersion = in.FeatureCompatibilityVersionSet
 	}
 
 	ready := metav1.Condition{Type: dbv1alpha1.ConditionReady, Status: metav1.ConditionFalse}
@@ -165,6 +176,12 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		// Present only while it is False: a supported version needs no word.
 		meta.RemoveStatusCondition(&st.Conditions, dbv1alpha1.ConditionVersionSupported)
 	}
+	if in.FeatureCompatibility != nil {
+		conditions = append(conditions, *in.FeatureCompatibility)
+	} else {
+		// Present only while the controller sets it, or failed to.
+		meta.RemoveStatusCondition(&st.Conditions, dbv1alpha1.ConditionFeatureCompatibility)
+	}
 	for _, c := range conditions {
 		c.ObservedGeneration = db.Generation
 		c.LastTransitionTime = in.Now
@@ -172,6 +189,12 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	return st
+}
+
+// RolledOut reports whether sts has settled at the desired replica count
+// with every replica ready, on the current revision, running image.
+func RolledOut(sts *appsv1.StatefulSet, desired int32, image string) bool {
+	return isRolledOut(sts, desired, image)
 }
 
 // isRolledOut reports whether sts has settled at the desired replica count

@@ -417,6 +417,15 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	for _, name := range []string{"orders", "inventory", "sessions"} {
 		waitRunning(t, ns, name, converge)
 	}
+	// Stuck Databases cost nothing either: one blocked by a foreign
+	// Service, one whose volume the cluster refuses to grow.
+	kubectlIn(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: blocked\nspec:\n  ports:\n  - port: 80\n", "-n", ns, "create", "-f", "-")
+	createDB(t, ns, dbYAML("blocked", "postgresql", "16", 1, ""))
+	createDB(t, ns, dbYAML("fixed", "mysql", "8.4", 1, "  storage:\n    size: 1Gi\n"))
+	waitRunning(t, ns, "fixed", converge)
+	kubectl(t, "-n", ns, "patch", "db/fixed", "--type=merge", "-p", `{"spec":{"storage":{"size":"3Gi"}}}`)
+	waitCondition(t, ns, "blocked", "Ready", "False", "ResourceConflict", converge)
+	waitCondition(t, ns, "fixed", "Ready", "False", "StorageResizeFailed", converge)
 	// Let the last status writes and events land, then measure.
 	eventually(t, converge, "writes to settle", func() (bool, string) {
 		a := writes(c.metrics())
@@ -429,7 +438,7 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	eventually(t, 3*resync, "a resync of every Database", func() (bool, string) {
 		now := c.metrics()
 		synced := sum(now, "database_controller_reconcile_total") - sum(before, "database_controller_reconcile_total")
-		return synced >= 3, fmt.Sprintf("%v syncs since the baseline", synced)
+		return synced >= 5, fmt.Sprintf("%v syncs since the baseline", synced)
 	})
 	time.Sleep(resync) // a further full period
 	after := c.metrics()

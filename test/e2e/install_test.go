@@ -52,11 +52,13 @@ func TestLeastPrivilege(t *testing.T) {
 		{[]string{"patch", "persistentvolumeclaims", "-n", "default"}, "yes"},
 		{[]string{"watch", "pods", "-n", "default"}, "yes"},
 		{[]string{"list", "events", "-n", "default"}, "yes"},
+		{[]string{"create", "jobs.batch", "-n", "default"}, "yes"},
 		{[]string{"update", "leases.coordination.k8s.io/database-controller", "-n", installNamespace}, "yes"},
 
 		{[]string{"delete", "namespaces"}, "no"},
 		{[]string{"create", "pods", "-n", "default"}, "no"},
 		{[]string{"delete", "pods", "-n", "default"}, "no"},
+		{[]string{"update", "jobs.batch", "-n", "default"}, "no"},
 		{[]string{"create", "pods/exec", "-n", "default"}, "no"},
 		{[]string{"delete", "statefulsets.apps", "-n", "default"}, "no"},
 		{[]string{"delete", "persistentvolumeclaims", "-n", "default"}, "no"},

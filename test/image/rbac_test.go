@@ -51,6 +51,7 @@ var controllerPermissions = map[grant][]string{
 	{Group: "", Resource: "secrets"}:                             verbs("get", "list", "watch", "create"),
 	{Group: "", Resource: "persistentvolumeclaims"}:              verbs("get", "list", "watch", "patch"),
 	{Group: "", Resource: "pods"}:                                verbs("get", "list", "watch"),
+	{Group: "batch", Resource: "jobs"}:                           verbs("get", "list", "watch", "create", "delete"),
 	{Group: "", Resource: "events"}:                              verbs("create", "patch", "list"),
 }
 

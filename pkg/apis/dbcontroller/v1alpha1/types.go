@@ -57,6 +57,10 @@ const (
 	// ConditionVersionSupported is False when the version runs on an image
 	// that no longer gets upstream rebuilds (end of life). The Database still runs.
 	ConditionVersionSupported = "VersionSupported"
+	// ConditionFeatureCompatibility is False while the controller sets a
+	// MongoDB Database's featureCompatibilityVersion after an upgrade, or
+	// when it failed to; it is absent otherwise.
+	ConditionFeatureCompatibility = "FeatureCompatibility"
 )
 
 // +genclient

@@ -1,0 +1,105 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+// ensureFeatureCompatibility sets the featureCompatibilityVersion of an
+// upgraded MongoDB Database to its new series, once the upgrade has rolled
+// out and every replica is ready, with a Job (see
+// builder.NewFeatureCompatibilityJob). Until it is set, the next series is
+// refused. New data needs no Job: it starts at its own series, which the
+// status records. A failed Job is reported, deleted, and made again: the
+// Job controller's own backoff paces the attempts.
+func (p *pass) ensureFeatureCompatibility(ctx context.Context) error {
+	db, e := p.db, p.plan.Engine
+	// The version that runs: spec.version, or while a change of it is
+	// refused (waiting for this very step), the version that ran last.
+	running := db.Spec.Version
+	if p.plan.Problem != nil {
+		running = db.Status.CurrentVersion
+	}
+	want := e.FeatureCompatibilityVersion(running)
+	if want == "" || db.Status.CurrentVersion == "" || db.Status.FeatureCompatibilityVersion == want || p.statefulSet == nil {
+		return nil
+	}
+	replicas := int32(1)
+	if db.Spec.Replicas != nil {
+		replicas = *db.Spec.Replicas
+	}
+	containers := p.statefulSet.Spec.Template.Spec.Containers
+	if replicas == 0 || len(containers) == 0 || !status.RolledOut(p.statefulSet, replicas, containers[0].Image) {
+		return nil // not yet: every replica must run the new series
+	}
+	image := containers[0].Image
+	r := p.r
+	name := builder.FeatureCompatibilityJobName(db, want)
+	key := ChildKey{Kind: "Job", Namespace: db.Namespace, Name: name}
+	setting := &metav1.Condition{Type: dbv1alpha1.ConditionFeatureCompatibility, Status: metav1.ConditionFalse,
+		Reason: status.ReasonSettingFCV, Message: fmt.Sprintf("setting featureCompatibilityVersion %s with Job %s", want, name)}
+
+	job, err := r.jobs.Jobs(db.Namespace).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		if r.expectations.Pending(key) {
+			return &WaitingError{Kind: "Job", Name: name}
+		}
+		if db.Status.FeatureCompatibilityVersion == "" {
+			// A Database from before this controller recorded it: the
+			// Job sets the series that runs, which is what it must be.
+			setting.Message = fmt.Sprintf("featureCompatibilityVersion not known: setting %s with Job %s", want, name)
+		}
+		created, err := r.kube.BatchV1().Jobs(db.Namespace).Create(ctx,
+			jobObject(builder.NewFeatureCompatibilityJob(db, e, image, want, replicas)), createOptions)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Job %s: %w", name, err)
+		}
+		if err == nil {
+			r.expectations.Created(key)
+			p.created = append(p.created, "Job "+created.Name)
+		}
+		p.featureCompatibility = setting
+		return nil
+	case err != nil:
+		return err
+	}
+	r.expectations.Observed(key)
+	if !metav1.IsControlledBy(job, db) {
+		return conflict(db, "Job", name)
+	}
+	finished, succeeded, why := builder.JobFinished(job)
+	switch {
+	case !finished:
+		p.featureCompatibility = setting
+	case succeeded:
+		p.featureCompatibilitySet = want
+	default:
+		p.featureCompatibility = &metav1.Condition{Type: dbv1alpha1.ConditionFeatureCompatibility, Status: metav1.ConditionFalse,
+			Reason: status.ReasonFCVFailed, Message: fmt.Sprintf(
+				"Job %s could not set featureCompatibilityVersion %s (%s); it is made again. Its pod's log says why: kubectl logs -n %s job/%s",
+				name, want, why, db.Namespace, name)}
+		background := metav1.DeletePropagationBackground
+		err := r.kube.BatchV1().Jobs(db.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background,
+			Preconditions: &metav1.Preconditions{UID: &job.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting failed Job %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// jobObject is the Job to create from its apply configuration.
+func jobObject(ac any) *batchv1.Job {
+	job := &batchv1.Job{}
+	_ = builder.Convert(ac, job) // an apply configuration always converts
+	return job
+}
