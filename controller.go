@@ -312,8 +312,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // reconciler, and sorts the outcome once: a problem that needs a person is
 // already in the status and a Warning event, and is not retried until
 // something changes, except one that may clear by itself, which is looked
-// at again on a capped backoff; waiting for the cache ends quietly;
-// anything else is returned, to be retried with rate limiting.
+// at again on a capped backoff, as is a status that may change unseen;
+// waiting for the cache ends quietly; anything else is returned, to be
+// retried with rate limiting.
 func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName) error {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "database", objectRef)
 	ctx = klog.NewContext(ctx, logger)
@@ -330,18 +331,23 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	}
 
 	err = c.reconciler.Sync(ctx, db)
-	var problem *status.Problem
-	if !errors.As(err, &problem) || !problem.Recheck {
+	var (
+		problem *status.Problem
+		recheck *reconcile.RecheckError
+	)
+	if errors.As(err, &recheck) || (errors.As(err, &problem) && problem.Recheck) {
+		c.workqueue.AddAfter(objectRef, c.recheck.When(objectRef))
+	} else {
 		c.recheck.Forget(objectRef)
 	}
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &problem):
+	case recheck != nil:
+		logger.V(4).Info("Looking again soon", "why", recheck.Why)
+		return nil
+	case problem != nil:
 		logger.V(2).Info("Needs a person", "reason", problem.Reason, "message", problem.Message)
-		if problem.Recheck {
-			c.workqueue.AddAfter(objectRef, c.recheck.When(objectRef))
-		}
 		return nil
 	case reconcile.IsWaiting(err):
 		logger.V(4).Info("Waiting", "for", err.Error())

@@ -1395,7 +1395,16 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 			if tt.stuck {
 				f.events = []string{"Warning " + tt.reason + " " + tt.message}
 			}
-			f.run(ctx, ref(db))
+			c := f.run(ctx, ref(db))
+			// A claim's events are watched by no informer: while it waits,
+			// the Database is looked at again soon.
+			wantRechecks := 0
+			if tt.reason == "VolumePending" {
+				wantRechecks = 1
+			}
+			if n := c.recheck.NumRequeues(ref(db)); n != wantRechecks {
+				t.Errorf("rechecks scheduled = %d, want %d", n, wantRechecks)
+			}
 
 			// The same cause with that status stored: no write, no event.
 			f2 := newFixture(t)
@@ -1546,4 +1555,52 @@ func TestFeatureCompatibilityVersionIsSetAfterAnUpgrade(t *testing.T) {
 		f.events = []string{"Warning FeatureCompatibilityPending " + msg}
 		f.run(ctx, ref(db))
 	})
+}
+
+// A pod of an earlier revision that was never scheduled blocks a rolling
+// update for good: it is deleted, so that the StatefulSet makes it again at
+// the current revision. Any other pod is left alone.
+func TestUnscheduledPodOfAnEarlierRevisionIsReplaced(t *testing.T) {
+	podsResource := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	for _, tt := range []struct {
+		name     string
+		revision string
+		node     string
+		deleted  bool
+	}{
+		{"earlier revision, never scheduled", "rev-1", "", true},
+		{"current revision, never scheduled", "rev-2", "", false},
+		{"earlier revision, scheduled", "rev-1", "node-1", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "mysql", "8.4", 1)
+			sts := expectedStatefulSet(t, db)
+			sts.UID = "sts-uid"
+			sts.Generation = 2
+			sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-2"}
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", UID: "pod-uid",
+					Labels: map[string]string{"app.kubernetes.io/name": "mysql", "app.kubernetes.io/instance": "orders",
+						"app.kubernetes.io/managed-by": "database-controller", "controller-revision-hash": tt.revision},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "orders", UID: "sts-uid", Controller: ptr.To(true)}}},
+				Spec: corev1.PodSpec{NodeName: tt.node},
+				Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+					Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient cpu."}}},
+			}
+			f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), pod)
+			if tt.deleted {
+				uid := types.UID("pod-uid")
+				f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
+					metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}))
+				f.events = append(f.events, "Normal Updated Deleted pod orders-0: it was never scheduled and is of an earlier revision")
+			}
+			msg := "pod orders-0 cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu."
+			f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "Unschedulable", "0/1 replicas are ready: "+msg,
+				"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+			f.events = append(f.events, "Warning Unschedulable "+msg)
+			f.run(ctx, ref(db))
+		})
+	}
 }

@@ -21,6 +21,15 @@ func (e *WaitingError) Error() string {
 	return fmt.Sprintf("waiting for the cache to show %s %s, created by this process", e.Kind, e.Name)
 }
 
+// RecheckError says that the status is written, and that what it reports
+// may change where no informer sees it, such as the events on a Pending
+// claim: the Database is to be looked at again on a capped backoff.
+type RecheckError struct {
+	Why string
+}
+
+func (e *RecheckError) Error() string { return "look again: " + e.Why }
+
 // IsWaiting reports whether err is a *WaitingError.
 func IsWaiting(err error) bool {
 	var w *WaitingError

@@ -6,6 +6,8 @@
 // The steps, in order, one file each:
 //   - credentials.go: the credentials Secret, made once, never rewritten;
 //   - children.go: the Services and the StatefulSet, created or repaired;
+//   - pods.go: pods of an earlier revision that were never scheduled,
+//     replaced so that a rolling update can go on;
 //   - storage.go: the data volume claims, grown to spec.storage.size;
 //   - feature_compatibility.go: MongoDB's featureCompatibilityVersion,
 //     set by a Job after an upgrade;
@@ -13,7 +15,8 @@
 //
 // Every step returns one outcome: nil, a *status.Problem (a person must
 // act), a *WaitingError (the informer cache has not caught up with a
-// create), or any other error, which is transient.
+// create), or any other error, which is transient. Sync adds one: a
+// *RecheckError, when the status it wrote may change unseen.
 package reconcile
 
 import (
@@ -145,6 +148,9 @@ type pass struct {
 	// and featureCompatibilitySet a featureCompatibilityVersion just set.
 	featureCompatibility    *metav1.Condition
 	featureCompatibilitySet string
+	// recheck, when set, says why to look again soon although no informer
+	// will say that anything changed.
+	recheck string
 }
 
 // Sync brings db's children to its spec and writes its status when it
@@ -174,6 +180,9 @@ func (r *Reconciler) Sync(ctx context.Context, db *dbv1alpha1.Database) error {
 	if werr := r.writeStatus(ctx, p, problem); werr != nil {
 		return werr
 	}
+	if err == nil && p.recheck != "" {
+		return &RecheckError{Why: p.recheck}
+	}
 	return err
 }
 
@@ -201,6 +210,7 @@ func (p *pass) run(ctx context.Context) error {
 		p.ensureSecret,
 		p.ensureServices,
 		p.ensureStatefulSet,
+		p.replaceUnscheduledPods,
 		p.growClaims,
 		p.ensureFeatureCompatibility,
 	} {

@@ -57,7 +57,8 @@ func TestLeastPrivilege(t *testing.T) {
 
 		{[]string{"delete", "namespaces"}, "no"},
 		{[]string{"create", "pods", "-n", "default"}, "no"},
-		{[]string{"delete", "pods", "-n", "default"}, "no"},
+		{[]string{"delete", "pods", "-n", "default"}, "yes"},
+		{[]string{"patch", "pods", "-n", "default"}, "no"},
 		{[]string{"update", "jobs.batch", "-n", "default"}, "no"},
 		{[]string{"create", "pods/exec", "-n", "default"}, "no"},
 		{[]string{"delete", "statefulsets.apps", "-n", "default"}, "no"},

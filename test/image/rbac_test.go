@@ -50,7 +50,7 @@ var controllerPermissions = map[grant][]string{
 	{Group: "", Resource: "services"}:                            verbs("get", "list", "watch", "create", "patch"),
 	{Group: "", Resource: "secrets"}:                             verbs("get", "list", "watch", "create"),
 	{Group: "", Resource: "persistentvolumeclaims"}:              verbs("get", "list", "watch", "patch"),
-	{Group: "", Resource: "pods"}:                                verbs("get", "list", "watch"),
+	{Group: "", Resource: "pods"}:                                verbs("get", "list", "watch", "delete"),
 	{Group: "batch", Resource: "jobs"}:                           verbs("get", "list", "watch", "create", "delete"),
 	{Group: "", Resource: "events"}:                              verbs("create", "patch", "list"),
 }
@@ -147,16 +147,17 @@ func TestRBACSecretsAreCreateOnly(t *testing.T) {
 	}
 }
 
-// Pods are read, to say why a replica is not ready, and never written,
-// exec'd into or deleted: the StatefulSet controller manages them.
-func TestRBACPodsAreReadOnly(t *testing.T) {
+// Pods are read, to say why a replica is not ready, and deleted only when
+// they never ran (see pkg/reconcile/pods.go); never created, changed or
+// exec'd into: the StatefulSet controller manages them.
+func TestRBACPodsAreReadAndDeletedOnly(t *testing.T) {
 	for _, r := range allRoles(t) {
 		for g, vs := range permissions(r.rules) {
 			if g.Resource != "pods" && !strings.HasPrefix(g.Resource, "pods/") {
 				continue
 			}
-			if g.Group != "" || g.Resource != "pods" || !slices.Equal(vs, verbs("get", "list", "watch")) {
-				t.Errorf("%s grants %v on %s in group %q: the controller only reads pods", r.obj, vs, g.Resource, g.Group)
+			if g.Group != "" || g.Resource != "pods" || !slices.Equal(vs, verbs("get", "list", "watch", "delete")) {
+				t.Errorf("%s grants %v on %s in group %q: the controller only reads pods and deletes some", r.obj, vs, g.Resource, g.Group)
 			}
 		}
 	}
