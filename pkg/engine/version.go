@@ -7,6 +7,28 @@ import (
 	"strings"
 )
 
+// Base is what every engine has, data only: its catalog and its runtime
+// contract. An engine embeds it and adds its rules.
+type Base struct {
+	Catalog Catalog
+	// Contract is how the server runs in a pod (Runtime returns it).
+	Contract Runtime
+}
+
+// Name is the engine's name in spec.engine.
+func (b *Base) Name() string { return b.Catalog.Engine }
+
+// Runtime returns the contract; it is shared, read only.
+func (b *Base) Runtime() *Runtime { return &b.Contract }
+
+// Versions lists the catalog, oldest first.
+func (b *Base) Versions() []string { return slices.Clone(b.Catalog.Versions) }
+
+// Image returns the image of version, or override.
+func (b *Base) Image(version, override string) (string, error) {
+	return b.Catalog.Image(version, override)
+}
+
 // Catalog is the versions an engine knows how to run, and where their
 // official images are.
 type Catalog struct {

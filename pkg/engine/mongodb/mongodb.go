@@ -4,7 +4,6 @@ package mongodb
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/dbcontroller/database-controller/pkg/engine"
 )
@@ -12,48 +11,41 @@ import (
 // Name is the engine's name in spec.engine.
 const Name = "mongodb"
 
-// Engine is MongoDB.
-type Engine struct{}
-
-var _ engine.Engine = Engine{}
-
-var catalog = engine.Catalog{Engine: Name, Repository: "mongo", Versions: []string{"6.0", "7.0", "8.0"}}
-
-var runtime = engine.Runtime{
-	Port:     27017,
-	PortName: "mongodb",
-	Username: "root",
-	SecretEnv: []engine.EnvFromSecret{
-		{Name: "MONGO_INITDB_ROOT_USERNAME", Key: engine.SecretKeyUsername},
-		{Name: "MONGO_INITDB_ROOT_PASSWORD", Key: engine.SecretKeyPassword},
-		{Name: "MONGO_INITDB_DATABASE", Key: engine.SecretKeyDatabase},
-	},
-	DataPath:     "/data/db",
-	ScratchPaths: []string{"/data/configdb", "/tmp"},
-	// Logs in as the root user. mongosh is a Node.js process that writes its
-	// logs under $HOME, /data/db in the image: HOME=/tmp keeps them off
-	// the data volume.
-	ReadinessCommand: []string{"sh", "-c",
-		`HOME=/tmp exec mongosh --quiet --norc -u "$MONGO_INITDB_ROOT_USERNAME" -p "$MONGO_INITDB_ROOT_PASSWORD" --authenticationDatabase admin --eval 'db.adminCommand({ping: 1}).ok' mongodb://127.0.0.1:27017/admin`},
-	ProbeTimeoutSeconds: 10,
-	StartupSeconds:      600,
-	URIScheme:           "mongodb",
-	URIQuery:            "?authSource=admin",
-	UID:                 999,
+// Engine is MongoDB: its catalog and runtime contract (data, in
+// engine.Base), and its rules.
+type Engine struct {
+	*engine.Base
 }
 
-// Name implements engine.Engine.
-func (Engine) Name() string { return Name }
+var _ engine.Engine = New()
 
-// Runtime implements engine.Engine.
-func (Engine) Runtime() *engine.Runtime { return &runtime }
+// New returns the engine.
+func New() Engine { return Engine{Base: &base} }
 
-// Versions implements engine.Engine.
-func (Engine) Versions() []string { return slices.Clone(catalog.Versions) }
-
-// Image implements engine.Engine.
-func (Engine) Image(version, override string) (string, error) {
-	return catalog.Image(version, override)
+var base = engine.Base{
+	Catalog: engine.Catalog{Engine: Name, Repository: "mongo", Versions: []string{"6.0", "7.0", "8.0"}},
+	Contract: engine.Runtime{
+		Port:     27017,
+		PortName: "mongodb",
+		Username: "root",
+		SecretEnv: []engine.EnvFromSecret{
+			{Name: "MONGO_INITDB_ROOT_USERNAME", Key: engine.SecretKeyUsername},
+			{Name: "MONGO_INITDB_ROOT_PASSWORD", Key: engine.SecretKeyPassword},
+			{Name: "MONGO_INITDB_DATABASE", Key: engine.SecretKeyDatabase},
+		},
+		DataPath:     "/data/db",
+		ScratchPaths: []string{"/data/configdb", "/tmp"},
+		// Logs in as the root user. mongosh is a Node.js process that writes its
+		// logs under $HOME, /data/db in the image: HOME=/tmp keeps them off
+		// the data volume.
+		ReadinessCommand: []string{"sh", "-c",
+			`HOME=/tmp exec mongosh --quiet --norc -u "$MONGO_INITDB_ROOT_USERNAME" -p "$MONGO_INITDB_ROOT_PASSWORD" --authenticationDatabase admin --eval 'db.adminCommand({ping: 1}).ok' mongodb://127.0.0.1:27017/admin`},
+		ProbeTimeoutSeconds: 10,
+		StartupSeconds:      600,
+		URIScheme:           "mongodb",
+		URIQuery:            "?authSource=admin",
+		UID:                 999,
+	},
 }
 
 // CheckVersionChange allows an upgrade to the next release series only
@@ -61,7 +53,7 @@ func (Engine) Image(version, override string) (string, error) {
 // is the running series: MongoDB refuses to start on data whose
 // featureCompatibilityVersion is two series behind.
 func (Engine) CheckVersionChange(from engine.Running, desired string) error {
-	if err := engine.RefuseSeriesSkip(Name, catalog.Versions, 2, from.Version, desired); err != nil {
+	if err := engine.RefuseSeriesSkip(Name, base.Catalog.Versions, 2, from.Version, desired); err != nil {
 		return err
 	}
 	have, want := engine.Series(from.Version, 2), engine.Series(desired, 2)

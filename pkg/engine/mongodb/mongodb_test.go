@@ -21,7 +21,7 @@ func TestCheckVersionChange(t *testing.T) {
 		{"6.0", "6.0", "8.0", engine.ReasonSeriesSkipRefused},
 		{"8.0", "8.0", "7.0", engine.ReasonDowngradeRefused},
 	} {
-		err := Engine{}.CheckVersionChange(engine.Running{Version: tt.running, FeatureCompatibilityVersion: tt.fcv}, tt.desired)
+		err := New().CheckVersionChange(engine.Running{Version: tt.running, FeatureCompatibilityVersion: tt.fcv}, tt.desired)
 		got := ""
 		if err != nil {
 			got = err.(*engine.VersionChangeError).Reason
@@ -30,14 +30,14 @@ func TestCheckVersionChange(t *testing.T) {
 			t.Errorf("CheckVersionChange(%q fcv %q, %q) = %v, want reason %q", tt.running, tt.fcv, tt.desired, err, tt.want)
 		}
 	}
-	err := Engine{}.CheckVersionChange(engine.Running{Version: "7.0", FeatureCompatibilityVersion: "6.0"}, "8.0")
+	err := New().CheckVersionChange(engine.Running{Version: "7.0", FeatureCompatibilityVersion: "6.0"}, "8.0")
 	if !strings.Contains(err.Error(), "featureCompatibilityVersion is 6.0, not 7.0") {
 		t.Errorf("message = %s", err)
 	}
 }
 
 func TestFeatureCompatibilityVersion(t *testing.T) {
-	if got := (Engine{}).FeatureCompatibilityVersion("7.0.4"); got != "7.0" {
+	if got := New().FeatureCompatibilityVersion("7.0.4"); got != "7.0" {
 		t.Fatalf("FeatureCompatibilityVersion = %q, want 7.0", got)
 	}
 }

@@ -3,61 +3,52 @@
 package mysql
 
 import (
-	"slices"
-
 	"github.com/dbcontroller/database-controller/pkg/engine"
 )
 
 // Name is the engine's name in spec.engine.
 const Name = "mysql"
 
-// Engine is MySQL.
-type Engine struct{}
-
-var _ engine.Engine = Engine{}
-
-var catalog = engine.Catalog{Engine: Name, Repository: "mysql", Versions: []string{"8.0", "8.4"}}
-
-var runtime = engine.Runtime{
-	Port:     3306,
-	PortName: "mysql",
-	Username: "root",
-	SecretEnv: []engine.EnvFromSecret{
-		{Name: "MYSQL_ROOT_PASSWORD", Key: engine.SecretKeyPassword},
-		{Name: "MYSQL_DATABASE", Key: engine.SecretKeyDatabase},
-	},
-	DataPath:     "/var/lib/mysql",
-	ScratchPaths: []string{"/var/run/mysqld", "/tmp"},
-	// mysqladmin ping succeeds even when the login fails: log in over TCP
-	// and query the database.
-	ReadinessCommand: []string{"sh", "-c",
-		`MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --protocol=TCP -h 127.0.0.1 -P 3306 -uroot --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1'`},
-	ProbeTimeoutSeconds: 5,
-	// The first start after 8.0 to 8.4 upgrades the data dictionary.
-	StartupSeconds: 900,
-	URIScheme:      "mysql",
-	UID:            999,
+// Engine is MySQL: its catalog and runtime contract (data, in
+// engine.Base), and its rules.
+type Engine struct {
+	*engine.Base
 }
 
-// Name implements engine.Engine.
-func (Engine) Name() string { return Name }
+var _ engine.Engine = New()
 
-// Runtime implements engine.Engine.
-func (Engine) Runtime() *engine.Runtime { return &runtime }
+// New returns the engine.
+func New() Engine { return Engine{Base: &base} }
 
-// Versions implements engine.Engine.
-func (Engine) Versions() []string { return slices.Clone(catalog.Versions) }
-
-// Image implements engine.Engine.
-func (Engine) Image(version, override string) (string, error) {
-	return catalog.Image(version, override)
+var base = engine.Base{
+	Catalog: engine.Catalog{Engine: Name, Repository: "mysql", Versions: []string{"8.0", "8.4"}},
+	Contract: engine.Runtime{
+		Port:     3306,
+		PortName: "mysql",
+		Username: "root",
+		SecretEnv: []engine.EnvFromSecret{
+			{Name: "MYSQL_ROOT_PASSWORD", Key: engine.SecretKeyPassword},
+			{Name: "MYSQL_DATABASE", Key: engine.SecretKeyDatabase},
+		},
+		DataPath:     "/var/lib/mysql",
+		ScratchPaths: []string{"/var/run/mysqld", "/tmp"},
+		// mysqladmin ping succeeds even when the login fails: log in over TCP
+		// and query the database.
+		ReadinessCommand: []string{"sh", "-c",
+			`MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --protocol=TCP -h 127.0.0.1 -P 3306 -uroot --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1'`},
+		ProbeTimeoutSeconds: 5,
+		// The first start after 8.0 to 8.4 upgrades the data dictionary.
+		StartupSeconds: 900,
+		URIScheme:      "mysql",
+		UID:            999,
+	},
 }
 
 // CheckVersionChange allows an upgrade to the next release series (8.0 to
 // 8.4: the server upgrades its data dictionary in place at its first start)
 // and refuses a downgrade or a skip.
 func (Engine) CheckVersionChange(from engine.Running, desired string) error {
-	return engine.RefuseSeriesSkip(Name, catalog.Versions, 2, from.Version, desired)
+	return engine.RefuseSeriesSkip(Name, base.Catalog.Versions, 2, from.Version, desired)
 }
 
 // FeatureCompatibilityVersion implements engine.Engine.

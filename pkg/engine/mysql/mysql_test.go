@@ -18,7 +18,7 @@ func TestCheckVersionChange(t *testing.T) {
 		{"8.4", "9.1", engine.ReasonSeriesSkipRefused}, // beyond the known path
 		{"5.7", "8.4", engine.ReasonSeriesSkipRefused},
 	} {
-		err := Engine{}.CheckVersionChange(engine.Running{Version: tt.running}, tt.desired)
+		err := New().CheckVersionChange(engine.Running{Version: tt.running}, tt.desired)
 		got := ""
 		if err != nil {
 			got = err.(*engine.VersionChangeError).Reason

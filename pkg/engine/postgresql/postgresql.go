@@ -4,7 +4,6 @@ package postgresql
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/dbcontroller/database-controller/pkg/engine"
 )
@@ -12,48 +11,41 @@ import (
 // Name is the engine's name in spec.engine.
 const Name = "postgresql"
 
-// Engine is PostgreSQL.
-type Engine struct{}
-
-var _ engine.Engine = Engine{}
-
-var catalog = engine.Catalog{Engine: Name, Repository: "postgres", Versions: []string{"14", "15", "16", "17", "18"}}
-
-var runtime = engine.Runtime{
-	Port:     5432,
-	PortName: "postgresql",
-	Username: "postgres",
-	SecretEnv: []engine.EnvFromSecret{
-		{Name: "POSTGRES_USER", Key: engine.SecretKeyUsername},
-		{Name: "POSTGRES_PASSWORD", Key: engine.SecretKeyPassword},
-		{Name: "POSTGRES_DB", Key: engine.SecretKeyDatabase},
-	},
-	// A subdirectory, so initdb never meets the volume's lost+found.
-	StaticEnv:    []engine.EnvValue{{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"}},
-	DataPath:     "/var/lib/postgresql/data",
-	ScratchPaths: []string{"/var/run/postgresql", "/tmp"},
-	// pg_isready would only say the server accepts connections: log in over
-	// TCP, as clients do, and query the database.
-	ReadinessCommand: []string{"sh", "-c",
-		`PGPASSWORD="$POSTGRES_PASSWORD" PGCONNECT_TIMEOUT=3 exec psql -X -w -h 127.0.0.1 -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB" -tAc 'SELECT 1'`},
-	ProbeTimeoutSeconds: 5,
-	StartupSeconds:      300,
-	URIScheme:           "postgresql",
-	UID:                 999,
+// Engine is PostgreSQL: its catalog and runtime contract (data, in
+// engine.Base), and its rules.
+type Engine struct {
+	*engine.Base
 }
 
-// Name implements engine.Engine.
-func (Engine) Name() string { return Name }
+var _ engine.Engine = New()
 
-// Runtime implements engine.Engine.
-func (Engine) Runtime() *engine.Runtime { return &runtime }
+// New returns the engine.
+func New() Engine { return Engine{Base: &base} }
 
-// Versions implements engine.Engine.
-func (Engine) Versions() []string { return slices.Clone(catalog.Versions) }
-
-// Image implements engine.Engine.
-func (Engine) Image(version, override string) (string, error) {
-	return catalog.Image(version, override)
+var base = engine.Base{
+	Catalog: engine.Catalog{Engine: Name, Repository: "postgres", Versions: []string{"14", "15", "16", "17", "18"}},
+	Contract: engine.Runtime{
+		Port:     5432,
+		PortName: "postgresql",
+		Username: "postgres",
+		SecretEnv: []engine.EnvFromSecret{
+			{Name: "POSTGRES_USER", Key: engine.SecretKeyUsername},
+			{Name: "POSTGRES_PASSWORD", Key: engine.SecretKeyPassword},
+			{Name: "POSTGRES_DB", Key: engine.SecretKeyDatabase},
+		},
+		// A subdirectory, so initdb never meets the volume's lost+found.
+		StaticEnv:    []engine.EnvValue{{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"}},
+		DataPath:     "/var/lib/postgresql/data",
+		ScratchPaths: []string{"/var/run/postgresql", "/tmp"},
+		// pg_isready would only say the server accepts connections: log in over
+		// TCP, as clients do, and query the database.
+		ReadinessCommand: []string{"sh", "-c",
+			`PGPASSWORD="$POSTGRES_PASSWORD" PGCONNECT_TIMEOUT=3 exec psql -X -w -h 127.0.0.1 -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB" -tAc 'SELECT 1'`},
+		ProbeTimeoutSeconds: 5,
+		StartupSeconds:      300,
+		URIScheme:           "postgresql",
+		UID:                 999,
+	},
 }
 
 // CheckVersionChange refuses a lower major version, and a higher one: a

@@ -22,7 +22,7 @@ func TestCheckVersionChange(t *testing.T) {
 		{"16", "bogus", ""},                            // malformed: the schema rejects it first
 		{"19", "20", engine.ReasonMajorUpgradeRefused}, // an override outside the catalog follows the same rule
 	} {
-		err := Engine{}.CheckVersionChange(engine.Running{Version: tt.running}, tt.desired)
+		err := New().CheckVersionChange(engine.Running{Version: tt.running}, tt.desired)
 		got := ""
 		if err != nil {
 			got = err.(*engine.VersionChangeError).Reason
@@ -31,7 +31,7 @@ func TestCheckVersionChange(t *testing.T) {
 			t.Errorf("CheckVersionChange(%q, %q) = %v, want reason %q", tt.running, tt.desired, err, tt.want)
 		}
 	}
-	err := Engine{}.CheckVersionChange(engine.Running{Version: "16"}, "17")
+	err := New().CheckVersionChange(engine.Running{Version: "16"}, "17")
 	want := "MajorUpgradeRefused: PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, dump this Database and restore the dump into a new Database of version 17; or set spec.version back to 16"
 	if err.Error() != want {
 		t.Errorf("message:\n got %s\nwant %s", err, want)
@@ -39,7 +39,7 @@ func TestCheckVersionChange(t *testing.T) {
 }
 
 func TestFeatureCompatibilityVersion(t *testing.T) {
-	if got := (Engine{}).FeatureCompatibilityVersion("16"); got != "" {
+	if got := New().FeatureCompatibilityVersion("16"); got != "" {
 		t.Fatalf("FeatureCompatibilityVersion = %q, want none", got)
 	}
 }

@@ -11,9 +11,9 @@ import (
 )
 
 var engines = map[string]engine.Engine{
-	postgresql.Name: postgresql.Engine{},
-	mysql.Name:      mysql.Engine{},
-	mongodb.Name:    mongodb.Engine{},
+	postgresql.Name: postgresql.New(),
+	mysql.Name:      mysql.New(),
+	mongodb.Name:    mongodb.New(),
 }
 
 // Lookup returns the engine named name.
