@@ -1363,6 +1363,18 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 			stuck:   true,
 		},
 		{
+			name: "a container that runs and has not been ready for too long",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object {
+				p := pod(db)
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "postgresql",
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-21 * time.Minute))}}}}
+				return []runtime.Object{p}
+			},
+			reason:  "ContainerNotReady",
+			message: "container postgresql of pod orders-0 has run for more than 20m0s without passing its readiness probe (kubectl describe pod orders-0 shows what the probe said)",
+			stuck:   true,
+		},
+		{
 			name: "a crash-looping container",
 			objects: func(db *dbv1alpha1.Database) []runtime.Object {
 				p := pod(db)
@@ -1602,5 +1614,26 @@ func TestUnscheduledPodOfAnEarlierRevisionIsReplaced(t *testing.T) {
 			f.events = append(f.events, "Warning Unschedulable "+msg)
 			f.run(ctx, ref(db))
 		})
+	}
+}
+
+// A container that runs and is not ready yet is not a cause, but becomes
+// one with time alone: the Database is looked at again soon.
+func TestStartingContainerIsRechecked(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	sts := expectedStatefulSet(t, db)
+	sts.Generation = 1
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", Labels: names.Labels(db)},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql",
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-time.Minute))}}}}}}
+	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), pod)
+	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	c := f.run(ctx, ref(db))
+	if n := c.recheck.NumRequeues(ref(db)); n != 1 {
+		t.Fatalf("rechecks scheduled = %d, want 1", n)
 	}
 }

@@ -43,7 +43,14 @@ func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 		return nil, err
 	}
 	in.Pods = pods
-	return status.FindCause(in), nil
+	in.Now = p.r.clock.Now()
+	cause := status.FindCause(in)
+	if cause == nil && status.StartingContainers(pods) {
+		// A container that runs and is not ready becomes a cause with time
+		// alone, which no informer reports.
+		p.recheck = "a container is running and not ready yet"
+	}
+	return cause, nil
 }
 
 // provisioningFailure is the message of the Warning event on claim when it

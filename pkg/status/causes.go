@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -16,7 +17,14 @@ const (
 	ReasonImagePullFailed      = "ImagePullFailed"
 	ReasonCrashLooping         = "CrashLooping"
 	ReasonContainerCannotStart = "ContainerCannotStart"
+	ReasonContainerNotReady    = "ContainerNotReady"
 )
+
+// NotReadyAfter is how long a container may run without passing its
+// readiness probe before that is a cause of its own. The startup probe
+// allows up to 15 minutes for a first start, and holds readiness back
+// until then; this counts from the container's start.
+const NotReadyAfter = 20 * time.Minute
 
 // Cause is the first thing that keeps a Database's replicas from being
 // ready, in words a person can act on.
@@ -38,6 +46,8 @@ type CauseInput struct {
 	ProvisioningFailures map[string]string
 	// Pods are the Database's pods.
 	Pods []*corev1.Pod
+	// Now is the time to judge how long a container has not been ready.
+	Now time.Time
 }
 
 var (
@@ -63,14 +73,14 @@ func FindCause(in CauseInput) *Cause {
 	}
 	pods := slices.SortedFunc(slices.Values(in.Pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range pods {
-		if c := podCause(p); c != nil {
+		if c := podCause(p, in.Now); c != nil {
 			return c
 		}
 	}
 	return nil
 }
 
-func podCause(p *corev1.Pod) *Cause {
+func podCause(p *corev1.Pod, now time.Time) *Cause {
 	for _, c := range p.Status.Conditions {
 		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
 			continue
@@ -101,7 +111,27 @@ func podCause(p *corev1.Pod) *Cause {
 				Message: fmt.Sprintf("container %s of pod %s cannot start: %s", cs.Name, p.Name, orReason(w.Message, w.Reason))}
 		}
 	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if r := cs.State.Running; r != nil && !cs.Ready && !r.StartedAt.IsZero() && now.Sub(r.StartedAt.Time) > NotReadyAfter {
+			return &Cause{Reason: ReasonContainerNotReady, Stuck: true, Message: fmt.Sprintf(
+				"container %s of pod %s has run for more than %s without passing its readiness probe (kubectl describe pod %s shows what the probe said)",
+				cs.Name, p.Name, NotReadyAfter, p.Name)}
+		}
+	}
 	return nil
+}
+
+// StartingContainers reports whether a pod has a container that runs and
+// is not ready yet: it may become a cause with time alone.
+func StartingContainers(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil && !cs.Ready {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lastExit describes how a container last ended: "OOMKilled (exit code 137)".

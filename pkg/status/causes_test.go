@@ -3,6 +3,7 @@ package status
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,18 @@ func TestFindCause(t *testing.T) {
 				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 				Message: "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."}}}}}},
 			want: &Cause{Reason: ReasonVolumePending, Message: "pod x-0 waits for its volume: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."},
+		},
+		{
+			name: "a container running without passing readiness for too long",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "mysql", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-NotReadyAfter - time.Second))}}}}}}}},
+			want: &Cause{Reason: ReasonContainerNotReady, Stuck: true,
+				Message: "container mysql of pod x-0 has run for more than 20m0s without passing its readiness probe (kubectl describe pod x-0 shows what the probe said)"},
+		},
+		{
+			name: "a container starting is not a cause yet",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "mysql", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-NotReadyAfter))}}}}}}}},
 		},
 		{
 			name: "a container creating is not a cause",
