@@ -16,7 +16,8 @@ import (
 // cause finds why the Database's replicas are not ready, from the pods and
 // claims in the caches. A claim that is Pending is the one case that reads
 // the API: its provisioning failure is only in the Warning events the
-// volume controller records on it.
+// volume controller records on it. When what it finds may change unseen,
+// it asks for a recheck.
 func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 	db := p.db
 	if p.statefulSet == nil {
@@ -45,9 +46,14 @@ func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 	in.Pods = pods
 	in.Now = p.r.clock.Now()
 	cause := status.FindCause(in)
-	if cause == nil && status.StartingContainers(pods) {
+	switch {
+	case cause != nil && cause.Reason == status.ReasonVolumePending:
+		// Whether its provisioning fails is in the claim's events, which no
+		// informer watches: look again soon.
+		p.recheck = cause.Message
+	case cause == nil && status.StartingContainers(pods):
 		// A container that runs and is not ready becomes a cause with time
-		// alone, which no informer reports.
+		// alone, which no informer reports either.
 		p.recheck = "a container is running and not ready yet"
 	}
 	return cause, nil

@@ -155,8 +155,8 @@ type pass struct {
 
 // Sync brings db's children to its spec and writes its status when it
 // changed. It reads only from the listers, except where a step says so.
-// It returns nil, a *status.Problem once the status reports it, a
-// *WaitingError, or a transient error.
+// It returns nil, a *status.Problem or a *RecheckError once the status is
+// written, a *WaitingError, or a transient error.
 func (r *Reconciler) Sync(ctx context.Context, db *dbv1alpha1.Database) error {
 	if db.DeletionTimestamp != nil {
 		// Being deleted: the garbage collector removes the children through
@@ -187,8 +187,9 @@ func (r *Reconciler) Sync(ctx context.Context, db *dbv1alpha1.Database) error {
 }
 
 // run plans, then converges the children in dependency order: the Secret
-// the pods read, the Services, the StatefulSet, then its claims. It stops
-// at the first step that does not succeed, touching nothing after it.
+// the pods read, the Services, the StatefulSet and its pods, its claims,
+// then what follows a rollout. It stops at the first step that does not
+// succeed, touching nothing after it.
 func (p *pass) run(ctx context.Context) error {
 	observed, err := p.observe()
 	if err != nil {

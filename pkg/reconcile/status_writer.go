@@ -27,11 +27,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 		if cause, err = p.cause(ctx); err != nil {
 			return err
 		}
-		if cause != nil && cause.Reason == status.ReasonVolumePending {
-			// Whether its provisioning fails is in the claim's events,
-			// which no informer watches.
-			p.recheck = cause.Message
-		}
 	}
 	newStatus := status.Compute(status.Input{
 		Cause:       cause,
