@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Builds the local control plane from the Go module proxy into _output/bin:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and
-# kwok, plus kwok's stage files (kwok-stage/), which local-up.sh reads. Each
-# group carries a stamp of the pinned versions and of the Go toolchain, and
-# is rebuilt only when that stamp changes.
+# kwok, plus kwok's stage files (kwok-stage/), which local-up.sh reads. The
+# kubelet and kube-proxy of the optional real node come out of the same go
+# build as the control plane. Each group carries a stamp of the pinned
+# versions and of the Go toolchain, and is rebuilt only when that stamp
+# changes.
 #
-# Usage: hack/tools/build.sh [GROUP...]   (groups: etcd kube kwok kwok-stage;
-# the default is all of them)
+# The rest of the real node (LOCAL_REAL_NODE=1 in hack/local-up.sh) is in
+# groups of its own, built only when asked for (`node`, or `make node`):
+#   containerd   containerd, containerd-shim-runc-v2 and ctr (containerd v2)
+#   pause        the pause binary, compiled from the Kubernetes module's C source
+#   coredns      CoreDNS with the kubernetes plugin (hack/tools/coredns)
+#   node-tools   ociarchive and netnsproxy (hack/tools/node)
+#   images       the node's images, built by hack/images/build.sh into _output/images
+#
+# Usage: hack/tools/build.sh [GROUP...]   (groups: etcd kube kwok kwok-stage,
+# containerd pause coredns node-tools images, and `node` for the last five;
+# the default is the control plane: etcd kube kwok kwok-stage)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -14,6 +25,7 @@ TOOLS="$ROOT/hack/tools"
 BIN="${BIN_DIR:-$ROOT/_output/bin}"
 KUBE_VERSION=v1.37.1
 KWOK_VERSION=v0.8.0
+CONTAINERD_VERSION=v2.4.2
 mkdir -p "$BIN"
 
 log() { printf '[build-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -31,16 +43,20 @@ up_to_date() {
   for b in "$@"; do [[ -x "$BIN/$b" ]] || return 1; done
 }
 
-GROUPS_WANTED=("$@")
+GROUPS_WANTED=()
+for g in "$@"; do
+  case "$g" in
+    etcd|kube|kwok|kwok-stage|containerd|pause|coredns|node-tools|images) GROUPS_WANTED+=("$g") ;;
+    node) GROUPS_WANTED+=(containerd pause coredns node-tools images) ;;
+    *) echo "build-tools: unknown group '$g' (etcd kube kwok kwok-stage containerd pause coredns node-tools images node)" >&2; exit 2 ;;
+  esac
+done
+((${#GROUPS_WANTED[@]} > 0)) || GROUPS_WANTED=(etcd kube kwok kwok-stage)
 wanted() {
-  [[ ${#GROUPS_WANTED[@]} -eq 0 ]] && return 0
   local g
   for g in "${GROUPS_WANTED[@]}"; do [[ "$g" == "$1" ]] && return 0; done
   return 1
 }
-for g in "${GROUPS_WANTED[@]}"; do
-  case "$g" in etcd|kube|kwok|kwok-stage) ;; *) echo "build-tools: unknown group '$g' (etcd kube kwok kwok-stage)" >&2; exit 2 ;; esac
-done
 
 # build_group NAME STAMP COMMAND OUTPUT... runs COMMAND unless every OUTPUT
 # (a binary, or a directory) in $BIN is there with the same stamp.
@@ -63,7 +79,8 @@ build_group() {
 build_group etcd "$(stamp_of "$TOOLS/etcd/go.mod" "$TOOLS/etcd/go.sum" "$TOOLS/etcd/main.go")" \
   '(cd "$TOOLS/etcd" && go build -ldflags "-s -w" -o "$BIN/etcd" .)' etcd
 
-# Kubernetes: one go build for all four commands, so they share compiled packages.
+# Kubernetes: one go build for the control plane and the real node's kubelet
+# and kube-proxy, so they share compiled packages.
 kube_ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kube_ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=37 -X $pkg.gitTreeState=clean"
@@ -71,8 +88,9 @@ done
 build_group kube "$(stamp_of "$TOOLS/kube/go.mod" "$TOOLS/kube/go.sum" <(echo "$kube_ldflags"))" \
   '(cd "$TOOLS/kube" && go build -ldflags "$kube_ldflags" -o "$BIN/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)' \
-  kube-apiserver kube-controller-manager kube-scheduler kubectl
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+      k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)' \
+  kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy
 
 # kwok: installed at a pinned version; its own go.mod pins its dependencies.
 build_group kwok "$(stamp_of <(echo "$KWOK_VERSION"))" \
@@ -95,4 +113,44 @@ copy_kwok_stages() {
   chmod -R u+w "$BIN/kwok-stage"
 }
 build_group kwok-stage "$(stamp_of <(echo "$KWOK_VERSION"))" copy_kwok_stages kwok-stage
-log "done: the control-plane binaries are in $BIN"
+
+# ---------------------------------------------------------------------------
+# The real node.
+
+# containerd v2 from the Go module proxy, without the btrfs and devmapper
+# snapshotters (the node uses overlayfs; they would need C headers).
+build_group containerd "$(stamp_of <(echo "$CONTAINERD_VERSION no_btrfs no_devmapper"))" \
+  '(cd "$TOOLS" && GOBIN="$BIN" go install -ldflags "-s -w" -tags "no_btrfs no_devmapper" \
+      "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
+      "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" \
+      "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION")' \
+  containerd containerd-shim-runc-v2 ctr
+
+# The pause binary, the sandbox image's only file: compiled statically from
+# the C source in the pinned Kubernetes module (build/pause/linux/pause.c).
+build_pause() {
+  local dir
+  "$ROOT/hack/tools/debian-deps.sh" gcc:gcc libc6-dev:/usr/include/stdio.h
+  dir=$(cd "$TOOLS/kube" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+  [[ -f "$dir/build/pause/linux/pause.c" ]] || { echo "build-tools: no build/pause/linux/pause.c in $dir" >&2; return 1; }
+  gcc -Os -static -Wall -Werror -DVERSION="$PAUSE_VERSION" -o "$BIN/pause" "$dir/build/pause/linux/pause.c"
+  strip "$BIN/pause"
+}
+PAUSE_VERSION=v3.10.2
+build_group pause "$(stamp_of "$TOOLS/kube/go.sum" <(echo "$PAUSE_VERSION"; gcc --version 2>/dev/null | head -1))" build_pause pause
+
+# CoreDNS, for the node's cluster DNS: a main of our own with only the
+# plugins it uses (hack/tools/coredns).
+build_group coredns "$(stamp_of "$TOOLS/coredns/go.mod" "$TOOLS/coredns/go.sum" "$TOOLS/coredns/main.go")" \
+  '(cd "$TOOLS/coredns" && go build -ldflags "-s -w" -o "$BIN/coredns" .)' coredns
+
+# ociarchive (writes the node's OCI image archives) and netnsproxy (lets
+# the node, in a network namespace of its own, reach the API server).
+build_group node-tools "$(stamp_of "$TOOLS/node/go.mod" "$TOOLS/node/go.sum" "$TOOLS"/node/*/*.go)" \
+  '(cd "$TOOLS/node" && go build -ldflags "-s -w" -o "$BIN/" ./ociarchive ./netnsproxy)' ociarchive netnsproxy
+
+# The node's images: hack/images/build.sh keeps stamps of its own, per image.
+if wanted images; then
+  "$ROOT/hack/images/build.sh"
+fi
+log "done: the binaries are in $BIN"
