@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Builds the real node's images into _output/images as OCI archives that
+# `ctr images import` reads (hack/lib/node.sh imports them):
+#   pause.tar       the pause binary (hack/tools/build.sh pause) alone
+#   postgresql.tar  Debian's postgresql-15 with hack/images/postgresql/docker-entrypoint.sh
+#   mariadb.tar     Debian's mariadb-server with hack/images/mariadb/docker-entrypoint.sh
+# The Debian root filesystems are made with mmdebstrap (--mode=root
+# --variant=minbase) from Debian's mirror. Each image is rebuilt only when a
+# stamp of its inputs changes: the suite, the mirror, the package list, the
+# files copied in, the image config and ociarchive.
+#
+# Usage: hack/images/build.sh [IMAGE...]   (pause postgresql mariadb; default all)
+# Environment: DEBIAN_SUITE [bookworm], DEBIAN_MIRROR [http://deb.debian.org/debian],
+#   BIN_DIR [_output/bin], IMAGES_DIR [_output/images]
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HERE="$ROOT/hack/images"
+BIN="${BIN_DIR:-$ROOT/_output/bin}"
+OUT="${IMAGES_DIR:-$ROOT/_output/images}"
+SUITE=${DEBIAN_SUITE:-bookworm}
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# shellcheck source=names.sh
+source "$HERE/names.sh"
+mkdir -p "$OUT"
+
+log() { printf '[build-images %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+for b in ociarchive pause; do
+  [[ -x "$BIN/$b" ]] || { echo "build-images: $BIN/$b is missing: run hack/tools/build.sh node-tools pause" >&2; exit 1; }
+done
+
+# Keep the images small: no documentation, manual pages or translations.
+DPKG_EXCLUDES=(--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*'
+  --dpkgopt='path-exclude=/usr/share/info/*' --dpkgopt='path-exclude=/usr/share/locale/*')
+
+# The customize hooks run on the host with the root filesystem in $1. They
+# give the server's user uid and gid 999 (what the controller's pods run
+# as), drop the cluster or data directory the package's postinst made, and
+# copy in the entrypoint.
+PG_HOOK='set -e
+if chroot "$1" getent passwd 999 || chroot "$1" getent group 999; then echo "uid or gid 999 is taken" >&2; exit 1; fi
+chroot "$1" usermod -u 999 postgres
+chroot "$1" groupmod -g 999 postgres
+rm -rf "$1/var/lib/postgresql/15" "$1/etc/postgresql/15"
+mkdir -p "$1/var/lib/postgresql/data" "$1/run/postgresql" "$1/docker-entrypoint-initdb.d"
+chroot "$1" chown -R 999:999 /var/lib/postgresql /run/postgresql
+chmod 3777 "$1/run/postgresql"
+install -m 0755 "'"$HERE"'/postgresql/docker-entrypoint.sh" "$1/usr/local/bin/docker-entrypoint.sh"'
+MARIADB_HOOK='set -e
+if chroot "$1" getent passwd 999 || chroot "$1" getent group 999; then echo "uid or gid 999 is taken" >&2; exit 1; fi
+chroot "$1" usermod -u 999 mysql
+chroot "$1" groupmod -g 999 mysql
+rm -rf "$1/var/lib/mysql"
+mkdir -p "$1/var/lib/mysql" "$1/var/lib/mysql-files" "$1/run/mysqld" "$1/docker-entrypoint-initdb.d"
+chroot "$1" chown -R 999:999 /var/lib/mysql /var/lib/mysql-files /run/mysqld
+install -m 0644 "'"$HERE"'/mariadb/99-database-controller.cnf" "$1/etc/mysql/mariadb.conf.d/99-database-controller.cnf"
+install -m 0755 "'"$HERE"'/mariadb/docker-entrypoint.sh" "$1/usr/local/bin/docker-entrypoint.sh"'
+
+PG_CONFIG=(-name "$DBC_POSTGRESQL_IMAGE" -user 999:999 -stop-signal SIGINT -port 5432/tcp
+  -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd postgres
+  -env PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  -env LANG=C.UTF-8 -env PGDATA=/var/lib/postgresql/data)
+MARIADB_CONFIG=(-name "$DBC_MARIADB_IMAGE" -user 999:999 -port 3306/tcp
+  -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd mariadbd
+  -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env LANG=C.UTF-8)
+PAUSE_CONFIG=(-name "$DBC_PAUSE_IMAGE" -user 65535:65535 -entrypoint /pause)
+
+# stamp_of IMAGE PARTS... prints a digest of what the image is made from.
+stamp_of() {
+  local image=$1; shift
+  { echo "$image"; printf '%s\n' "$@"; cat "$ROOT/hack/tools/node/ociarchive/main.go"; } | sha256sum | cut -d' ' -f1
+}
+
+# build IMAGE STAMP COMMAND runs COMMAND (which writes $OUT/IMAGE.tar)
+# unless the archive is there with the same stamp.
+build() {
+  local image=$1 stamp=$2 cmd=$3
+  if [[ -f "$OUT/$image.tar" && -f "$OUT/.$image.stamp" && "$(cat "$OUT/.$image.stamp")" == "$stamp" ]]; then
+    log "$image: up to date ($OUT/$image.tar)"
+    return
+  fi
+  log "$image: building $OUT/$image.tar"
+  local start=$SECONDS
+  rm -f "$OUT/.$image.stamp"
+  "$cmd"
+  echo "$stamp" > "$OUT/.$image.stamp"
+  log "$image: built in $((SECONDS - start))s ($(du -m "$OUT/$image.tar" | cut -f1) MiB)"
+}
+
+# debian_image IMAGE PACKAGES HOOK CONFIG... makes the root filesystem with
+# mmdebstrap and writes it as the archive's one layer.
+debian_image() {
+  local image=$1 packages=$2 hook=$3; shift 3
+  local rootfs="$OUT/$image.rootfs.tar"
+  "$ROOT/hack/tools/debian-deps.sh" mmdebstrap:mmdebstrap
+  [[ $(id -u) -eq 0 ]] || { echo "build-images: mmdebstrap --mode=root needs root" >&2; return 1; }
+  rm -f "$rootfs"
+  mmdebstrap --quiet --mode=root --variant=minbase --format=tar --include="$packages" \
+    "${DPKG_EXCLUDES[@]}" --customize-hook="$hook" "$SUITE" "$rootfs" "$MIRROR" >&2
+  "$BIN/ociarchive" -rootfs "$rootfs" -o "$OUT/$image.tar" "$@"
+  rm -f "$rootfs"
+}
+
+build_pause() {
+  local dir
+  dir=$(mktemp -d)
+  cp "$BIN/pause" "$dir/pause"
+  tar --owner=0 --group=0 --mtime=@0 -C "$dir" -cf "$dir/rootfs.tar" pause
+  "$BIN/ociarchive" -rootfs "$dir/rootfs.tar" -o "$OUT/pause.tar" "${PAUSE_CONFIG[@]}"
+  rm -rf "$dir"
+}
+build_postgresql() { debian_image postgresql postgresql-15 "$PG_HOOK" "${PG_CONFIG[@]}"; }
+build_mariadb() { debian_image mariadb mariadb-server,mariadb-client "$MARIADB_HOOK" "${MARIADB_CONFIG[@]}"; }
+
+wanted=("$@")
+((${#wanted[@]} > 0)) || wanted=(pause postgresql mariadb)
+for image in "${wanted[@]}"; do
+  case "$image" in
+    pause)
+      build pause "$(stamp_of pause "$(sha256sum < "$BIN/pause")" "${PAUSE_CONFIG[*]}")" build_pause ;;
+    postgresql)
+      build postgresql "$(stamp_of postgresql "$SUITE" "$MIRROR" postgresql-15 "$PG_HOOK" "${PG_CONFIG[*]}" \
+        "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/postgresql/docker-entrypoint.sh")")" build_postgresql ;;
+    mariadb)
+      build mariadb "$(stamp_of mariadb "$SUITE" "$MIRROR" mariadb-server,mariadb-client "$MARIADB_HOOK" \
+        "${MARIADB_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/mariadb/docker-entrypoint.sh" \
+        "$HERE/mariadb/99-database-controller.cnf")")" build_mariadb ;;
+    *) echo "build-images: unknown image '$image' (pause postgresql mariadb)" >&2; exit 2 ;;
+  esac
+done

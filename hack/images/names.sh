@@ -1,0 +1,9 @@
+# shellcheck shell=bash
+# The names of the real node's images, built by hack/images/build.sh and
+# imported by hack/lib/node.sh. (test/e2e/realnode_test.go spells them too.)
+# shellcheck disable=SC2034 # used by the scripts that source this file
+DBC_PAUSE_IMAGE=localhost/dbc/pause:3.10.2
+# shellcheck disable=SC2034
+DBC_POSTGRESQL_IMAGE=localhost/dbc/postgresql:15
+# shellcheck disable=SC2034
+DBC_MARIADB_IMAGE=localhost/dbc/mariadb:10.11
