@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Stops the local control plane started by hack/local-up.sh: every process
-# recorded in $LOCAL_DIR/pids (and anything it started), then any leftover
+# Stops the local control plane started by hack/local-up.sh: the real node
+# if one runs (its pods, processes, mounts, network namespace, cgroups and
+# the host settings it changed: hack/lib/node.sh), every process recorded in
+# $LOCAL_DIR/pids (and anything it started), then any leftover
 # etcd/kube-*/kwok process still running against $LOCAL_DIR. SIGTERM first,
 # SIGKILL after LOCAL_STOP_TIMEOUT seconds. Safe to run when nothing runs.
 #
@@ -48,6 +50,12 @@ stop_components() {
     rm -f "$(local::pidfile "$name")"
   done
 }
+
+# The real node first (LOCAL_REAL_NODE=1): its pods, its processes, and
+# what it changed on the host.
+# shellcheck source-path=SCRIPTDIR source=lib/node.sh
+source "$LOCAL_ROOT/hack/lib/node.sh"
+node::down
 
 if [[ -d "$pids_dir" ]]; then
   # The clients first (the controller that hack/run-local.sh starts among

@@ -4,6 +4,14 @@
 # fake nodes (pods become Running/Ready, PVCs of the default StorageClass
 # kwok-volume become Bound). Everything listens on 127.0.0.1.
 #
+# With LOCAL_REAL_NODE=1 it also starts a real node (hack/lib/node.sh, root
+# only): containerd and runc, a kubelet, kube-proxy and CoreDNS, in a network
+# namespace of their own, with local PersistentVolumes of the StorageClass
+# real-node-local and the images localhost/dbc/{pause,postgresql,mariadb}
+# (hack/images) imported. Alone (LOCAL_NODES=0, the default then) it runs
+# every pod and real-node-local is the default StorageClass; beside kwok
+# nodes (LOCAL_NODES=N) the scheduler places pods on either.
+#
 # Usage: hack/local-up.sh [--foreground]
 #   By default it starts everything in the background, prints the KUBECONFIG
 #   to use and exits. With --foreground (or LOCAL_FOREGROUND=1) it stays in
@@ -26,7 +34,12 @@
 #   LOCAL_SERVICE_CIDR             Service ClusterIP range [10.0.0.0/24]
 #   LOCAL_POD_CIDR                 range kwok gives pod IPs from [10.0.1.0/24]
 #   LOCAL_NODE_IP                  InternalIP of the fake nodes [127.0.0.1]
-#   LOCAL_NODES                    number of fake nodes kwok-node-N [1]
+#   LOCAL_NODES                    number of fake nodes kwok-node-N [1; 0 with
+#                                  LOCAL_REAL_NODE=1: no kwok at all]
+#   LOCAL_REAL_NODE=1              start the real node too
+#   LOCAL_REAL_NODE_NAME           its name [real-node]
+#   LOCAL_REAL_NODE_POD_CIDR       its pods' range, inside its namespace [10.0.2.0/24]
+#   LOCAL_REAL_NODE_VOLUMES        local PersistentVolumes made for it [20]
 #   LOCAL_APISERVER_ADVERTISE_ADDRESS  kube-apiserver --advertise-address [unset:
 #                                  the API server picks the host's address]
 #   LOCAL_VERBOSITY                klog -v of the kube components [2]
@@ -60,14 +73,20 @@ KWOK_PORT=${LOCAL_KWOK_PORT:-10247}
 SERVICE_CIDR=${LOCAL_SERVICE_CIDR:-10.0.0.0/24}
 POD_CIDR=${LOCAL_POD_CIDR:-10.0.1.0/24}
 NODE_IP=${LOCAL_NODE_IP:-127.0.0.1}
-NODES=${LOCAL_NODES:-1}
+REAL_NODE=${LOCAL_REAL_NODE:-0}
+[[ "$REAL_NODE" == 1 || "$REAL_NODE" == true ]] && REAL_NODE=1 || REAL_NODE=0
+if ((REAL_NODE)); then
+  NODES=${LOCAL_NODES:-0}
+else
+  NODES=${LOCAL_NODES:-1}
+fi
 VERBOSITY=${LOCAL_VERBOSITY:-2}
 START_TIMEOUT=${LOCAL_START_TIMEOUT:-120}
 
 for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT NODES VERBOSITY START_TIMEOUT LOCAL_STOP_TIMEOUT; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || local::die "$v must be a number, got '${!v}'"
 done
-((NODES >= 1)) || local::die "LOCAL_NODES must be at least 1"
+((NODES >= 1 || REAL_NODE)) || local::die "LOCAL_NODES must be at least 1 (or set LOCAL_REAL_NODE=1)"
 
 CERTS="$LOCAL_DIR/certs"
 CONFIG="$LOCAL_DIR/config"
@@ -190,7 +209,15 @@ kubectl_() {
 total_start=$(local::now)
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-  "$LOCAL_ROOT/hack/tools/build.sh"
+  if ((REAL_NODE)); then
+    "$LOCAL_ROOT/hack/tools/build.sh" etcd kube kwok kwok-stage node
+  else
+    "$LOCAL_ROOT/hack/tools/build.sh"
+  fi
+fi
+if ((REAL_NODE)); then
+  # shellcheck source-path=SCRIPTDIR source=lib/node.sh
+  source "$LOCAL_ROOT/hack/lib/node.sh"
 fi
 for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
   [[ -x "$LOCAL_BIN/$b" ]] || local::die "$LOCAL_BIN/$b is missing: run hack/tools/build.sh"
@@ -340,6 +367,11 @@ gen_certs() {
   sign kube-controller-manager "/CN=system:kube-controller-manager" clientAuth || return 1
   sign kube-scheduler "/CN=system:kube-scheduler" clientAuth || return 1
   sign kwok "/O=system:masters/CN=kwok" clientAuth || return 1
+  # The API server's identity towards kubelets (logs, exec, port-forward).
+  sign kube-apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth || return 1
+  if ((REAL_NODE)); then
+    node::certs || return 1
+  fi
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$CERTS/sa.key" || return 1
   openssl pkey -in "$CERTS/sa.key" -pubout -out "$CERTS/sa.pub" || return 1
 }
@@ -421,7 +453,10 @@ apiserver_flags=(
   --requestheader-extra-headers-prefix=X-Remote-Extra-
   --proxy-client-cert-file="$CERTS/front-proxy-client.crt"
   --proxy-client-key-file="$CERTS/front-proxy-client.key"
-  --authorization-mode=RBAC
+  --authorization-mode=Node,RBAC
+  --kubelet-client-certificate="$CERTS/kube-apiserver-kubelet-client.crt"
+  --kubelet-client-key="$CERTS/kube-apiserver-kubelet-client.key"
+  --kubelet-preferred-address-types=InternalIP,Hostname
   --service-account-key-file="$CERTS/sa.pub"
   --service-account-signing-key-file="$CERTS/sa.key"
   --service-account-issuer=https://kubernetes.default.svc
@@ -482,6 +517,7 @@ start kube-scheduler "$LOCAL_BIN/kube-scheduler" \
 wait_for kube-scheduler "healthy on https://127.0.0.1:$SCHEDULER_PORT/healthz" secure_healthz "$SCHEDULER_PORT"
 done_step kube-scheduler healthy
 
+if ((NODES > 0)); then
 begin kwok
 # kwok provisions claims of the class kwok-volume only; the provision stage
 # also takes kwok-expandable, a second class that allows volume expansion.
@@ -561,6 +597,11 @@ nodes_ready() {
 }
 wait_for kwok "making the fake node(s) ${node_names[*]} Ready" nodes_ready
 done_step kwok "ready, node(s) ${node_names[*]} Ready"
+fi
+
+if ((REAL_NODE)); then
+  node::up
+fi
 
 UP_DONE=1
 local::log "local control plane is up in $(local::since "$total_start")s (state: $LOCAL_DIR)"
@@ -592,7 +633,7 @@ cat <<EOF
 EOF
 # Watch the components; one that dies takes the others down with it.
 while :; do
-  for name in "${LOCAL_COMPONENTS[@]}"; do
+  for name in "${!PID_OF[@]}"; do
     if ! running "$name"; then
       UP_DONE=0
       fail "$name" "exited unexpectedly"

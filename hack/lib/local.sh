@@ -26,8 +26,11 @@ export LOCAL_DIR
 # Seconds to wait for processes to exit after SIGTERM before SIGKILL.
 LOCAL_STOP_TIMEOUT=${LOCAL_STOP_TIMEOUT:-20}
 
-# The components in start order. local-down stops them in reverse.
-LOCAL_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+# The components in start order. local-down stops them in reverse. The last
+# ones belong to the real node (LOCAL_REAL_NODE=1, hack/lib/node.sh); the
+# containerd shims are started by containerd, not by us.
+LOCAL_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok
+  netnsproxy containerd kubelet kube-proxy coredns containerd-shim-runc-v2)
 
 LOCAL_LOG_PREFIX=${LOCAL_LOG_PREFIX:-local}
 
@@ -88,7 +91,7 @@ local::alive() {
 # local::is_ours PID [NAME] is true when PID runs one of our components (NAME
 # if given) and one of its arguments points into $LOCAL_DIR.
 local::is_ours() {
-  local pid=$1 want=${2:-} arg base
+  local pid=$1 want=${2:-} arg base wrapped=0
   local -a args=()
   local::alive "$pid" || return 1
   { mapfile -d '' -t args < "/proc/$pid/cmdline"; } 2>/dev/null || return 1
@@ -99,10 +102,16 @@ local::is_ours() {
       args=("${args[@]:1}")
       continue
     fi
+    # The options of those wrappers (nsenter --net=PATH --).
+    if ((wrapped)) && [[ "${args[0]}" == -* ]]; then
+      args=("${args[@]:1}")
+      continue
+    fi
     case "$(basename -- "${args[0]}")" in
-      setsid|nohup|env) args=("${args[@]:1}") ;;
+      setsid|nohup|env|nsenter) args=("${args[@]:1}") ;;
       *) break ;;
     esac
+    wrapped=1
   done
   ((${#args[@]} > 0)) || return 1
   base=$(basename -- "${args[0]}")
