@@ -8,7 +8,7 @@ BIN := $(ROOT)/_output/bin
 LOCAL_DIR ?= $(ROOT)/_output/local
 KUBECTL := $(BIN)/kubectl
 
-.PHONY: all build tools test test-unit test-image test-bench verify lint test-e2e run-local local-up local-down bench clean
+.PHONY: all build tools node test test-unit test-image test-bench verify lint test-e2e run-local local-up local-down bench clean
 
 all: build
 
@@ -19,6 +19,11 @@ build:
 ## tools: the local control plane (etcd, kube-*, kubectl, kwok) into _output/bin
 tools:
 	./hack/tools/build.sh
+
+## node: the real node (containerd, runc shim, pause, CoreDNS, kubelet's helpers) and its images
+##   (PostgreSQL 15 and MariaDB from Debian) into _output/bin and _output/images; needs root
+node:
+	./hack/tools/build.sh node
 
 ## test: everything CI checks: lint, generated code, unit tests, the image and benchmark tests, and the e2e suite
 test: lint verify test-unit test-image test-bench test-e2e
@@ -45,13 +50,15 @@ test-image:
 test-bench:
 	cd hack/bench && go vet ./... && go test -count=1 ./...
 
-## test-e2e: the real controller against a real local control plane
-test-e2e: build tools
-	go test -count=1 -tags e2e -timeout 45m -v ./test/e2e/ 2>&1 | tee _output/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; \
+## test-e2e: the real controller against a real local control plane: on kwok nodes
+##   (test/e2e), then on a real node running real servers (test/e2e/realnode, needs root)
+test-e2e: build tools node
+	go test -count=1 -p 1 -tags e2e -timeout 45m -v ./test/e2e/ ./test/e2e/realnode/ 2>&1 | tee _output/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; \
 	  exit $${PIPESTATUS[0]}
 
 ## run-local: start a local control plane, run the controller on it and create the examples
-run-local: build tools
+##   (LOCAL_REAL_NODE=1: on a real node, with real PostgreSQL and MariaDB servers)
+run-local: build tools $(if $(filter 1 true,$(LOCAL_REAL_NODE)),node)
 	./hack/run-local.sh
 
 ## local-up / local-down: start or stop the local control plane alone

@@ -1,0 +1,357 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"syscall"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// psql runs SQL with the Secret's uri, exactly as the controller wrote it.
+// It first waits up to a minute for the server to be reachable through the
+// Service: a Database is Running once its pod is ready, and kube-proxy
+// routes the Service's ClusterIP a moment later (until then the node has
+// no route for it: "Network is unreachable"). Clients on a real cluster
+// retry the same way.
+const psql = `for i in $(seq 60); do pg_isready -q -d "$URI" && break; sleep 1; done; psql "$URI" -v ON_ERROR_STOP=1 -tA `
+
+// waitMariaDB is the same wait for a MariaDB server.
+const waitMariaDB = `for i in $(seq 60); do mariadb-admin ping -h "$HOST" -P "$PORT" --connect-timeout=2 >/dev/null 2>&1 && break; sleep 1; done
+`
+
+// A PostgreSQL Database is Running only once its server accepts
+// connections, and a client pod reaches it with the Secret's uri unchanged:
+// the Service's DNS name, resolved by cluster DNS to its ClusterIP, routed
+// by kube-proxy.
+func TestPostgreSQLServesThroughTheSecretURI(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubectlIn(t, dbYAML("orders", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+
+	// The moment the Database is first seen Running, its server must take an
+	// authenticated TCP connection, and the entrypoint must be done with
+	// its temporary, socket-only server.
+	var polls int
+	eventually(t, converge, "Database to be Running", func() (bool, string) {
+		polls++
+		return isRunning(getDB(t, ns, "orders"))
+	})
+	out, err := kubectlRun("", "-n", ns, "exec", "orders-0", "--", "sh", "-c",
+		`PGPASSWORD="$POSTGRES_PASSWORD" psql -h 127.0.0.1 -U "$POSTGRES_USER" -d "$POSTGRES_DB" -tAc 'select 1'`)
+	if err != nil || strings.TrimSpace(string(out)) != "1" {
+		t.Fatalf("Database Running after %d polls, but its server did not take a TCP connection: %v\n%s", polls, err, out)
+	}
+	if logs := kubectl(t, "-n", ns, "logs", "orders-0"); !strings.Contains(logs, "entrypoint: initialised") {
+		t.Errorf("Database Running before the entrypoint finished initialising:\n%s", logs)
+	}
+
+	uri := secretValue(t, ns, "orders", "uri")
+	u, err := url.Parse(uri)
+	if err != nil {
+		t.Fatalf("uri %q: %v", uri, err)
+	}
+	if want := "orders." + ns + ".svc"; u.Hostname() != want {
+		t.Fatalf("uri host = %q, want %q", u.Hostname(), want)
+	}
+	clusterIP := strings.TrimSpace(kubectl(t, "-n", ns, "get", "service", "orders", "-o", "jsonpath={.spec.clusterIP}"))
+
+	got := runClient(t, ns, "orders", postgresImage, `set -e
+getent hosts "$HOST" | awk '{print "resolved", $1}'
+if getent hosts example.com; then echo "outside name resolved"; fi
+`+psql+`-c "CREATE TABLE items (name text)" -c "INSERT INTO items VALUES ('apple'), ('pear')" -c "SELECT string_agg(name, ',' ORDER BY name) FROM items"
+`+psql+`-c "SELECT 'user=' || current_user || ' db=' || current_database() || ' ssl=' || coalesce((SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()), '?')"`)
+	if !strings.Contains(got, "resolved "+clusterIP+"\n") {
+		t.Errorf("the uri's host did not resolve to the Service's ClusterIP %s in the pod:\n%s", clusterIP, got)
+	}
+	if strings.Contains(got, "outside name resolved") {
+		t.Errorf("cluster DNS answered a name outside the cluster domain:\n%s", got)
+	}
+	if !strings.Contains(got, "apple,pear\n") {
+		t.Errorf("rows written through the uri not read back:\n%s", got)
+	}
+	if want := fmt.Sprintf("user=%s db=%s", u.User.Username(), strings.TrimPrefix(u.Path, "/")); !strings.Contains(got, want) {
+		t.Errorf("connected as someone else than the uri says (%s):\n%s", want, got)
+	}
+	// A wrong password is refused: the server really authenticates.
+	if out, err := tryClient(t, ns, "orders", postgresImage,
+		`for i in $(seq 60); do pg_isready -q -d "$URI" && break; sleep 1; done
+psql "postgresql://$USERNAME:wrong@$HOST:$PORT/$DATABASE" -c "select 1"`); err == nil {
+		t.Errorf("a wrong password was accepted:\n%s", out)
+	} else if !strings.Contains(out, "password authentication failed") {
+		t.Errorf("a wrong password failed for another reason:\n%s", out)
+	}
+}
+
+// Rows survive the pod's deletion and scaling the Database to zero and back.
+func TestRowsSurvivePodDeletionAndScaleToZero(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubectlIn(t, dbYAML("keep", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	waitRunning(t, ns, "keep")
+	runClient(t, ns, "keep", postgresImage, psql+`-c "CREATE TABLE kept (n int)" -c "INSERT INTO kept SELECT generate_series(1, 1000)"`)
+	count := func() string {
+		return strings.TrimSpace(runClient(t, ns, "keep", postgresImage, psql+`-c "SELECT count(*) || ':' || sum(n) FROM kept"`))
+	}
+	if got := count(); got != "1000:500500" {
+		t.Fatalf("rows before: %q", got)
+	}
+
+	uid := podUID(t, ns, "keep")
+	kubectl(t, "-n", ns, "delete", "pod", "keep-0")
+	eventually(t, converge, "a new pod keep-0", func() (bool, string) {
+		now := podUID(t, ns, "keep")
+		return now != "" && now != uid, "uid " + now
+	})
+	waitRunning(t, ns, "keep")
+	if got := count(); got != "1000:500500" {
+		t.Errorf("rows after deleting the pod: %q", got)
+	}
+
+	kubectl(t, "-n", ns, "patch", "db", "keep", "--type=merge", "-p", `{"spec":{"replicas":0}}`)
+	eventually(t, converge, "Stopped with no pod", func() (bool, string) {
+		db := getDB(t, ns, "keep")
+		return db.Status.Phase == "Stopped" && podUID(t, ns, "keep") == "", "phase " + string(db.Status.Phase)
+	})
+	kubectl(t, "-n", ns, "patch", "db", "keep", "--type=merge", "-p", `{"spec":{"replicas":1}}`)
+	waitRunning(t, ns, "keep")
+	if got := count(); got != "1000:500500" {
+		t.Errorf("rows after scaling 1→0→1: %q", got)
+	}
+}
+
+// A Database whose server cannot start never reports Running: its volume
+// holds the data directory of another major version (14), as after a
+// careless version change, and postgres 15 refuses it and exits.
+func TestServerThatCannotStartIsNeverRunning(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	// The claim the StatefulSet will adopt (data-<name>-0), filled first by
+	// a pod of our own, as uid 999 like the server.
+	kubectlIn(t, `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data-old-0
+spec:
+  storageClassName: real-node-local
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: writer
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  securityContext: {runAsUser: 999, runAsGroup: 999, fsGroup: 999}
+  containers:
+  - name: writer
+    image: `+postgresImage+`
+    command: ["sh", "-c", "mkdir -m 700 /data/pgdata && echo 14 > /data/pgdata/PG_VERSION && touch /data/pgdata/postgresql.conf"]
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: data-old-0}
+`, "-n", ns, "create", "-f", "-")
+	eventually(t, converge, "the writer pod to succeed", func() (bool, string) {
+		phase := strings.TrimSpace(kubectl(t, "-n", ns, "get", "pod", "writer", "-o", "jsonpath={.status.phase}"))
+		if phase == "Failed" {
+			t.Fatalf("writer pod failed: %s", kubectl(t, "-n", ns, "logs", "writer"))
+		}
+		return phase == "Succeeded", phase
+	})
+	kubectl(t, "-n", ns, "delete", "pod", "writer")
+
+	kubectlIn(t, dbYAML("old", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	// Until the server has failed to start at least twice, the Database must
+	// never look Running or Ready.
+	var seen []string
+	eventually(t, converge, "postgres to refuse the data directory twice", func() (bool, string) {
+		db := getDB(t, ns, "old")
+		ready, reason, msg := condition(db, "Ready")
+		if db.Status.Phase == "Running" || ready == "True" {
+			t.Fatalf("a Database whose server cannot start reports phase=%s Ready=%s (%s: %s)", db.Status.Phase, ready, reason, msg)
+		}
+		state := fmt.Sprintf("phase=%s Ready=%s/%s", db.Status.Phase, ready, reason)
+		if len(seen) == 0 || seen[len(seen)-1] != state {
+			seen = append(seen, state)
+		}
+		var pod corev1.Pod
+		if _, err := kubectlRun("", "-n", ns, "get", "pod", "old-0"); err != nil {
+			return false, "no pod yet"
+		}
+		getJSON(t, &pod, "-n", ns, "get", "pod", "old-0")
+		if len(pod.Status.ContainerStatuses) == 0 || pod.Status.ContainerStatuses[0].RestartCount < 2 {
+			return false, "fewer than 2 restarts; " + state
+		}
+		logs, _ := kubectlRun("", "-n", ns, "logs", "old-0", "--previous")
+		return strings.Contains(string(logs), "database files are incompatible with server"), "previous log: " + string(logs)
+	})
+	t.Logf("states seen: %s", strings.Join(seen, " → "))
+	for _, e := range dbEvents(t, ns, "old") {
+		if strings.Contains(e, " Running ") || strings.Contains(e, "is running") {
+			t.Errorf("an event claims success: %s", e)
+		}
+	}
+	db := getDB(t, ns, "old")
+	if ready, _, _ := condition(db, "Ready"); db.Status.Phase == "Running" || ready == "True" || db.Status.ReadyReplicas != 0 {
+		t.Errorf("status claims success: phase=%s Ready=%s readyReplicas=%d", db.Status.Phase, ready, db.Status.ReadyReplicas)
+	}
+}
+
+func dbEvents(t testing.TB, ns, name string) []string {
+	t.Helper()
+	var list corev1.EventList
+	getJSON(t, &list, "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Database,involvedObject.name="+name)
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Type+" "+e.Reason+" "+e.Message)
+	}
+	return out
+}
+
+// A mysql Database served by the MariaDB image takes the Secret's
+// credentials, and only those, and runs SQL.
+func TestMySQLOnMariaDB(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubectlIn(t, dbYAML("inventory", "mysql", "8.4", mariadbImage, 1), "-n", ns, "create", "-f", "-")
+	waitRunning(t, ns, "inventory")
+	got := runClient(t, ns, "inventory", mariadbImage, waitMariaDB+`set -e
+mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -p"$PASSWORD" "$DATABASE" -N -e "CREATE TABLE stock (sku VARCHAR(10), n INT); INSERT INTO stock VALUES ('a', 3), ('b', 4); SELECT CONCAT('total=', SUM(n)) FROM stock; SELECT CONCAT('user=', CURRENT_USER())"
+if mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -pwrong "$DATABASE" -e "SELECT 1" 2>/dev/null; then echo "wrong password accepted"; fi`)
+	if !strings.Contains(got, "total=7") {
+		t.Errorf("SQL through the Secret's credentials:\n%s", got)
+	}
+	if !strings.Contains(got, "user=root@%") {
+		t.Errorf("not connected as the Secret's user root over the network:\n%s", got)
+	}
+	if strings.Contains(got, "wrong password accepted") {
+		t.Errorf("the server accepted a wrong password")
+	}
+}
+
+// The pod runs exactly as the controller builds it, nothing relaxed: uid
+// 999, its fsGroup applied to a real volume, a read-only root filesystem
+// with its scratch directories writable, no service account token.
+func TestPodRunsAsTheControllerBuildsIt(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubectlIn(t, dbYAML("strict", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	waitRunning(t, ns, "strict")
+
+	var pod corev1.Pod
+	getJSON(t, &pod, "-n", ns, "get", "pod", "strict-0")
+	psc, c := pod.Spec.SecurityContext, pod.Spec.Containers[0]
+	if psc == nil || psc.RunAsUser == nil || *psc.RunAsUser != 999 || psc.FSGroup == nil || *psc.FSGroup != 999 ||
+		c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem ||
+		pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken {
+		t.Fatalf("the pod is not as the controller builds it: %+v %+v", psc, c.SecurityContext)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected != nil {
+			t.Errorf("the pod has a projected (service account token) volume %s", v.Name)
+		}
+	}
+
+	exec := func(script string) string {
+		t.Helper()
+		out, _ := kubectlRun("", "-n", ns, "exec", "strict-0", "--", "sh", "-c", script)
+		return strings.TrimSpace(string(out))
+	}
+	if got := strings.Fields(exec("id -u; id -g; id -G")); len(got) < 3 || got[0] != "999" || got[1] != "999" || !contains(got[2:], "999") {
+		t.Errorf("ids in the container: %q, want uid 999, gid 999, in group 999", got)
+	}
+	if got := exec("grep CapEff /proc/1/status"); !strings.HasSuffix(got, "0000000000000000") {
+		t.Errorf("effective capabilities of the server: %q", got)
+	}
+	if got := exec("touch /usr/probe 2>&1; echo rc=$?"); !strings.Contains(got, "Read-only file system") {
+		t.Errorf("the root filesystem is writable: %q", got)
+	}
+	for _, dir := range []string{"/var/run/postgresql", "/tmp", "/var/lib/postgresql/data"} {
+		if got := exec("touch " + dir + "/probe && rm " + dir + "/probe && echo ok"); got != "ok" {
+			t.Errorf("%s is not writable: %q", dir, got)
+		}
+	}
+	if got := exec("ls /var/run/secrets/kubernetes.io/serviceaccount 2>&1; echo rc=$?"); !strings.Contains(got, "No such file") {
+		t.Errorf("a service account token is mounted: %q", got)
+	}
+	// The volume is a real local volume on the node, and the kubelet gave
+	// it the pod's fsGroup.
+	if got := exec("stat -c '%g %A' /var/lib/postgresql/data"); !strings.HasPrefix(got, "999 drwxrws") {
+		t.Errorf("the data volume's group and mode: %q, want group 999 with setgid", got)
+	}
+	pvName := strings.TrimSpace(kubectl(t, "-n", ns, "get", "pvc", "data-strict-0", "-o", "jsonpath={.spec.volumeName}"))
+	var pv corev1.PersistentVolume
+	getJSON(t, &pv, "get", "pv", pvName)
+	if pv.Spec.Local == nil {
+		t.Fatalf("PersistentVolume %s is not a local volume: %+v", pvName, pv.Spec.PersistentVolumeSource)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(pv.Spec.Local.Path, &st); err != nil || st.Gid != 999 || st.Mode&syscall.S_ISGID == 0 {
+		t.Errorf("the volume's directory on the host %s: gid %d mode %o (%v), want gid 999 and setgid", pv.Spec.Local.Path, st.Gid, st.Mode, err)
+	}
+}
+
+// Drift repair and `kubectl rollout restart` on a real StatefulSet leave the
+// server serving the same data.
+func TestDriftRepairAndRolloutRestartKeepServing(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubectlIn(t, dbYAML("drift", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	waitRunning(t, ns, "drift")
+	runClient(t, ns, "drift", postgresImage, psql+`-c "CREATE TABLE t (v text)" -c "INSERT INTO t VALUES ('before')"`)
+	read := func() string {
+		return strings.TrimSpace(runClient(t, ns, "drift", postgresImage, psql+`-c "SELECT string_agg(v, ',' ORDER BY v) FROM t"`))
+	}
+
+	// Drift: the container's memory limit changed by hand (which rolls the
+	// pod), and the client Service deleted.
+	kubectl(t, "-n", ns, "set", "resources", "statefulset/drift", "-c", "postgresql", "--limits=memory=300Mi")
+	kubectl(t, "-n", ns, "delete", "service", "drift")
+	eventually(t, converge, "StatefulSet and Service repaired", func() (bool, string) {
+		var sts appsv1.StatefulSet
+		getJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
+		limit := sts.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String()
+		_, err := kubectlRun("", "-n", ns, "get", "service", "drift")
+		return limit == "512Mi" && err == nil, fmt.Sprintf("limit=%s service: %v", limit, err)
+	})
+	eventually(t, converge, "the StatefulSet rolled out and the Database Running", func() (bool, string) {
+		var sts appsv1.StatefulSet
+		getJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
+		ok, why := isRunning(getDB(t, ns, "drift"))
+		return ok && sts.Status.UpdateRevision == sts.Status.CurrentRevision && sts.Status.ReadyReplicas == 1,
+			fmt.Sprintf("%s; revisions %s/%s", why, sts.Status.CurrentRevision, sts.Status.UpdateRevision)
+	})
+	if got := read(); got != "before" {
+		t.Errorf("data after drift repair: %q", got)
+	}
+	runClient(t, ns, "drift", postgresImage, psql+`-c "INSERT INTO t VALUES ('repaired')"`)
+
+	uid := podUID(t, ns, "drift")
+	kubectl(t, "-n", ns, "rollout", "restart", "statefulset/drift")
+	eventually(t, converge, "the pod replaced by rollout restart", func() (bool, string) {
+		now := podUID(t, ns, "drift")
+		return now != "" && now != uid, "uid " + now
+	})
+	kubectl(t, "-n", ns, "rollout", "status", "statefulset/drift", "--timeout=3m")
+	waitRunning(t, ns, "drift")
+	if got := read(); got != "before,repaired" {
+		t.Errorf("data after rollout restart: %q", got)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
