@@ -13,6 +13,12 @@
 # says which, shows the end of the relevant log, stops what it started and
 # exits non-zero.
 #
+# With LOCAL_REAL_NODE=1 (root only) the control plane gets a real node
+# instead of kwok's (hack/local-up.sh), and the examples are those of
+# artifacts/examples/real-node: a real PostgreSQL 15 server (orders) and a
+# MariaDB server speaking MySQL's protocol (inventory), on the images that
+# hack/images/build.sh makes.
+#
 # Usage: hack/run-local.sh
 #
 # Environment (defaults in brackets); hack/local-up.sh's variables (LOCAL_DIR,
@@ -25,6 +31,7 @@
 #   RUN_LOCAL_CONTROLLER_ARGS    more controller flags, split on spaces (e.g. -v=2)
 #   RUN_LOCAL_START_TIMEOUT      seconds for the CRD and the controller to be ready [120]
 #   RUN_LOCAL_TIMEOUT            seconds for the examples to be Running [180]
+#   LOCAL_REAL_NODE=1            a real node, real servers (see above)
 set -euo pipefail
 
 LOCAL_LOG_PREFIX=run-local
@@ -62,6 +69,13 @@ CRD_FILE="$LOCAL_ROOT/artifacts/crd/dbcontroller.io_databases.yaml"
 EXAMPLES_DIR="$LOCAL_ROOT/artifacts/examples"
 EXAMPLE_FILES=(postgresql.yaml mysql.yaml mongodb.yaml)
 EXAMPLE_NAMES=(orders inventory sessions)
+REAL_NODE=0
+if [[ "${LOCAL_REAL_NODE:-0}" == 1 || "${LOCAL_REAL_NODE:-0}" == true ]]; then
+  REAL_NODE=1
+  EXAMPLES_DIR="$LOCAL_ROOT/artifacts/examples/real-node"
+  EXAMPLE_FILES=(postgresql.yaml mysql.yaml)
+  EXAMPLE_NAMES=(orders inventory)
+fi
 NAMESPACE=default
 
 # host_port ADDRESS prints "HOST PORT" to reach a bind address from here
@@ -409,6 +423,22 @@ with the Databases ${EXAMPLE_NAMES[*]} in the namespace $NAMESPACE.
   Credentials of a Database (keys username, password, database, host, port, uri), e.g. orders:
     kubectl get secret orders-credentials -o jsonpath='{.data.uri}' | base64 -d
 
+EOF
+if ((REAL_NODE)); then
+  cat <<'EOF'
+  The servers are real (LOCAL_REAL_NODE=1). Connect with psql using the
+  Secret's uri, unchanged, from a pod (the image has psql):
+    uri=$(kubectl get secret orders-credentials -o jsonpath='{.data.uri}' | base64 -d)
+    kubectl run psql --rm -it --restart=Never --image=localhost/dbc/postgresql:15 \
+      --command -- psql "$uri"
+  or from this machine (psql installed) through a port-forward, with the
+  uri's host and port replaced by the forwarded ones:
+    kubectl port-forward svc/orders 15432:5432 &
+    psql "$(echo "$uri" | sed 's#@[^/]*/#@127.0.0.1:15432/#')"
+
+EOF
+fi
+cat <<EOF
   Controller log:   $CONTROLLER_LOG
   Other logs:       $LOCAL_DIR/logs/<component>.log
   Metrics:          $metrics_line
