@@ -488,6 +488,12 @@ node::down() {
   # The kubelet first, so that it restarts nothing; then every process of
   # the pods (all in the node's cgroups); then containerd and the rest.
   stop_components kubelet kube-proxy coredns
+  # The CNI plugins cache a result per sandbox and interface under
+  # /var/lib/cni/results, named <network>-<sandbox id>-<interface>.
+  local -a ids=()
+  if [[ -S "$NODE_SOCK" ]]; then
+    mapfile -t ids < <(node::ctr containers list --quiet 2>/dev/null)
+  fi
   tries=0
   while pids=$(node::cgroup_pids) && [[ -n "$pids" ]]; do
     # shellcheck disable=SC2086 # one pid per word
@@ -523,7 +529,9 @@ node::down() {
     find "$d" -depth -type d -exec rmdir {} + 2>/dev/null ||
       local::log "real node: cannot remove cgroup $d"
   done < <(node::cgroup_dirs)
-  # The CNI plugins cache results under /var/lib/cni, named by network.
+  for m in "${ids[@]}"; do
+    [[ "$m" =~ ^[0-9a-f]{64}$ ]] && rm -f /var/lib/cni/results/*-"$m"-*
+  done
   rm -f /var/lib/cni/results/"$NODE_NETNS"-* 2>/dev/null || true
   if [[ -z "$(findmnt -rn -o TARGET | awk -v p="$NODE_DIR/" 'index($0, p) == 1')" ]]; then
     rm -rf --one-file-system "$NODE_DIR"
