@@ -28,10 +28,15 @@ if [ ! -d "$datadir/mysql" ]; then
     kill -0 "$pid" || { echo "entrypoint: the temporary server exited" >&2; exit 1; }
     sleep 0.3
   done
+  # mariadb-install-db also makes root@127.0.0.1, root@::1, root@<hostname>
+  # (no password) and anonymous users: drop them, so that root has the one
+  # password everywhere (a TCP login from 127.0.0.1 would otherwise be
+  # root@127.0.0.1's, without a password).
+  mariadb --socket="$sock" -uroot -N -e "SELECT CONCAT('DROP USER ', QUOTE(User), '@', QUOTE(Host), ';')
+    FROM mysql.user WHERE User = '' OR (User = 'root' AND Host <> 'localhost')" | mariadb --socket="$sock" -uroot
   pw=$(sql_str "${MYSQL_ROOT_PASSWORD:-}")
   {
     echo "SET @@SESSION.SQL_LOG_BIN=0;"
-    echo "DROP USER IF EXISTS ''@'localhost';"
     echo "ALTER USER 'root'@'localhost' IDENTIFIED BY '$pw';"
     if [ "${MYSQL_ROOT_HOST:-%}" != localhost ]; then
       echo "CREATE USER 'root'@'$(sql_str "${MYSQL_ROOT_HOST:-%}")' IDENTIFIED BY '$pw';"
