@@ -218,6 +218,7 @@ fi
 if ((REAL_NODE)); then
   # shellcheck source-path=SCRIPTDIR source=lib/node.sh
   source "$LOCAL_ROOT/hack/lib/node.sh"
+  node::preflight
 fi
 for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
   [[ -x "$LOCAL_BIN/$b" ]] || local::die "$LOCAL_BIN/$b is missing: run hack/tools/build.sh"

@@ -314,10 +314,12 @@ node::certs() {
   sign coredns "/CN=dbc:coredns" clientAuth || return 1
 }
 
-node::up() {
+# node::preflight fails early, before anything starts, when the node
+# cannot run here: not root, or a Debian package, a binary or an image
+# missing.
+node::preflight() {
   node::vars
-  local start gw link host_ip node_ip b
-  start=$(local::now)
+  local b
   [[ $(id -u) -eq 0 ]] || local::die "LOCAL_REAL_NODE=1 needs root (containerd, runc, network namespaces)"
   [[ "$NODE_VOLUMES" =~ ^[0-9]+$ ]] || local::die "LOCAL_REAL_NODE_VOLUMES must be a number"
   "$LOCAL_ROOT/hack/tools/debian-deps.sh" "${NODE_DEBIAN_PACKAGES[@]}" ||
@@ -328,7 +330,15 @@ node::up() {
   for b in pause postgresql mariadb; do
     [[ -f "$IMAGES_DIR/$b.tar" ]] || local::die "$IMAGES_DIR/$b.tar is missing: run hack/tools/build.sh node"
   done
-  ip netns list | grep -qw "$NODE_NETNS" && local::die "network namespace $NODE_NETNS exists: run hack/local-down.sh"
+}
+
+node::up() {
+  node::preflight
+  local start gw link host_ip node_ip
+  start=$(local::now)
+  if ip netns list | grep -qw "$NODE_NETNS"; then
+    local::die "network namespace $NODE_NETNS exists: run LOCAL_DIR=$LOCAL_DIR hack/local-down.sh"
+  fi
 
   begin "real node $NODE_NAME (network namespace $NODE_NETNS)"
   node::registry_enter
