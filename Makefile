@@ -8,7 +8,7 @@ BIN := $(ROOT)/_output/bin
 LOCAL_DIR ?= $(ROOT)/_output/local
 KUBECTL := $(BIN)/kubectl
 
-.PHONY: all build tools node test test-unit test-image test-bench verify lint test-e2e run-local local-up local-down bench clean
+.PHONY: all build tools node test test-unit test-image test-bench test-tools verify lint test-e2e run-local local-up local-down bench clean
 
 all: build
 
@@ -26,7 +26,7 @@ node:
 	./hack/tools/build.sh node
 
 ## test: everything CI checks: lint, generated code, unit tests, the image and benchmark tests, and the e2e suite
-test: lint verify test-unit test-image test-bench test-e2e
+test: lint verify test-unit test-image test-bench test-tools test-e2e
 
 ## lint: gofmt and go vet
 lint:
@@ -49,6 +49,10 @@ test-image:
 ## test-bench: the benchmark program's own unit tests (its own module)
 test-bench:
 	cd hack/bench && go vet ./... && go test -count=1 ./...
+
+## test-tools: the real node's helper programs (hack/tools/node, its own module)
+test-tools:
+	cd hack/tools/node && go vet ./... && go test -count=1 ./...
 
 ## test-e2e: the real controller against a real local control plane: on kwok nodes
 ##   (test/e2e), then on a real node running real servers (test/e2e/realnode, needs root)
