@@ -112,6 +112,13 @@ func podCause(p *corev1.Pod, now time.Time) *Cause {
 		}
 	}
 	for _, cs := range p.Status.ContainerStatuses {
+		if crashed := lastCrash(cs); crashed != nil && !cs.Ready && cs.State.Waiting == nil {
+			// Between two crashes the container has just ended, or runs
+			// for a moment: still a crash loop, so that the cause does not
+			// flap (a status write and a Warning) with each restart.
+			return &Cause{Reason: ReasonCrashLooping, Stuck: true,
+				Message: fmt.Sprintf("container %s of pod %s keeps crashing; it last ended with %s", cs.Name, p.Name, describeExit(crashed))}
+		}
 		if r := cs.State.Running; r != nil && !cs.Ready && !r.StartedAt.IsZero() && now.Sub(r.StartedAt.Time) > NotReadyAfter {
 			return &Cause{Reason: ReasonContainerNotReady, Stuck: true, Message: fmt.Sprintf(
 				"container %s of pod %s has run for more than %s without passing its readiness probe (kubectl describe pod %s shows what the probe said)",
@@ -134,9 +141,26 @@ func StartingContainers(pods []*corev1.Pod) bool {
 	return false
 }
 
+// lastCrash is how a container last ended when that was a failure (a
+// non-zero exit): just now, or before its current run; nil otherwise.
+func lastCrash(cs corev1.ContainerStatus) *corev1.ContainerStateTerminated {
+	for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+		if t != nil {
+			if t.ExitCode != 0 {
+				return t
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
 // lastExit describes how a container last ended: "OOMKilled (exit code 137)".
 func lastExit(cs corev1.ContainerStatus) string {
-	t := cs.LastTerminationState.Terminated
+	return describeExit(cs.LastTerminationState.Terminated)
+}
+
+func describeExit(t *corev1.ContainerStateTerminated) string {
 	if t == nil {
 		return "an unknown exit"
 	}

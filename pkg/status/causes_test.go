@@ -68,6 +68,28 @@ func TestFindCause(t *testing.T) {
 				Name: "mysql", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-NotReadyAfter))}}}}}}}},
 		},
 		{
+			name: "a container running between two crashes is still crash-looping",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "mysql", RestartCount: 3,
+				State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Second))}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}}}}}},
+			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Message: "container mysql of pod x-0 keeps crashing; it last ended with Error (exit code 1)"},
+		},
+		{
+			name: "a container that has just crashed is crash-looping",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name:  "mysql",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}}}}},
+			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Message: "container mysql of pod x-0 keeps crashing; it last ended with OOMKilled (exit code 137)"},
+		},
+		{
+			name: "a container restarted after a clean exit (a rollout restart) is not crash-looping",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "mysql", RestartCount: 1,
+				State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Second))}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: 0}}}}}}}},
+		},
+		{
 			name: "a container creating is not a cause",
 			in:   CauseInput{Pods: []*corev1.Pod{waiting("x-0", "ContainerCreating", "")}},
 		},

@@ -194,6 +194,19 @@ spec:
 		return strings.Contains(string(logs), "database files are incompatible with server"), "previous log: " + string(logs)
 	})
 	t.Logf("states seen: %s", strings.Join(seen, " → "))
+	// The Ready condition names the cause: a crash loop, with the last exit.
+	eventually(t, converge, "the Ready condition to name the crash loop", func() (bool, string) {
+		_, reason, msg := condition(getDB(t, ns, "old"), "Ready")
+		return reason == "CrashLooping" && strings.Contains(msg, "container postgresql of pod old-0 keeps crashing; it last ended with Error (exit code 1)"),
+			reason + ": " + msg
+	})
+	// One Warning for the cause, not one per restart (the events store a
+	// repeat as a count, so count them too).
+	var list corev1.EventList
+	getJSON(t, &list, "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Database,involvedObject.name=old,reason=CrashLooping")
+	if n := len(list.Items); n != 1 || list.Items[0].Count > 1 {
+		t.Errorf("Warning CrashLooping events: %d objects %+v, want one, recorded once", n, dbEvents(t, ns, "old"))
+	}
 	for _, e := range dbEvents(t, ns, "old") {
 		if strings.Contains(e, " Running ") || strings.Contains(e, "is running") {
 			t.Errorf("an event claims success: %s", e)
