@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/status"
@@ -39,11 +38,7 @@ func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 		}
 		in.ProvisioningFailures[c.Name] = msg
 	}
-	pods, err := p.r.pods.Pods(db.Namespace).List(labels.SelectorFromSet(names.SelectorLabels(db)))
-	if err != nil {
-		return nil, err
-	}
-	in.Pods = pods
+	in.Pods = p.pods
 	in.Now = p.r.clock.Now()
 	cause := status.FindCause(in)
 	switch {
@@ -51,7 +46,7 @@ func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 		// Whether its provisioning fails is in the claim's events, which no
 		// informer watches: look again soon.
 		p.recheck = cause.Message
-	case cause == nil && status.StartingContainers(pods):
+	case cause == nil && status.StartingContainers(p.pods):
 		// A container that runs and is not ready becomes a cause with time
 		// alone, which no informer reports either.
 		p.recheck = "a container is running and not ready yet"

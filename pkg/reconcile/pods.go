@@ -8,9 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
 // replaceUnscheduledPods deletes the pods of an earlier revision of the
@@ -25,11 +22,7 @@ func (p *pass) replaceUnscheduledPods(ctx context.Context) error {
 		return nil
 	}
 	db := p.db
-	pods, err := p.r.pods.Pods(db.Namespace).List(labels.SelectorFromSet(names.SelectorLabels(db)))
-	if err != nil {
-		return err
-	}
-	for _, pod := range pods {
+	for _, pod := range p.pods {
 		if !metav1.IsControlledBy(pod, sts) || pod.DeletionTimestamp != nil || pod.Spec.NodeName != "" ||
 			pod.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision || !unschedulable(pod) {
 			continue

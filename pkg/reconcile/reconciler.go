@@ -139,8 +139,9 @@ type pass struct {
 	plan *plan.Plan
 	// statefulSet observed (or returned by the last write), nil if none.
 	statefulSet *appsv1.StatefulSet
-	// claims observed: every claim with the Database's selector labels.
+	// claims and pods observed: every one with the Database's selector labels.
 	claims []*corev1.PersistentVolumeClaim
+	pods   []*corev1.Pod
 	// created lists the children this pass created, as "Kind name", for one
 	// event at the end of the pass.
 	created []string
@@ -197,6 +198,10 @@ func (p *pass) run(ctx context.Context) error {
 	}
 	p.statefulSet = observed.StatefulSet
 	p.claims = observed.Claims
+	selector := labels.SelectorFromSet(names.SelectorLabels(p.db))
+	if p.pods, err = p.r.pods.Pods(p.db.Namespace).List(selector); err != nil {
+		return err
+	}
 	p.plan = plan.Compute(p.db, observed)
 	if p.plan.Problem != nil {
 		if p.plan.Problem.Reason == engine.ReasonFeatureCompatibilityPending {
