@@ -105,7 +105,7 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		st.Replicas = sts.Status.Replicas
 		st.ReadyReplicas = sts.Status.ReadyReplicas
 	}
-	rolledOut := isRolledOut(in.StatefulSet, desired, in.Image)
+	rolledOut := RolledOut(in.StatefulSet, desired, in.Image)
 	if rolledOut && desired > 0 && in.Problem == nil && in.Image != "" {
 		st.CurrentVersion = db.Spec.Version
 		if old.CurrentVersion == "" && st.FeatureCompatibilityVersion == "" {
@@ -194,12 +194,6 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 // RolledOut reports whether sts has settled at the desired replica count
 // with every replica ready, on the current revision, running image.
 func RolledOut(sts *appsv1.StatefulSet, desired int32, image string) bool {
-	return isRolledOut(sts, desired, image)
-}
-
-// isRolledOut reports whether sts has settled at the desired replica count
-// with every replica ready, on the current revision, running image.
-func isRolledOut(sts *appsv1.StatefulSet, desired int32, image string) bool {
 	return isUpdated(sts, desired, image) && sts.Status.Replicas == desired && sts.Status.ReadyReplicas == desired
 }
 
