@@ -1,6 +1,7 @@
-// Command ociarchive writes a single-layer OCI image archive (an OCI image
-// layout in a tar: oci-layout, index.json, the manifest, the config and the
-// layer) from a root filesystem tar, for `ctr images import`. Nothing can be
+// Command ociarchive writes an OCI image archive (an OCI image layout in a
+// tar: oci-layout, index.json, the manifest, the config and the layers) from
+// a root filesystem tar and, optionally, layers to put over it, for
+// `ctr images import`. Nothing can be
 // pulled from a registry on the machines the real node runs on, so the
 // node's images (pause, PostgreSQL, MariaDB) are written with this.
 //
@@ -9,6 +10,10 @@
 //	ociarchive -rootfs rootfs.tar -name localhost/dbc/postgresql:15 \
 //	  -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd postgres \
 //	  -env PATH=/usr/bin:/bin -user 999:999 -o image.tar
+//
+// Two images made from the same root filesystem tar share its layer: an
+// image that adds a file to another (the real node's slow-init PostgreSQL)
+// costs the node one small layer.
 package main
 
 import (
@@ -73,9 +78,10 @@ const (
 func main() {
 	var (
 		rootfs, name, user, workdir, out, stopSignal string
-		entrypoint, cmd, env, ports                  list
+		entrypoint, cmd, env, ports, layers          list
 	)
-	flag.StringVar(&rootfs, "rootfs", "", "root filesystem tar, the image's only layer (uncompressed)")
+	flag.StringVar(&rootfs, "rootfs", "", "root filesystem tar, the image's first layer (uncompressed)")
+	flag.Var(&layers, "layer", "a tar to put over the root filesystem, the next layer (uncompressed; repeat)")
 	flag.StringVar(&name, "name", "", "image name, e.g. localhost/dbc/postgresql:15")
 	flag.StringVar(&user, "user", "", "the config's User")
 	flag.StringVar(&workdir, "workdir", "", "the config's WorkingDir")
@@ -87,10 +93,10 @@ func main() {
 	flag.Var(&ports, "port", "an exposed port, e.g. 5432/tcp (repeat)")
 	flag.Parse()
 	if rootfs == "" || name == "" || out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: ociarchive -rootfs TAR -name NAME -o OUT [-entrypoint E]... [-cmd C]... [-env K=V]... [-user U]")
+		fmt.Fprintln(os.Stderr, "usage: ociarchive -rootfs TAR -name NAME -o OUT [-layer TAR]... [-entrypoint E]... [-cmd C]... [-env K=V]... [-user U]")
 		os.Exit(2)
 	}
-	if err := write(rootfs, name, out, image{
+	if err := write(append([]string{rootfs}, layers...), name, out, image{
 		Created:      time.Unix(0, 0).UTC().Format(time.RFC3339),
 		Architecture: "amd64",
 		OS:           "linux",
@@ -115,13 +121,23 @@ func portSet(ports []string) map[string]struct{} {
 	return m
 }
 
-func write(rootfs, name, out string, img image) error {
-	layerDigest, layerSize, err := digestFile(rootfs)
-	if err != nil {
-		return err
+// write writes the archive: layers[0] is the root filesystem, and each
+// later tar is put over the ones before it.
+func write(layers []string, name, out string, img image) error {
+	if len(layers) == 0 {
+		return fmt.Errorf("no layers")
 	}
 	img.RootFS.Type = "layers"
-	img.RootFS.DiffIDs = []string{layerDigest}
+	img.RootFS.DiffIDs = nil
+	var descriptors []descriptor
+	for _, path := range layers {
+		d, n, err := digestFile(path)
+		if err != nil {
+			return err
+		}
+		img.RootFS.DiffIDs = append(img.RootFS.DiffIDs, d)
+		descriptors = append(descriptors, descriptor{MediaType: mediaLayer, Digest: d, Size: n})
+	}
 	config, err := json.Marshal(img)
 	if err != nil {
 		return err
@@ -133,7 +149,7 @@ func write(rootfs, name, out string, img image) error {
 		Layers        []descriptor `json:"layers"`
 	}{2, mediaManifest,
 		descriptor{MediaType: mediaConfig, Digest: digest(config), Size: int64(len(config))},
-		[]descriptor{{MediaType: mediaLayer, Digest: layerDigest, Size: layerSize}},
+		descriptors,
 	})
 	if err != nil {
 		return err
@@ -178,17 +194,16 @@ func write(rootfs, name, out string, img image) error {
 			return err
 		}
 	}
-	layer, err := os.Open(rootfs)
-	if err != nil {
-		return err
-	}
-	defer layer.Close()
-	h := sha256.New()
-	if err := addFile(tw, "blobs/sha256/"+hexOf(layerDigest), layerSize, io.TeeReader(layer, h)); err != nil {
-		return err
-	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != layerDigest {
-		return fmt.Errorf("%s changed while it was read", rootfs)
+	written := map[string]bool{}
+	for i, path := range layers {
+		d := descriptors[i]
+		if written[d.Digest] {
+			continue // the same tar twice is one blob
+		}
+		written[d.Digest] = true
+		if err := addLayer(tw, path, d); err != nil {
+			return err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return err
@@ -197,6 +212,24 @@ func write(rootfs, name, out string, img image) error {
 		return err
 	}
 	return os.Rename(tmp, out)
+}
+
+// addLayer copies the tar at path into the archive as the blob d names,
+// and fails if it no longer has that digest.
+func addLayer(tw *tar.Writer, path string, d descriptor) error {
+	layer, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer layer.Close()
+	h := sha256.New()
+	if err := addFile(tw, "blobs/sha256/"+hexOf(d.Digest), d.Size, io.TeeReader(layer, h)); err != nil {
+		return err
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != d.Digest {
+		return fmt.Errorf("%s changed while it was read", path)
+	}
+	return nil
 }
 
 func addFile(tw *tar.Writer, name string, size int64, r io.Reader) error {

@@ -17,20 +17,9 @@ import (
 // config holds the entrypoint, env and user given.
 func TestWrite(t *testing.T) {
 	dir := t.TempDir()
-	var layer bytes.Buffer
-	tw := tar.NewWriter(&layer)
-	content := []byte("#!/bin/sh\necho hi\n")
-	if err := tw.WriteHeader(&tar.Header{Name: "entrypoint.sh", Mode: 0o755, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = tw.Write(content)
-	_ = tw.Close()
-	rootfs := filepath.Join(dir, "rootfs.tar")
-	if err := os.WriteFile(rootfs, layer.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rootfs, layer := writeLayer(t, dir, "rootfs.tar", "entrypoint.sh", "#!/bin/sh\necho hi\n")
 	out := filepath.Join(dir, "image.tar")
-	err := write(rootfs, "localhost/dbc/test:1", out, image{Architecture: "amd64", OS: "linux", Config: imageConfig{
+	err := write([]string{rootfs}, "localhost/dbc/test:1", out, image{Architecture: "amd64", OS: "linux", Config: imageConfig{
 		User: "999:999", Env: []string{"A=b"}, Entrypoint: []string{"/entrypoint.sh"}, Cmd: []string{"serve"},
 	}})
 	if err != nil {
@@ -58,7 +47,7 @@ func TestWrite(t *testing.T) {
 	if len(manifest.Layers) != 1 || manifest.Layers[0].MediaType != mediaLayer {
 		t.Fatalf("layers: %+v", manifest.Layers)
 	}
-	if got := blob(t, files, manifest.Layers[0]); !bytes.Equal(got, layer.Bytes()) {
+	if got := blob(t, files, manifest.Layers[0]); !bytes.Equal(got, layer) {
 		t.Errorf("the layer blob is not the root filesystem tar")
 	}
 	var cfg image
@@ -72,13 +61,70 @@ func TestWrite(t *testing.T) {
 	}
 }
 
+// Layers given after the root filesystem follow it, in order, in the
+// manifest and in the config's diff_ids; the root filesystem's layer is the
+// same blob as in an image made from it alone.
+func TestWriteLayersOverTheRootFilesystem(t *testing.T) {
+	dir := t.TempDir()
+	rootfs, base := writeLayer(t, dir, "rootfs.tar", "bin/sh", "a shell")
+	extra, top := writeLayer(t, dir, "extra.tar", "docker-entrypoint-initdb.d/00-slow.sh", "sleep 100\n")
+	out := filepath.Join(dir, "image.tar")
+	if err := write([]string{rootfs, extra}, "localhost/dbc/test-slow:1", out, image{Architecture: "amd64", OS: "linux"}); err != nil {
+		t.Fatal(err)
+	}
+	files := readTar(t, out)
+	var index struct {
+		Manifests []descriptor `json:"manifests"`
+	}
+	mustJSON(t, files["index.json"], &index)
+	var manifest struct {
+		Config descriptor   `json:"config"`
+		Layers []descriptor `json:"layers"`
+	}
+	mustJSON(t, blob(t, files, index.Manifests[0]), &manifest)
+	if len(manifest.Layers) != 2 {
+		t.Fatalf("layers: %+v, want 2", manifest.Layers)
+	}
+	for i, want := range [][]byte{base, top} {
+		if got := blob(t, files, manifest.Layers[i]); !bytes.Equal(got, want) {
+			t.Errorf("layer %d is not the tar given in that place", i)
+		}
+	}
+	var cfg image
+	mustJSON(t, blob(t, files, manifest.Config), &cfg)
+	if len(cfg.RootFS.DiffIDs) != 2 || cfg.RootFS.DiffIDs[0] != manifest.Layers[0].Digest || cfg.RootFS.DiffIDs[1] != manifest.Layers[1].Digest {
+		t.Errorf("diff_ids %v, layers %+v", cfg.RootFS.DiffIDs, manifest.Layers)
+	}
+	sum := sha256.Sum256(base)
+	if manifest.Layers[0].Digest != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Errorf("the root filesystem's layer is %s, not the digest of the tar alone", manifest.Layers[0].Digest)
+	}
+}
+
 func TestWriteRefusesANameWithoutTag(t *testing.T) {
 	dir := t.TempDir()
 	rootfs := filepath.Join(dir, "rootfs.tar")
 	_ = os.WriteFile(rootfs, make([]byte, 1024), 0o644)
-	if err := write(rootfs, "localhost:5000/dbc/test", filepath.Join(dir, "out.tar"), image{}); err == nil {
+	if err := write([]string{rootfs}, "localhost:5000/dbc/test", filepath.Join(dir, "out.tar"), image{}); err == nil {
 		t.Error("a name without a tag was accepted")
 	}
+}
+
+// writeLayer writes a tar holding one file and returns its path and bytes.
+func writeLayer(t *testing.T, dir, name, file, content string) (string, []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	if err := tw.WriteHeader(&tar.Header{Name: file, Mode: 0o755, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = tw.Write([]byte(content))
+	_ = tw.Close()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, b.Bytes()
 }
 
 // blob returns the blob a descriptor points at, checking its size and digest.
