@@ -3,13 +3,17 @@
 # `ctr images import` reads (hack/lib/node.sh imports them):
 #   pause.tar       the pause binary (hack/tools/build.sh pause) alone
 #   postgresql.tar  Debian's postgresql-15 with hack/images/postgresql/docker-entrypoint.sh
+#   postgresql-slowinit.tar
+#                   postgresql.tar's layer and one more with a first-init script
+#                   slower than the liveness budget (hack/images/postgresql/slow-init.sh),
+#                   for test/e2e/realnode
 #   mariadb.tar     Debian's mariadb-server with hack/images/mariadb/docker-entrypoint.sh
 # The Debian root filesystems are made with mmdebstrap (--mode=root
 # --variant=minbase) from Debian's mirror. Each image is rebuilt only when a
 # stamp of its inputs changes: the suite, the mirror, the package list, the
 # files copied in, the image config and ociarchive.
 #
-# Usage: hack/images/build.sh [IMAGE...]   (pause postgresql mariadb; default all)
+# Usage: hack/images/build.sh [IMAGE...]   (pause postgresql postgresql-slowinit mariadb; default all)
 # Environment: DEBIAN_SUITE [bookworm], DEBIAN_MIRROR [http://deb.debian.org/debian],
 #   BIN_DIR [_output/bin], IMAGES_DIR [_output/images]
 set -euo pipefail
@@ -89,7 +93,9 @@ build() {
 }
 
 # debian_image IMAGE PACKAGES HOOK CONFIG... makes the root filesystem with
-# mmdebstrap and writes it as the archive's one layer.
+# mmdebstrap and writes it as the archive's one layer. With KEEP_ROOTFS=1
+# it keeps the root filesystem tar ($OUT/IMAGE.rootfs.tar) for images
+# layered over it.
 debian_image() {
   local image=$1 packages=$2 hook=$3; shift 3
   local rootfs="$OUT/$image.rootfs.tar"
@@ -99,7 +105,7 @@ debian_image() {
   mmdebstrap --quiet --mode=root --variant=minbase --format=tar --include="$packages" \
     "${DPKG_EXCLUDES[@]}" --customize-hook="$hook" "$SUITE" "$rootfs" "$MIRROR" >&2
   "$BIN/ociarchive" -rootfs "$rootfs" -o "$OUT/$image.tar" "$@"
-  rm -f "$rootfs"
+  [[ ${KEEP_ROOTFS:-} == 1 ]] || rm -f "$rootfs"
 }
 
 build_pause() {
@@ -110,22 +116,44 @@ build_pause() {
   "$BIN/ociarchive" -rootfs "$dir/rootfs.tar" -o "$OUT/pause.tar" "${PAUSE_CONFIG[@]}"
   rm -rf "$dir"
 }
-build_postgresql() { debian_image postgresql postgresql-15 "$PG_HOOK" "${PG_CONFIG[@]}"; }
+build_postgresql() { KEEP_ROOTFS=1 debian_image postgresql postgresql-15 "$PG_HOOK" "${PG_CONFIG[@]}"; }
+# The slow-init image shares postgresql's layer (the node stores it once)
+# and adds /docker-entrypoint-initdb.d/00-slow-init.sh over it. Its config
+# is postgresql's with another name (ociarchive takes the last -name).
+build_postgresql_slowinit() {
+  if [[ ! -f "$OUT/postgresql.rootfs.tar" ]]; then
+    rm -f "$OUT/.postgresql.stamp"
+    build postgresql "$(postgresql_stamp)" build_postgresql
+  fi
+  local dir
+  dir=$(mktemp -d)
+  install -D -m 0755 "$HERE/postgresql/slow-init.sh" "$dir/root/docker-entrypoint-initdb.d/00-slow-init.sh"
+  tar --owner=0 --group=0 --mtime=@0 -C "$dir/root" -cf "$dir/layer.tar" docker-entrypoint-initdb.d
+  "$BIN/ociarchive" -rootfs "$OUT/postgresql.rootfs.tar" -layer "$dir/layer.tar" -o "$OUT/postgresql-slowinit.tar" \
+    "${PG_CONFIG[@]}" -name "$DBC_POSTGRESQL_SLOWINIT_IMAGE"
+  rm -rf "$dir"
+}
+postgresql_stamp() {
+  stamp_of postgresql "$SUITE" "$MIRROR" postgresql-15 "$PG_HOOK" "${PG_CONFIG[*]}" \
+    "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/postgresql/docker-entrypoint.sh")" keep-rootfs
+}
 build_mariadb() { debian_image mariadb mariadb-server,mariadb-client "$MARIADB_HOOK" "${MARIADB_CONFIG[@]}"; }
 
 wanted=("$@")
-((${#wanted[@]} > 0)) || wanted=(pause postgresql mariadb)
+((${#wanted[@]} > 0)) || wanted=(pause postgresql postgresql-slowinit mariadb)
 for image in "${wanted[@]}"; do
   case "$image" in
     pause)
       build pause "$(stamp_of pause "$(sha256sum < "$BIN/pause")" "${PAUSE_CONFIG[*]}")" build_pause ;;
     postgresql)
-      build postgresql "$(stamp_of postgresql "$SUITE" "$MIRROR" postgresql-15 "$PG_HOOK" "${PG_CONFIG[*]}" \
-        "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/postgresql/docker-entrypoint.sh")")" build_postgresql ;;
+      build postgresql "$(postgresql_stamp)" build_postgresql ;;
+    postgresql-slowinit)
+      build postgresql-slowinit "$(stamp_of postgresql-slowinit "$(postgresql_stamp)" \
+        "$(cat "$HERE/postgresql/slow-init.sh")" "$DBC_POSTGRESQL_SLOWINIT_IMAGE")" build_postgresql_slowinit ;;
     mariadb)
       build mariadb "$(stamp_of mariadb "$SUITE" "$MIRROR" mariadb-server,mariadb-client "$MARIADB_HOOK" \
         "${MARIADB_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/mariadb/docker-entrypoint.sh" \
         "$HERE/mariadb/99-database-controller.cnf")")" build_mariadb ;;
-    *) echo "build-images: unknown image '$image' (pause postgresql mariadb)" >&2; exit 2 ;;
+    *) echo "build-images: unknown image '$image' (pause postgresql postgresql-slowinit mariadb)" >&2; exit 2 ;;
   esac
 done

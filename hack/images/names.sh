@@ -6,4 +6,6 @@ DBC_PAUSE_IMAGE=localhost/dbc/pause:3.10.2
 # shellcheck disable=SC2034
 DBC_POSTGRESQL_IMAGE=localhost/dbc/postgresql:15
 # shellcheck disable=SC2034
+DBC_POSTGRESQL_SLOWINIT_IMAGE=localhost/dbc/postgresql-slowinit:15
+# shellcheck disable=SC2034
 DBC_MARIADB_IMAGE=localhost/dbc/mariadb:10.11

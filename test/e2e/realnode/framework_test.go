@@ -36,6 +36,9 @@ import (
 const (
 	postgresImage = "localhost/dbc/postgresql:15"
 	mariadbImage  = "localhost/dbc/mariadb:10.11"
+	// slowInitImage is postgresImage with a first-init script that takes
+	// longer than the liveness budget (hack/images/postgresql/slow-init.sh).
+	slowInitImage = "localhost/dbc/postgresql-slowinit:15"
 )
 
 // How long a Database may take to converge on the real node: the image is

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -367,4 +368,55 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A first init that takes longer than the liveness budget still completes:
+// the startup probe holds liveness off until the server serves, so the
+// container is not killed halfway through its init scripts (a restart
+// would find the data directory, skip the rest of the init for good, and
+// serve a database without what the scripts make).
+func TestFirstInitSlowerThanLivenessCompletes(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubectlIn(t, dbYAML("slow", "postgresql", "15", slowInitImage, 1), "-n", ns, "create", "-f", "-")
+	eventually(t, converge+3*time.Minute, "the slow first init to finish", func() (bool, string) {
+		return isRunning(getDB(t, ns, "slow"))
+	})
+
+	var sts appsv1.StatefulSet
+	getJSON(t, &sts, "-n", ns, "get", "statefulset", "slow")
+	live := sts.Spec.Template.Spec.Containers[0].LivenessProbe
+	if live == nil {
+		t.Fatal("the StatefulSet has no liveness probe")
+	}
+	budget := time.Duration(live.InitialDelaySeconds+live.PeriodSeconds*live.FailureThreshold) * time.Second
+
+	var pod corev1.Pod
+	getJSON(t, &pod, "-n", ns, "get", "pod", "slow-0")
+	cs := pod.Status.ContainerStatuses[0]
+	if cs.RestartCount != 0 {
+		t.Errorf("the container restarted %d times during its first init; last ended: %+v", cs.RestartCount, cs.LastTerminationState.Terminated)
+	}
+	// The init really outlasted the liveness budget, or this test proves
+	// nothing: from the container's start to the pod's readiness.
+	var readyAt time.Time
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			readyAt = c.LastTransitionTime.Time
+		}
+	}
+	if cs.State.Running == nil || readyAt.IsZero() {
+		t.Fatalf("pod slow-0 not running and ready: %+v", pod.Status)
+	}
+	took := readyAt.Sub(cs.State.Running.StartedAt.Time)
+	t.Logf("first init took %s; liveness budget %s", took, budget)
+	if took <= budget {
+		t.Errorf("the first init took %s, within the liveness budget %s: the image is not slow enough to test anything", took, budget)
+	}
+	if logs := kubectl(t, "-n", ns, "logs", "slow-0"); !strings.Contains(logs, "slow-init: done") || !strings.Contains(logs, "entrypoint: initialised") {
+		t.Errorf("the init did not run to its end:\n%s", logs)
+	}
+	if got := strings.TrimSpace(runClient(t, ns, "slow", postgresImage, psql+`-c "SELECT count(*) FROM init_completed"`)); got != "1" {
+		t.Errorf("rows in init_completed: %q, want 1 (the init script's last step)", got)
+	}
 }
