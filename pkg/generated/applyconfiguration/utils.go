@@ -32,12 +32,26 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=dbcontroller.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("BackupSpec"):
+		return &dbcontrollerv1alpha1.BackupSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BackupStorageSpec"):
+		return &dbcontrollerv1alpha1.BackupStorageSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Database"):
 		return &dbcontrollerv1alpha1.DatabaseApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DatabaseBackup"):
+		return &dbcontrollerv1alpha1.DatabaseBackupApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DatabaseBackupSpec"):
+		return &dbcontrollerv1alpha1.DatabaseBackupSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DatabaseBackupStatus"):
+		return &dbcontrollerv1alpha1.DatabaseBackupStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DatabaseSpec"):
 		return &dbcontrollerv1alpha1.DatabaseSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DatabaseStatus"):
 		return &dbcontrollerv1alpha1.DatabaseStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RestoreSpec"):
+		return &dbcontrollerv1alpha1.RestoreSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RestoreStatus"):
+		return &dbcontrollerv1alpha1.RestoreStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageSpec"):
 		return &dbcontrollerv1alpha1.StorageSpecApplyConfiguration{}
 

@@ -29,7 +29,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Database{}, &DatabaseList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Database{}, &DatabaseList{}, &DatabaseBackup{}, &DatabaseBackupList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

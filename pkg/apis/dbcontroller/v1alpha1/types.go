@@ -45,6 +45,9 @@ const (
 	PhaseStopped Phase = "Stopped"
 	// PhaseFailed: the controller cannot proceed until the user acts (see conditions).
 	PhaseFailed Phase = "Failed"
+	// PhaseTerminating: the Database is being deleted; the controller takes
+	// the final backup and keeps what deletionPolicy keeps before it goes.
+	PhaseTerminating Phase = "Terminating"
 )
 
 // Condition types.
@@ -61,6 +64,31 @@ const (
 	// MongoDB Database's featureCompatibilityVersion after an upgrade, or
 	// when it failed to; it is absent otherwise.
 	ConditionFeatureCompatibility = "FeatureCompatibility"
+	// ConditionBackup is True when backups are set up and the last one
+	// Completed, False when the schedule is not valid or the last scheduled
+	// backup failed; it is absent when spec.backup is not set.
+	ConditionBackup = "Backup"
+)
+
+// Finalizers the controller sets.
+const (
+	// FinalizerDatabase holds a Database while the controller takes its
+	// final backup and, under deletionPolicy Retain, releases its
+	// credentials Secret to stay with the volumes.
+	FinalizerDatabase = "dbcontroller.io/database"
+	// FinalizerBackupFile holds a DatabaseBackup until its file is deleted
+	// from the backup volume.
+	FinalizerBackupFile = "dbcontroller.io/backup-file"
+)
+
+// LabelBackupTrigger says why a DatabaseBackup was made: BackupTriggerSchedule
+// or BackupTriggerFinal by the controller; a backup without it was made by a user.
+const LabelBackupTrigger = "dbcontroller.io/backup-trigger"
+
+// The values of LabelBackupTrigger.
+const (
+	BackupTriggerSchedule = "schedule"
+	BackupTriggerFinal    = "final"
 )
 
 // +genclient
@@ -79,6 +107,7 @@ const (
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].message",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 52",message="metadata.name must be a DNS-1035 label of at most 52 characters (lowercase letters, digits and '-', starting with a letter), so that the Services and the StatefulSet's pods can carry it"
+// +kubebuilder:validation:XValidation:rule="has(self.spec.restore) == has(oldSelf.spec.restore) && (!has(self.spec.restore) || self.spec.restore.backup == oldSelf.spec.restore.backup)",message="spec.restore is immutable: it says where the data came from when the Database was created"
 
 // Database is a PostgreSQL, MySQL or MongoDB server run by database-controller.
 type Database struct {
@@ -139,6 +168,79 @@ type DatabaseSpec struct {
 	// +optional
 	// +kubebuilder:default=Retain
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// DeletionProtection, when true, makes the API server refuse to delete
+	// the Database (a ValidatingAdmissionPolicy shipped with the CRD). Set it
+	// to false to delete.
+	// +optional
+	DeletionProtection bool `json:"deletionProtection,omitempty"`
+
+	// Backup sets up backups: on a schedule, kept to a number, and one
+	// before the Database is deleted. On-demand backups (DatabaseBackup
+	// objects) work without it, on a backup volume of default size.
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
+
+	// Restore initialises a new Database's data from a DatabaseBackup before
+	// it first serves. It cannot be changed after creation.
+	// +optional
+	Restore *RestoreSpec `json:"restore,omitempty"`
+}
+
+// BackupSpec sets up backups of a Database.
+type BackupSpec struct {
+	// Schedule is a standard 5-field cron expression (minute hour
+	// day-of-month month day-of-week), in UTC, or a descriptor such as
+	// @daily. Unset: no scheduled backups.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9A-Za-z*?/,-]+( +[0-9A-Za-z*?/,-]+){4})$`
+	Schedule string `json:"schedule,omitempty"`
+
+	// Retention is how many Completed scheduled backups to keep; older
+	// ones are deleted, with their files. On-demand and final backups are
+	// never deleted by the controller.
+	// +optional
+	// +kubebuilder:default=7
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Retention *int32 `json:"retention,omitempty"`
+
+	// Storage is the backup volume, <name>-backups. It outlives the
+	// Database: deleting the Database never deletes it.
+	// +optional
+	Storage BackupStorageSpec `json:"storage,omitempty"`
+
+	// FinalBackup takes a backup before the Database is deleted; the
+	// deletion waits for it to complete. Default true.
+	// +optional
+	// +kubebuilder:default=true
+	FinalBackup *bool `json:"finalBackup,omitempty"`
+}
+
+// BackupStorageSpec is the backup volume.
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="backup.storage.storageClassName is immutable"
+type BackupStorageSpec struct {
+	// Size of the backup volume; spec.storage.size when unset. It may grow
+	// but never shrink.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="backup.storage.size must be greater than zero"
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// StorageClassName of the backup volume; the cluster default when unset.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// RestoreSpec names the backup a new Database starts from.
+type RestoreSpec struct {
+	// Backup is the name of a Completed DatabaseBackup in the same
+	// namespace, of the same engine and of the same or an older version.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Backup string `json:"backup"`
 }
 
 // StorageSpec is the persistent volume of each replica.
@@ -159,7 +261,7 @@ type StorageSpec struct {
 
 // DatabaseStatus is what the controller observed.
 type DatabaseStatus struct {
-	// Phase is a one-word summary: Pending, Provisioning, Running, Updating, Stopped or Failed.
+	// Phase is a one-word summary: Pending, Provisioning, Running, Updating, Stopped, Failed or Terminating.
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 
@@ -198,12 +300,33 @@ type DatabaseStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are the latest observations: Ready, Progressing and
-	// VersionSupported.
+	// Restore reports the restore of spec.restore.backup.
+	// +optional
+	Restore *RestoreStatus `json:"restore,omitempty"`
+
+	// LastScheduleTime is the last time the backup schedule fired: the
+	// scheduled backup made then is named after it.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// Conditions are the latest observations: Ready, Progressing,
+	// VersionSupported, FeatureCompatibility and Backup.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RestoreStatus reports a restore.
+type RestoreStatus struct {
+	// Backup is the DatabaseBackup restored.
+	Backup string `json:"backup"`
+	// CompletionTime is when every replica first served the restored data.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Message says what the restore failed on, or why it has not started.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -215,4 +338,103 @@ type DatabaseList struct {
 	metav1.ListMeta `json:"metadata"`
 
 	Items []Database `json:"items"`
+}
+
+// BackupPhase is where a DatabaseBackup is in its life.
+// +kubebuilder:validation:Enum=Pending;Running;Completed;Failed
+type BackupPhase string
+
+// The phases of a DatabaseBackup.
+const (
+	// BackupPending: waiting for the Database to serve, or for its other
+	// backup to finish.
+	BackupPending BackupPhase = "Pending"
+	// BackupRunning: the backup Job runs.
+	BackupRunning BackupPhase = "Running"
+	// BackupCompleted: the file is on the backup volume.
+	BackupCompleted BackupPhase = "Completed"
+	// BackupFailed: the Job failed after its retries, or the backup could not start.
+	BackupFailed BackupPhase = "Failed"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=dbbackup;dbb,categories=all
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Database",type=string,JSONPath=".spec.database"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Trigger",type=string,JSONPath=".metadata.labels.dbcontroller\\.io/backup-trigger"
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=".status.sizeBytes"
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".status.version",priority=1
+// +kubebuilder:printcolumn:name="Path",type=string,JSONPath=".status.path",priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=".status.message",priority=1
+// +kubebuilder:printcolumn:name="Completed",type=date,JSONPath=".status.completionTime"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+
+// DatabaseBackup is one backup of a Database: a dump file on the Database's
+// backup volume. Create one to back up now; deleting it deletes its file.
+type DatabaseBackup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec DatabaseBackupSpec `json:"spec"`
+	// +optional
+	Status DatabaseBackupStatus `json:"status,omitempty"`
+}
+
+// DatabaseBackupSpec says what to back up. It never changes.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a DatabaseBackup's spec is immutable"
+type DatabaseBackupSpec struct {
+	// Database is the name of the Database to back up, in the same namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=52
+	Database string `json:"database"`
+}
+
+// DatabaseBackupStatus is what happened to a DatabaseBackup.
+type DatabaseBackupStatus struct {
+	// Phase: Pending, Running, Completed or Failed.
+	// +optional
+	Phase BackupPhase `json:"phase,omitempty"`
+	// StartTime is when the backup Job was created.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the backup Completed or Failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Engine and Version are those of the Database when it was backed up.
+	// +optional
+	Engine Engine `json:"engine,omitempty"`
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Image is the image that took the backup; it restores and deletes it too.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Volume is the claim that holds the file.
+	// +optional
+	Volume string `json:"volume,omitempty"`
+	// Path is the file's path on that volume.
+	// +optional
+	Path string `json:"path,omitempty"`
+	// SizeBytes is the file's size.
+	// +optional
+	SizeBytes *int64 `json:"sizeBytes,omitempty"`
+	// Message says why the backup is waiting or what it failed on: the dump
+	// tool's last error line.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// DatabaseBackupList is a list of DatabaseBackups.
+type DatabaseBackupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []DatabaseBackup `json:"items"`
 }

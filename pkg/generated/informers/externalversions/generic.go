@@ -55,6 +55,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=dbcontroller.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("databases"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Dbcontroller().V1alpha1().Databases().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("databasebackups"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Dbcontroller().V1alpha1().DatabaseBackups().Informer()}, nil
 
 	}
 

@@ -49,6 +49,17 @@ type DatabaseSpecApplyConfiguration struct {
 	// DeletionPolicy says whether the data volumes survive deletion of the
 	// Database (Retain, the default) or are removed with it (Delete).
 	DeletionPolicy *dbcontrollerv1alpha1.DeletionPolicy `json:"deletionPolicy,omitempty"`
+	// DeletionProtection, when true, makes the API server refuse to delete
+	// the Database (a ValidatingAdmissionPolicy shipped with the CRD). Set it
+	// to false to delete.
+	DeletionProtection *bool `json:"deletionProtection,omitempty"`
+	// Backup sets up backups: on a schedule, kept to a number, and one
+	// before the Database is deleted. On-demand backups (DatabaseBackup
+	// objects) work without it, on a backup volume of default size.
+	Backup *BackupSpecApplyConfiguration `json:"backup,omitempty"`
+	// Restore initialises a new Database's data from a DatabaseBackup before
+	// it first serves. It cannot be changed after creation.
+	Restore *RestoreSpecApplyConfiguration `json:"restore,omitempty"`
 }
 
 // DatabaseSpecApplyConfiguration constructs a declarative configuration of the DatabaseSpec type for use with
@@ -110,5 +121,29 @@ func (b *DatabaseSpecApplyConfiguration) WithImage(value string) *DatabaseSpecAp
 // If called multiple times, the DeletionPolicy field is set to the value of the last call.
 func (b *DatabaseSpecApplyConfiguration) WithDeletionPolicy(value dbcontrollerv1alpha1.DeletionPolicy) *DatabaseSpecApplyConfiguration {
 	b.DeletionPolicy = &value
+	return b
+}
+
+// WithDeletionProtection sets the DeletionProtection field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DeletionProtection field is set to the value of the last call.
+func (b *DatabaseSpecApplyConfiguration) WithDeletionProtection(value bool) *DatabaseSpecApplyConfiguration {
+	b.DeletionProtection = &value
+	return b
+}
+
+// WithBackup sets the Backup field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Backup field is set to the value of the last call.
+func (b *DatabaseSpecApplyConfiguration) WithBackup(value *BackupSpecApplyConfiguration) *DatabaseSpecApplyConfiguration {
+	b.Backup = value
+	return b
+}
+
+// WithRestore sets the Restore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Restore field is set to the value of the last call.
+func (b *DatabaseSpecApplyConfiguration) WithRestore(value *RestoreSpecApplyConfiguration) *DatabaseSpecApplyConfiguration {
+	b.Restore = value
 	return b
 }

@@ -20,7 +20,8 @@ package v1alpha1
 
 import (
 	dbcontrollerv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
 // DatabaseStatusApplyConfiguration represents a declarative configuration of the DatabaseStatus type for use
@@ -28,7 +29,7 @@ import (
 //
 // DatabaseStatus is what the controller observed.
 type DatabaseStatusApplyConfiguration struct {
-	// Phase is a one-word summary: Pending, Provisioning, Running, Updating, Stopped or Failed.
+	// Phase is a one-word summary: Pending, Provisioning, Running, Updating, Stopped, Failed or Terminating.
 	Phase *dbcontrollerv1alpha1.Phase `json:"phase,omitempty"`
 	// Replicas is the number of database pods that exist.
 	Replicas *int32 `json:"replicas,omitempty"`
@@ -49,9 +50,14 @@ type DatabaseStatusApplyConfiguration struct {
 	Selector *string `json:"selector,omitempty"`
 	// ObservedGeneration is the generation of the spec last acted on.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// Conditions are the latest observations: Ready, Progressing and
-	// VersionSupported.
-	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	// Restore reports the restore of spec.restore.backup.
+	Restore *RestoreStatusApplyConfiguration `json:"restore,omitempty"`
+	// LastScheduleTime is the last time the backup schedule fired: the
+	// scheduled backup made then is named after it.
+	LastScheduleTime *v1.Time `json:"lastScheduleTime,omitempty"`
+	// Conditions are the latest observations: Ready, Progressing,
+	// VersionSupported, FeatureCompatibility and Backup.
+	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // DatabaseStatusApplyConfiguration constructs a declarative configuration of the DatabaseStatus type for use with
@@ -132,10 +138,26 @@ func (b *DatabaseStatusApplyConfiguration) WithObservedGeneration(value int64) *
 	return b
 }
 
+// WithRestore sets the Restore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Restore field is set to the value of the last call.
+func (b *DatabaseStatusApplyConfiguration) WithRestore(value *RestoreStatusApplyConfiguration) *DatabaseStatusApplyConfiguration {
+	b.Restore = value
+	return b
+}
+
+// WithLastScheduleTime sets the LastScheduleTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastScheduleTime field is set to the value of the last call.
+func (b *DatabaseStatusApplyConfiguration) WithLastScheduleTime(value v1.Time) *DatabaseStatusApplyConfiguration {
+	b.LastScheduleTime = &value
+	return b
+}
+
 // WithConditions adds the given value to the Conditions field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Conditions field.
-func (b *DatabaseStatusApplyConfiguration) WithConditions(values ...*v1.ConditionApplyConfiguration) *DatabaseStatusApplyConfiguration {
+func (b *DatabaseStatusApplyConfiguration) WithConditions(values ...*metav1.ConditionApplyConfiguration) *DatabaseStatusApplyConfiguration {
 	for i := range values {
 		if values[i] == nil {
 			panic("nil value passed to WithConditions")

@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// Databases returns a DatabaseInformer.
 	Databases() TypedDatabaseInformer
+	// DatabaseBackups returns a DatabaseBackupInformer.
+	DatabaseBackups() TypedDatabaseBackupInformer
 }
 
 type version struct {
@@ -42,4 +44,9 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // Databases returns a TypedDatabaseInformer.
 func (v *version) Databases() TypedDatabaseInformer {
 	return &databaseInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// DatabaseBackups returns a TypedDatabaseBackupInformer.
+func (v *version) DatabaseBackups() TypedDatabaseBackupInformer {
+	return &databaseBackupInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -29,6 +29,7 @@ import (
 type DbcontrollerV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	DatabasesGetter
+	DatabaseBackupsGetter
 }
 
 // DbcontrollerV1alpha1Client is used to interact with features provided by the dbcontroller.io group.
@@ -38,6 +39,10 @@ type DbcontrollerV1alpha1Client struct {
 
 func (c *DbcontrollerV1alpha1Client) Databases(namespace string) DatabaseInterface {
 	return newDatabases(c, namespace)
+}
+
+func (c *DbcontrollerV1alpha1Client) DatabaseBackups(namespace string) DatabaseBackupInterface {
+	return newDatabaseBackups(c, namespace)
 }
 
 // NewForConfig creates a new DbcontrollerV1alpha1Client for the given config.

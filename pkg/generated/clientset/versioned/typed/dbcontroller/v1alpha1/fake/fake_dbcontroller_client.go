@@ -32,6 +32,10 @@ func (c *FakeDbcontrollerV1alpha1) Databases(namespace string) v1alpha1.Database
 	return newFakeDatabases(c, namespace)
 }
 
+func (c *FakeDbcontrollerV1alpha1) DatabaseBackups(namespace string) v1alpha1.DatabaseBackupInterface {
+	return newFakeDatabaseBackups(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeDbcontrollerV1alpha1) RESTClient() rest.Interface {
