@@ -32,6 +32,10 @@ type Engine interface {
 	// FeatureCompatibilityVersion is the featureCompatibilityVersion of new
 	// data written by version, or "" for an engine that has none.
 	FeatureCompatibilityVersion(version string) string
+	// CheckRestore returns nil when a backup taken at version from may be
+	// restored into a new Database of version to, and a
+	// *VersionChangeError that says why not otherwise.
+	CheckRestore(from, to string) error
 }
 
 // Running is what a Database's data last ran on.
@@ -74,6 +78,44 @@ type Runtime struct {
 	URIQuery  string
 	// UID is the non-root user the official image runs the server as.
 	UID int64
+	// Backup is how a backup is taken and restored with the image's own tools.
+	Backup BackupTool
+}
+
+// BackupTool is how an engine's image dumps one database to a file and
+// restores it into a new server. The scripts are POSIX sh.
+type BackupTool struct {
+	// Extension ends the file's name, after the backup's name.
+	Extension string
+	// Dump writes the dump of database $DATABASE to the file $OUT,
+	// connecting to $HOST:$PORT as $USERNAME with $PASSWORD. Its last
+	// stderr line, when it fails, is what the backup reports.
+	Dump string
+	// Restore runs in the image's first-init hook (sourced from
+	// /docker-entrypoint-initdb.d, against the temporary server, with the
+	// server's environment): it loads $DBC_RESTORE_FILE into the new
+	// database, a dump of the database $DBC_RESTORE_SOURCE_DATABASE, and
+	// exits non-zero, with its error's last line in /dev/termination-log,
+	// when that fails.
+	Restore string
+	// DataDirectory is the directory that holds the data, as a shell word:
+	// the restore marks it with RestoredMarker when it completes.
+	DataDirectory string
+	// Initialised is a shell test that is true once the server has
+	// initialised the data directory.
+	Initialised string
+}
+
+// RestoredMarker is the file a restore leaves in the data directory when
+// it completes. Before each start of a restoring pod, a data directory
+// that is initialised but has no marker stops it: the restore failed part
+// way, and the image's entrypoint would serve that data as it is.
+const RestoredMarker = "dbcontroller-restored"
+
+// RestoreFailed ends a restore script's failure: the last line of what
+// it wrote to file becomes the termination message, all of it the log.
+func RestoreFailed(file string) string {
+	return `{ tail -n 1 ` + file + ` > /dev/termination-log; cat ` + file + ` >&2; exit 1; }`
 }
 
 // EnvFromSecret is an environment variable read from the credentials Secret.

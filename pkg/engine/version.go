@@ -60,6 +60,7 @@ const (
 	ReasonMajorUpgradeRefused         = "MajorUpgradeRefused"
 	ReasonSeriesSkipRefused           = "SeriesSkipRefused"
 	ReasonFeatureCompatibilityPending = "FeatureCompatibilityPending"
+	ReasonRestoreRefused              = "RestoreRefused"
 )
 
 // VersionChangeError is a version change that the data cannot take in
@@ -160,4 +161,20 @@ func parseVersion(v string) ([]int, error) {
 		out[i] = n
 	}
 	return out, nil
+}
+
+// RefuseRestoreIntoOlder refuses to restore a backup taken at from into a
+// Database of an older series: a dump may use what the older server does
+// not know. The same series or a newer one is the upgrade path.
+func RefuseRestoreIntoOlder(engine string, seriesLength int, from, to string) error {
+	if Series(from, seriesLength) == "" || Series(to, seriesLength) == "" {
+		return &VersionChangeError{Reason: ReasonRestoreRefused, Message: fmt.Sprintf(
+			"cannot compare the backup's version %q with %q", from, to)}
+	}
+	if !isDowngrade(seriesLength, from, to) {
+		return nil
+	}
+	return &VersionChangeError{Reason: ReasonRestoreRefused, Message: fmt.Sprintf(
+		"the backup was taken from %s %s, and %s is older: restore it into version %s or later",
+		engine, from, to, Series(from, seriesLength))}
 }

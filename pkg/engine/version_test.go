@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -70,6 +71,36 @@ func TestParseVersion(t *testing.T) {
 	for _, bad := range []string{"", "a", "1..2", "-1", "16 evil"} {
 		if _, err := parseVersion(bad); err == nil || !strings.Contains(err.Error(), "version") {
 			t.Errorf("parseVersion(%q) = %v, want an error", bad, err)
+		}
+	}
+}
+
+func TestRefuseRestoreIntoOlder(t *testing.T) {
+	for _, tc := range []struct {
+		length   int
+		from, to string
+		ok       bool
+	}{
+		{1, "15", "15", true},
+		{1, "15", "15.4", true},
+		{1, "15.8", "15", true}, // the same major: minor versions share the format
+		{1, "15", "16", true},   // the way to a new major
+		{1, "16", "15", false},
+		{2, "8.0", "8.4", true},
+		{2, "8.4", "8.0", false},
+		{2, "7.0", "8.0", true},
+		{2, "8.0", "7.0", false},
+		{2, "8.0.1", "8.0", true},
+		{1, "", "16", false}, // a backup that never recorded its version
+		{1, "16", "x", false},
+	} {
+		err := RefuseRestoreIntoOlder("E", tc.length, tc.from, tc.to)
+		if (err == nil) != tc.ok {
+			t.Errorf("RefuseRestoreIntoOlder(%d, %q, %q) = %v, want ok=%v", tc.length, tc.from, tc.to, err, tc.ok)
+		}
+		var refusal *VersionChangeError
+		if err != nil && (!errors.As(err, &refusal) || refusal.Reason != ReasonRestoreRefused) {
+			t.Errorf("error %v is not a RestoreRefused VersionChangeError", err)
 		}
 	}
 }

@@ -45,6 +45,18 @@ var base = engine.Base{
 		URIScheme:           "mongodb",
 		URIQuery:            "?authSource=admin",
 		UID:                 999,
+		// One database, gzipped, renamed on restore to the new Database's.
+		// The first init's temporary mongod listens on 127.0.0.1:27017.
+		Backup: engine.BackupTool{
+			Extension: "archive.gz",
+			Dump: `mongodump --host="$HOST" --port="$PORT" --username="$USERNAME" --password="$PASSWORD" --authenticationDatabase=admin ` +
+				`--db="$DATABASE" --archive="$OUT" --gzip`,
+			Restore: `mongorestore --host=127.0.0.1 --port=27017 --username="$MONGO_INITDB_ROOT_USERNAME" --password="$MONGO_INITDB_ROOT_PASSWORD" ` +
+				`--authenticationDatabase=admin --archive="$DBC_RESTORE_FILE" --gzip --nsFrom="$DBC_RESTORE_SOURCE_DATABASE.*" --nsTo="$MONGO_INITDB_DATABASE.*" 2>/tmp/dbc-restore.err || ` +
+				engine.RestoreFailed("/tmp/dbc-restore.err"),
+			DataDirectory: "/data/db",
+			Initialised:   "[ -f /data/db/WiredTiger ]",
+		},
 	},
 }
 
@@ -78,4 +90,10 @@ func (Engine) EndOfLife(version string) string {
 		return "MongoDB 6.0 is end of life: the mongo:6.0 image gets no more upstream rebuilds, security fixes included. It keeps running; move to 7.0 (spec.version: \"7.0\"), one series at a time"
 	}
 	return ""
+}
+
+// CheckRestore implements engine.Engine: a dump restores into the same
+// series or a newer one.
+func (Engine) CheckRestore(from, to string) error {
+	return engine.RefuseRestoreIntoOlder("MongoDB", 2, from, to)
 }

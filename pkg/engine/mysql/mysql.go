@@ -41,6 +41,19 @@ var base = engine.Base{
 		StartupSeconds: 900,
 		URIScheme:      "mysql",
 		UID:            999,
+		// No --databases: the dump loads into a database of another name.
+		// The client programs are mysqldump and mysql in the mysql images,
+		// and may be only mariadb-dump and mariadb in MariaDB's. $SOCKET is
+		// the temporary server's socket in the entrypoint's first init.
+		Backup: engine.BackupTool{
+			Extension: "sql",
+			Dump: `MYSQL_PWD="$PASSWORD" "$(command -v mysqldump || command -v mariadb-dump)" --host="$HOST" --port="$PORT" --user="$USERNAME" ` +
+				`--single-transaction --no-tablespaces --routines --triggers --events --result-file="$OUT" "$DATABASE"`,
+			Restore: `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$(command -v mysql || command -v mariadb)" --protocol=socket --socket="$SOCKET" -uroot "$MYSQL_DATABASE" < "$DBC_RESTORE_FILE" 2>/tmp/dbc-restore.err || ` +
+				engine.RestoreFailed("/tmp/dbc-restore.err"),
+			DataDirectory: "/var/lib/mysql",
+			Initialised:   "[ -d /var/lib/mysql/mysql ]",
+		},
 	},
 }
 
@@ -60,4 +73,10 @@ func (Engine) EndOfLife(version string) string {
 		return "MySQL 8.0 is end of life: the mysql:8.0 image gets no more upstream rebuilds, security fixes included. It keeps running; move to 8.4 (spec.version: \"8.4\"), which upgrades the data in place and disables mysql_native_password by default"
 	}
 	return ""
+}
+
+// CheckRestore implements engine.Engine: a dump restores into the same
+// series or a newer one.
+func (Engine) CheckRestore(from, to string) error {
+	return engine.RefuseRestoreIntoOlder("MySQL", 2, from, to)
 }

@@ -45,7 +45,25 @@ var base = engine.Base{
 		StartupSeconds:      300,
 		URIScheme:           "postgresql",
 		UID:                 999,
+		// The custom format is compressed and lets pg_restore load it into
+		// a database of another name. Objects get the restoring user as
+		// owner: the controller manages one role per Database, so roles are
+		// not dumped.
+		Backup: engine.BackupTool{
+			Extension: "pgdump",
+			Dump:      `PGPASSWORD="$PASSWORD" pg_dump --host="$HOST" --port="$PORT" --username="$USERNAME" --dbname="$DATABASE" --format=custom --no-owner --no-acl --file="$OUT"`,
+			Restore: `pg_restore --no-owner --no-acl --exit-on-error --username="$POSTGRES_USER" --dbname="$POSTGRES_DB" "$DBC_RESTORE_FILE" 2>/tmp/dbc-restore.err || ` +
+				engine.RestoreFailed("/tmp/dbc-restore.err"),
+			DataDirectory: `"$PGDATA"`,
+			Initialised:   `[ -s "$PGDATA/PG_VERSION" ]`,
+		},
 	},
+}
+
+// CheckRestore implements engine.Engine: a dump restores into the same
+// major version or a newer one (the way to a new major).
+func (Engine) CheckRestore(from, to string) error {
+	return engine.RefuseRestoreIntoOlder("PostgreSQL", 1, from, to)
 }
 
 // CheckVersionChange refuses a lower major version, and a higher one: a
