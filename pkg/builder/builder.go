@@ -30,6 +30,30 @@ func ownerReference(db *dbv1alpha1.Database) *metav1ac.OwnerReferenceApplyConfig
 		WithBlockOwnerDeletion(true)
 }
 
+// containerSecurity is the security context of every container the
+// controller runs: no privilege, no capability, a read-only root filesystem.
+func containerSecurity() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithAllowPrivilegeEscalation(false).
+		WithReadOnlyRootFilesystem(true).
+		WithRunAsNonRoot(true).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
+}
+
+// jobPodSpec is the pod of a Job of the controller: it runs once as uid,
+// with no service account token and no service links.
+func jobPodSpec(uid int64) *corev1ac.PodSpecApplyConfiguration {
+	return corev1ac.PodSpec().
+		WithRestartPolicy(corev1.RestartPolicyNever).
+		WithAutomountServiceAccountToken(false).
+		WithEnableServiceLinks(false).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(uid).
+			WithRunAsGroup(uid).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+}
+
 // servicePort is the server's port on both Services.
 func servicePort(rt *engine.Runtime) *corev1ac.ServicePortApplyConfiguration {
 	return corev1ac.ServicePort().

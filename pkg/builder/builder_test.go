@@ -161,7 +161,7 @@ var wantOwnerReferences = []metav1.OwnerReference{{
 func buildStatefulSet(t *testing.T, db *dbv1alpha1.Database, p engine.Engine, image string, storage Storage) *appsv1.StatefulSet {
 	t.Helper()
 	var sts appsv1.StatefulSet
-	if err := Convert(NewStatefulSet(db, p, image, storage), &sts); err != nil {
+	if err := Convert(NewStatefulSet(db, p, image, storage, nil), &sts); err != nil {
 		t.Fatalf("Convert(StatefulSet): %v", err)
 	}
 	return &sts
@@ -780,7 +780,7 @@ func TestOwnerReferencesOnEveryObject(t *testing.T) {
 				"Secret":          {NewSecret(db, p, testPassword), &corev1.Secret{}},
 				"HeadlessService": {NewHeadlessService(db, p), &corev1.Service{}},
 				"Service":         {NewService(db, p), &corev1.Service{}},
-				"StatefulSet":     {NewStatefulSet(db, p, tc.catalogImage, StorageOf(db)), &appsv1.StatefulSet{}},
+				"StatefulSet":     {NewStatefulSet(db, p, tc.catalogImage, StorageOf(db), nil), &appsv1.StatefulSet{}},
 			}
 			for kind, o := range objects {
 				if err := Convert(o.ac, o.into); err != nil {

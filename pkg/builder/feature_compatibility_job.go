@@ -64,11 +64,7 @@ done`, replicas, names.StatefulSetName(db), names.HeadlessServiceName(db), db.Na
 				corev1ac.SecretKeySelector().WithName(names.SecretName(db)).WithKey(engine.SecretKeyPassword))),
 		).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp")).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithRunAsNonRoot(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+		WithSecurityContext(containerSecurity())
 
 	return batchv1ac.Job(FeatureCompatibilityJobName(db, series), db.Namespace).
 		WithLabels(labels).
@@ -79,15 +75,7 @@ done`, replicas, names.StatefulSetName(db), names.HeadlessServiceName(db), db.Na
 			WithActiveDeadlineSeconds(600).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(podLabels).
-				WithSpec(corev1ac.PodSpec().
-					WithRestartPolicy(corev1.RestartPolicyNever).
-					WithAutomountServiceAccountToken(false).
-					WithEnableServiceLinks(false).
-					WithSecurityContext(corev1ac.PodSecurityContext().
-						WithRunAsNonRoot(true).
-						WithRunAsUser(rt.UID).
-						WithRunAsGroup(rt.UID).
-						WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+				WithSpec(jobPodSpec(rt.UID).
 					WithContainers(container).
 					WithVolumes(corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource())))))
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -36,7 +37,7 @@ func TestStatefulSetGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := yaml.Marshal(NewStatefulSet(db, e, image, StorageOf(db)))
+			got, err := yaml.Marshal(NewStatefulSet(db, e, image, StorageOf(db), nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,4 +74,52 @@ func compareGolden(t *testing.T, path string, got []byte) {
 	if string(got) != string(want) {
 		t.Errorf("the rendered object differs from %s (run with -update after an intended change):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
+}
+
+func backupOf(db *dbv1alpha1.Database, name string) *dbv1alpha1.DatabaseBackup {
+	return &dbv1alpha1.DatabaseBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: db.Namespace, UID: "backup-uid"},
+		Spec:       dbv1alpha1.DatabaseBackupSpec{Database: db.Name},
+	}
+}
+
+// TestBackupGolden renders, per engine, the Job that takes a backup and a
+// StatefulSet that restores one; and the backup volume's claim and the
+// Job that deletes a backup's file.
+func TestBackupGolden(t *testing.T) {
+	for _, tc := range engineCases {
+		t.Run(string(tc.engine), func(t *testing.T) {
+			db := newDatabase(tc.engine, tc.version)
+			e := lookup(t, tc.engine)
+			image, err := e.Image(tc.version, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			job, err := yaml.Marshal(NewBackupJob(backupOf(db, "nightly"), db, e, image))
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, filepath.Join("testdata", "job-backup-"+string(tc.engine)+".golden.yaml"), job)
+			src := &RestoreSource{Backup: "nightly", Claim: "source-backups", Path: "nightly." + e.Runtime().Backup.Extension, SourceDatabase: "source"}
+			sts, err := yaml.Marshal(NewStatefulSet(db, e, image, StorageOf(db), src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, filepath.Join("testdata", "statefulset-restore-"+string(tc.engine)+".golden.yaml"), sts)
+		})
+	}
+	db := newDatabase(dbv1alpha1.EnginePostgreSQL, "16")
+	db.Spec.Backup = &dbv1alpha1.BackupSpec{Storage: dbv1alpha1.BackupStorageSpec{Size: ptr.To(resource.MustParse("20Gi")), StorageClassName: ptr.To("slow")}}
+	claim, err := yaml.Marshal(NewBackupClaim(db, resource.MustParse("1Gi")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareGolden(t, filepath.Join("testdata", "claim-backups.golden.yaml"), claim)
+	b := backupOf(db, "nightly")
+	b.Status = dbv1alpha1.DatabaseBackupStatus{Image: "postgres:16", Volume: "orders-backups", Path: "nightly.pgdump"}
+	del, err := yaml.Marshal(NewBackupDeleteJob(b, 999))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareGolden(t, filepath.Join("testdata", "job-backup-delete.golden.yaml"), del)
 }

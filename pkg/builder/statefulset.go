@@ -43,7 +43,9 @@ func StorageOfStatefulSet(sts *appsv1.StatefulSet) (Storage, bool) {
 const startupPeriodSeconds = 10
 
 // NewStatefulSet builds the StatefulSet that runs the database server.
-func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, storage Storage) *appsv1ac.StatefulSetApplyConfiguration {
+// With a restore source, its pods first initialise their data from that
+// backup (see withRestore).
+func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, storage Storage, restore *RestoreSource) *appsv1ac.StatefulSetApplyConfiguration {
 	p := e.Runtime()
 	replicas := int32(1)
 	if db.Spec.Replicas != nil {
@@ -64,9 +66,8 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValue(v.Value))
 	}
 
-	mounts := []*corev1ac.VolumeMountApplyConfiguration{
-		corev1ac.VolumeMount().WithName(names.DataVolume).WithMountPath(p.DataPath),
-	}
+	dataMount := corev1ac.VolumeMount().WithName(names.DataVolume).WithMountPath(p.DataPath)
+	mounts := []*corev1ac.VolumeMountApplyConfiguration{dataMount}
 	volumes := make([]*corev1ac.VolumeApplyConfiguration, 0, len(p.ScratchPaths))
 	for i, path := range p.ScratchPaths {
 		name := fmt.Sprintf("scratch-%d", i)
@@ -104,11 +105,7 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 			WithTimeoutSeconds(5).
 			WithSuccessThreshold(1).
 			WithFailureThreshold(6)).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithRunAsNonRoot(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+		WithSecurityContext(containerSecurity())
 	if r := db.Spec.Resources; r != nil && (len(r.Requests) > 0 || len(r.Limits) > 0) {
 		res := corev1ac.ResourceRequirements()
 		if len(r.Requests) > 0 {
@@ -119,6 +116,22 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 		}
 		container.WithResources(res)
 	}
+
+	podSpec := corev1ac.PodSpec().
+		WithAutomountServiceAccountToken(false).
+		WithEnableServiceLinks(false).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(p.UID).
+			WithRunAsGroup(p.UID).
+			WithFSGroup(p.UID).
+			WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithVolumes(volumes...)
+	if restore != nil {
+		withRestore(podSpec, container, e, image, env, dataMount, restore)
+	}
+	podSpec.WithContainers(container)
 
 	claim := corev1ac.PersistentVolumeClaimSpec().
 		WithAccessModes(corev1.ReadWriteOnce).
@@ -142,18 +155,7 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 				WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(names.Labels(db)).
-				WithSpec(corev1ac.PodSpec().
-					WithAutomountServiceAccountToken(false).
-					WithEnableServiceLinks(false).
-					WithSecurityContext(corev1ac.PodSecurityContext().
-						WithRunAsNonRoot(true).
-						WithRunAsUser(p.UID).
-						WithRunAsGroup(p.UID).
-						WithFSGroup(p.UID).
-						WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
-						WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-					WithContainers(container).
-					WithVolumes(volumes...))).
+				WithSpec(podSpec)).
 			// Built without apiVersion and kind, which the API server does not
 			// keep on claim templates: they would read back as drift.
 			WithVolumeClaimTemplates((&corev1ac.PersistentVolumeClaimApplyConfiguration{}).

@@ -32,6 +32,9 @@ type Observed struct {
 	StatefulSet *appsv1.StatefulSet
 	// Claims are the claims labelled with the Database's selector labels.
 	Claims []*corev1.PersistentVolumeClaim
+	// Restore, when set, is the backup the pods initialise their data
+	// from: the restore has not completed yet.
+	Restore *builder.RestoreSource
 }
 
 // Plan is what one sync pass of a Database should bring about.
@@ -119,7 +122,7 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 	}
 	p.HeadlessService = stamp(builder.NewHeadlessService(db, e))
 	p.Service = stamp(builder.NewService(db, e))
-	p.StatefulSet = stamp(builder.NewStatefulSet(db, e, image, storage))
+	p.StatefulSet = stamp(builder.NewStatefulSet(db, e, image, storage, observed.Restore))
 	p.Grow = claimsToGrow(db, observed.Claims)
 	return p
 }
