@@ -17,24 +17,54 @@ import (
 // Reasons of the Ready and Progressing conditions. Each one says what a
 // person can do about it.
 const (
-	ReasonAllReplicasReady    = "AllReplicasReady"
-	ReasonReplicasNotReady    = "ReplicasNotReady"
-	ReasonStopped             = "Stopped"
-	ReasonProvisioning        = "Provisioning"
-	ReasonRollingUpdate       = "RollingUpdate"
-	ReasonWaitingForReady     = "WaitingForReadiness"
-	ReasonScaling             = "Scaling"
-	ReasonStopping            = "Stopping"
-	ReasonConverged           = "Converged"
-	ReasonUnknownVersion      = "UnknownVersion"
-	ReasonEndOfLife           = "EndOfLife"
-	ReasonSettingFCV          = "SettingFeatureCompatibilityVersion"
-	ReasonFCVFailed           = "FeatureCompatibilityVersionFailed"
-	ReasonSupported           = "Supported"
-	ReasonResourceConflict    = "ResourceConflict"
-	ReasonCredentialsMissing  = "CredentialsSecretMissing"
-	ReasonStorageResizeFailed = "StorageResizeFailed"
+	ReasonAllReplicasReady      = "AllReplicasReady"
+	ReasonReplicasNotReady      = "ReplicasNotReady"
+	ReasonStopped               = "Stopped"
+	ReasonProvisioning          = "Provisioning"
+	ReasonRollingUpdate         = "RollingUpdate"
+	ReasonWaitingForReady       = "WaitingForReadiness"
+	ReasonScaling               = "Scaling"
+	ReasonStopping              = "Stopping"
+	ReasonConverged             = "Converged"
+	ReasonUnknownVersion        = "UnknownVersion"
+	ReasonEndOfLife             = "EndOfLife"
+	ReasonSettingFCV            = "SettingFeatureCompatibilityVersion"
+	ReasonFCVFailed             = "FeatureCompatibilityVersionFailed"
+	ReasonSupported             = "Supported"
+	ReasonResourceConflict      = "ResourceConflict"
+	ReasonCredentialsMissing    = "CredentialsSecretMissing"
+	ReasonStorageResizeFailed   = "StorageResizeFailed"
+	ReasonDeleting              = "Deleting"
+	ReasonRestoring             = "Restoring"
+	ReasonRestoreRefused        = "RestoreRefused"
+	ReasonRestoreWaiting        = "RestoreBackupNotReady"
+	ReasonFinalBackup           = "TakingFinalBackup"
+	ReasonFinalBackupFailed     = "FinalBackupFailed"
+	ReasonBackupsReady          = "BackupsReady"
+	ReasonScheduleInvalid       = "ScheduleInvalid"
+	ReasonScheduledBackupFailed = "ScheduledBackupFailed"
 )
+
+// Restore is what Compute reads of a restore.
+type Restore struct {
+	// Backup is spec.restore.backup.
+	Backup string
+	// InTemplate says the observed StatefulSet's pods still restore (and
+	// mount the backup's volume): the Database is not Running until a
+	// rollout without it.
+	InTemplate bool
+	// Failure is what the last attempt failed on, "" if none did.
+	Failure string
+}
+
+// Termination is the state of a Database being deleted while the
+// controller holds it with its finalizer.
+type Termination struct {
+	// Reason and Message are the Ready condition's.
+	Reason, Message string
+	// Warning says a person must act: the Warning event goes with it.
+	Warning bool
+}
 
 // Problem is a reason the controller cannot bring a Database to its spec
 // until a person acts: a spec the schema cannot reject, or an object in the
@@ -80,6 +110,14 @@ type Input struct {
 	// FeatureCompatibility, when set, is the FeatureCompatibility condition:
 	// the controller is setting the featureCompatibilityVersion, or failed to.
 	FeatureCompatibility *metav1.Condition
+	// Backup is the Backup condition, nil when spec.backup is not set; and
+	// LastScheduleTime the newest tick a scheduled backup was made for.
+	Backup           *metav1.Condition
+	LastScheduleTime *metav1.Time
+	// Termination, when set, says the Database is being deleted.
+	Termination *Termination
+	// Restore, when set, is the restore of spec.restore.backup.
+	Restore *Restore
 	// Now stamps conditions whose status changes.
 	Now metav1.Time
 }
@@ -96,6 +134,7 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		Selector:                    names.Selector(db),
 		ObservedGeneration:          db.Generation,
 		Conditions:                  append([]metav1.Condition(nil), old.Conditions...),
+		LastScheduleTime:            in.LastScheduleTime,
 	}
 	desired := int32(1)
 	if db.Spec.Replicas != nil {
@@ -106,7 +145,23 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		st.ReadyReplicas = sts.Status.ReadyReplicas
 	}
 	rolledOut := RolledOut(in.StatefulSet, desired, in.Image)
-	if rolledOut && desired > 0 && in.Problem == nil && in.Image != "" {
+	restoring := in.Restore != nil && in.Restore.InTemplate
+	if r := in.Restore; r != nil {
+		st.Restore = &dbv1alpha1.RestoreStatus{Backup: r.Backup}
+		if old.Restore != nil && old.Restore.Backup == r.Backup {
+			st.Restore.CompletionTime = old.Restore.CompletionTime
+		}
+		switch {
+		case st.Restore.CompletionTime != nil:
+		case rolledOut && restoring && desired > 0 && in.Problem == nil:
+			// Every replica initialised its data from the backup and serves:
+			// its restore script ran to its end, or the pod would not start.
+			st.Restore.CompletionTime = &in.Now
+		default:
+			st.Restore.Message = r.Failure
+		}
+	}
+	if rolledOut && desired > 0 && in.Problem == nil && in.Image != "" && !restoring {
 		st.CurrentVersion = db.Spec.Version
 		if old.CurrentVersion == "" && st.FeatureCompatibilityVersion == "" {
 			// New data: it has the featureCompatibilityVersion of its version.
@@ -120,6 +175,10 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 	ready := metav1.Condition{Type: dbv1alpha1.ConditionReady, Status: metav1.ConditionFalse}
 	progressing := metav1.Condition{Type: dbv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue}
 	switch {
+	case in.Termination != nil:
+		st.Phase = dbv1alpha1.PhaseTerminating
+		ready.Reason, ready.Message = in.Termination.Reason, in.Termination.Message
+		progressing.Reason, progressing.Message = in.Termination.Reason, in.Termination.Message
 	case in.Problem != nil:
 		st.Phase = dbv1alpha1.PhaseFailed
 		ready.Reason, ready.Message = in.Problem.Reason, in.Problem.Message
@@ -134,6 +193,21 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		ready.Reason, ready.Message = ReasonStopped, "replicas is 0: the database is stopped and its data is kept"
 		progressing.Status = metav1.ConditionFalse
 		progressing.Reason, progressing.Message = ReasonConverged, "the Database matches its spec"
+	case restoring:
+		st.Phase = dbv1alpha1.PhaseProvisioning
+		ready.Reason = ReasonRestoring
+		switch {
+		case st.Restore.CompletionTime != nil:
+			ready.Message = fmt.Sprintf("restored backup %s; restarting without its volume", in.Restore.Backup)
+		case in.Restore.Failure != "":
+			ready.Message = fmt.Sprintf("restoring backup %s failed: %s", in.Restore.Backup, in.Restore.Failure)
+		default:
+			ready.Message = fmt.Sprintf("restoring backup %s: %d/%d replicas ready", in.Restore.Backup, st.ReadyReplicas, desired)
+		}
+		if in.Cause != nil && in.Restore.Failure == "" {
+			ready.Reason, ready.Message = in.Cause.Reason, ready.Message+": "+in.Cause.Message
+		}
+		progressing.Reason, progressing.Message = ReasonRestoring, ready.Message
 	case rolledOut:
 		st.Phase = dbv1alpha1.PhaseRunning
 		ready.Status = metav1.ConditionTrue
@@ -181,6 +255,11 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 	} else {
 		// Present only while the controller sets it, or failed to.
 		meta.RemoveStatusCondition(&st.Conditions, dbv1alpha1.ConditionFeatureCompatibility)
+	}
+	if in.Backup != nil {
+		conditions = append(conditions, *in.Backup)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, dbv1alpha1.ConditionBackup)
 	}
 	for _, c := range conditions {
 		c.ObservedGeneration = db.Generation

@@ -718,15 +718,16 @@ func TestComputeLastTransitionTime(t *testing.T) {
 // TestComputeKeepsOtherConditions checks that conditions Compute does not
 // own survive untouched.
 func TestComputeKeepsOtherConditions(t *testing.T) {
-	other := metav1.Condition{Type: "Backup", Status: metav1.ConditionTrue, Reason: "Done", Message: "ok",
+	// Not Backup: Compute owns that one since backups exist.
+	other := metav1.Condition{Type: "Audited", Status: metav1.ConditionTrue, Reason: "Done", Message: "ok",
 		ObservedGeneration: 2, LastTransitionTime: then}
 	db := database(ptr.To[int32](1), dbv1alpha1.DatabaseStatus{Conditions: []metav1.Condition{other}})
 	got := Compute(Input{Database: db, Endpoint: endpoint, StatefulSet: settled(1, image16), Image: image16, Now: now})
 	if len(got.Conditions) != 3 {
-		t.Fatalf("conditions = %+v, want Backup, Ready and Progressing", got.Conditions)
+		t.Fatalf("conditions = %+v, want Audited, Ready and Progressing", got.Conditions)
 	}
-	if c := meta.FindStatusCondition(got.Conditions, "Backup"); c == nil || !reflect.DeepEqual(*c, other) {
-		t.Errorf("Backup condition = %+v, want %+v", c, other)
+	if c := meta.FindStatusCondition(got.Conditions, "Audited"); c == nil || !reflect.DeepEqual(*c, other) {
+		t.Errorf("Audited condition = %+v, want %+v", c, other)
 	}
 }
 
@@ -799,5 +800,84 @@ func TestComputeFeatureCompatibilityVersion(t *testing.T) {
 	in.StatefulSet = settled(1, image16)
 	if got := Compute(in); got.FeatureCompatibilityVersion != "6.0" {
 		t.Fatalf("featureCompatibilityVersion after an upgrade = %q, want the recorded 6.0", got.FeatureCompatibilityVersion)
+	}
+}
+
+// A Database held for its deletion is Terminating, whatever its replicas
+// say, with the termination's reason and message.
+func TestComputeTerminating(t *testing.T) {
+	db := database(ptr.To[int32](1), dbv1alpha1.DatabaseStatus{CurrentVersion: "16"})
+	got := Compute(Input{Database: db, Endpoint: endpoint, StatefulSet: settled(1, image16), Image: image16, Now: now,
+		Termination: &Termination{Reason: ReasonFinalBackup, Message: "taking the final backup"}})
+	ready := meta.FindStatusCondition(got.Conditions, dbv1alpha1.ConditionReady)
+	if got.Phase != dbv1alpha1.PhaseTerminating || ready.Status != metav1.ConditionFalse || ready.Reason != ReasonFinalBackup ||
+		ready.Message != "taking the final backup" {
+		t.Errorf("phase %s, Ready %+v", got.Phase, ready)
+	}
+}
+
+// A restore: not Running while the pods restore; completed when every
+// replica first serves; Running only after a rollout without the backup's
+// volume; a failure is reported.
+func TestComputeRestore(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		old           *dbv1alpha1.RestoreStatus
+		sts           *appsv1.StatefulSet
+		in            Restore
+		wantPhase     dbv1alpha1.Phase
+		wantReady     string
+		wantCompleted *metav1.Time
+		wantMessage   string
+		wantVersion   string
+	}{
+		{name: "restoring", sts: settled(1, image16, func(s *appsv1.StatefulSet) { s.Status.ReadyReplicas = 0 }),
+			in: Restore{Backup: "nightly", InTemplate: true}, wantPhase: dbv1alpha1.PhaseProvisioning,
+			wantReady: "restoring backup nightly: 0/1 replicas ready"},
+		{name: "failed", sts: settled(1, image16, func(s *appsv1.StatefulSet) { s.Status.ReadyReplicas = 0 }),
+			in: Restore{Backup: "nightly", InTemplate: true, Failure: "pg_restore: error: could not read input file"}, wantPhase: dbv1alpha1.PhaseProvisioning,
+			wantReady:   "restoring backup nightly failed: pg_restore: error: could not read input file",
+			wantMessage: "pg_restore: error: could not read input file"},
+		{name: "every replica serves: completed, restarting without the volume", sts: settled(1, image16),
+			in: Restore{Backup: "nightly", InTemplate: true}, wantPhase: dbv1alpha1.PhaseProvisioning,
+			wantReady: "restored backup nightly; restarting without its volume", wantCompleted: &now},
+		{name: "rolled out without the volume: Running", old: &dbv1alpha1.RestoreStatus{Backup: "nightly", CompletionTime: &then},
+			sts: settled(1, image16), in: Restore{Backup: "nightly"}, wantPhase: dbv1alpha1.PhaseRunning,
+			wantReady: "1/1 replicas are ready", wantCompleted: &then, wantVersion: "16"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db := database(ptr.To[int32](1), dbv1alpha1.DatabaseStatus{Restore: tt.old})
+			in := tt.in
+			got := Compute(Input{Database: db, Endpoint: endpoint, StatefulSet: tt.sts, Image: image16, Now: now, Restore: &in})
+			ready := meta.FindStatusCondition(got.Conditions, dbv1alpha1.ConditionReady)
+			if got.Phase != tt.wantPhase || ready.Message != tt.wantReady || got.CurrentVersion != tt.wantVersion {
+				t.Errorf("phase %s version %q Ready %q, want %s %q %q", got.Phase, got.CurrentVersion, ready.Message, tt.wantPhase, tt.wantVersion, tt.wantReady)
+			}
+			if got.Restore == nil || got.Restore.Backup != "nightly" || !reflect.DeepEqual(got.Restore.CompletionTime, tt.wantCompleted) ||
+				got.Restore.Message != tt.wantMessage {
+				t.Errorf("restore %+v, want completed %v message %q", got.Restore, tt.wantCompleted, tt.wantMessage)
+			}
+		})
+	}
+}
+
+// The Backup condition is the caller's, present only when given; the last
+// schedule time is recorded as given.
+func TestComputeBackupCondition(t *testing.T) {
+	db := database(ptr.To[int32](1), dbv1alpha1.DatabaseStatus{Conditions: []metav1.Condition{
+		{Type: dbv1alpha1.ConditionBackup, Status: metav1.ConditionTrue, Reason: ReasonBackupsReady, LastTransitionTime: then}}})
+	got := Compute(Input{Database: db, Endpoint: endpoint, StatefulSet: settled(1, image16), Image: image16, Now: now})
+	if meta.FindStatusCondition(got.Conditions, dbv1alpha1.ConditionBackup) != nil {
+		t.Errorf("Backup condition kept without spec.backup: %+v", got.Conditions)
+	}
+	failed := &metav1.Condition{Type: dbv1alpha1.ConditionBackup, Status: metav1.ConditionFalse, Reason: ReasonScheduleInvalid, Message: "bad"}
+	got = Compute(Input{Database: db, Endpoint: endpoint, StatefulSet: settled(1, image16), Image: image16, Now: now,
+		Backup: failed, LastScheduleTime: &then})
+	c := meta.FindStatusCondition(got.Conditions, dbv1alpha1.ConditionBackup)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonScheduleInvalid || !c.LastTransitionTime.Equal(&now) {
+		t.Errorf("Backup condition %+v", c)
+	}
+	if !reflect.DeepEqual(got.LastScheduleTime, &then) {
+		t.Errorf("lastScheduleTime %v", got.LastScheduleTime)
 	}
 }
