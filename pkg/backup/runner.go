@@ -1,0 +1,593 @@
+// Package backup runs the DatabaseBackups of a Database: it starts each
+// one as a Job, one at a time, reports how it ended, makes the scheduled
+// ones, prunes them to the retention, and deletes a backup's file before
+// the DatabaseBackup goes. The reconciler (package reconcile) makes the
+// final backup of a Database being deleted; this package runs it like any
+// other.
+//
+// A sync reads only from the listers, and writes only what changed: a
+// Database with backups that are all finished costs no API call.
+package backup
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/engine/registry"
+	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
+	"github.com/dbcontroller/database-controller/pkg/names"
+)
+
+// Reasons of the events on DatabaseBackups.
+const (
+	ReasonStarted          = "Started"
+	ReasonCompleted        = "Completed"
+	ReasonFailed           = "BackupFailed"
+	ReasonPruned           = "Pruned"
+	ReasonFileDeleteFailed = "FileDeleteFailed"
+)
+
+// IndexDatabase is the name of the DatabaseBackup informer's index by
+// the Database they back up ("namespace/name").
+const IndexDatabase = "database"
+
+// IndexByDatabase indexes a DatabaseBackup by namespace/spec.database.
+func IndexByDatabase(obj interface{}) ([]string, error) {
+	b, ok := obj.(*dbv1alpha1.DatabaseBackup)
+	if !ok {
+		return nil, nil
+	}
+	return []string{b.Namespace + "/" + b.Spec.Database}, nil
+}
+
+// Config is what a Runner reads and writes through.
+type Config struct {
+	// KubeClient writes Jobs and the backup claim.
+	KubeClient kubernetes.Interface
+	// DBClient writes DatabaseBackups.
+	DBClient clientset.Interface
+	// Backups is the DatabaseBackup informer's indexer, with IndexDatabase.
+	Backups cache.Indexer
+	// Jobs, Pods and Claims are listers of informers limited to the objects
+	// labelled as managed by this controller.
+	Jobs   batchlisters.JobLister
+	Pods   corelisters.PodLister
+	Claims corelisters.PersistentVolumeClaimLister
+	// Recorder emits events on DatabaseBackups.
+	Recorder record.EventRecorder
+	// Clock reads the schedule and stamps the status.
+	Clock clock.PassiveClock
+	// FieldManager names the writes.
+	FieldManager string
+}
+
+// Runner syncs the backups of one Database at a time. It is safe for
+// concurrent use by several workers, each on its own Database.
+type Runner struct {
+	cfg     Config
+	created *createdSet
+}
+
+// New returns a Runner over cfg.
+func New(cfg Config) *Runner {
+	return &Runner{cfg: cfg, created: newCreatedSet(cfg.Clock)}
+}
+
+// List returns the DatabaseBackups of the Database namespace/name, oldest first.
+func List(backups cache.Indexer, namespace, name string) ([]*dbv1alpha1.DatabaseBackup, error) {
+	objs, err := backups.ByIndex(IndexDatabase, namespace+"/"+name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*dbv1alpha1.DatabaseBackup, 0, len(objs))
+	for _, o := range objs {
+		if b, ok := o.(*dbv1alpha1.DatabaseBackup); ok {
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreationTimestamp.Equal(&out[j].CreationTimestamp) {
+			return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// Sync runs the backups of the Database namespace/name; db is nil when it
+// does not exist (its backups are still deleted with their files). It
+// returns how long until the schedule's next tick (0: no schedule).
+func (r *Runner) Sync(ctx context.Context, namespace, name string, db *dbv1alpha1.Database) (time.Duration, error) {
+	all, err := List(r.cfg.Backups, namespace, name)
+	if err != nil {
+		return 0, err
+	}
+	var live []*dbv1alpha1.DatabaseBackup
+	for _, b := range all {
+		if b.DeletionTimestamp != nil {
+			if err := r.deleteFile(ctx, b); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		live = append(live, b)
+	}
+	if db != nil && db.Spec.Backup != nil && db.DeletionTimestamp == nil {
+		// The volume is made with spec.backup, so that a volume that cannot
+		// be provisioned shows before the first backup needs it.
+		if err := r.ensureClaim(ctx, db); err != nil {
+			return 0, err
+		}
+	}
+	running := false
+	for _, b := range live {
+		if b.Status.Phase == dbv1alpha1.BackupRunning {
+			running = true
+			if err := r.follow(ctx, b); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if !running {
+		for _, b := range live {
+			if b.Status.Phase == "" || b.Status.Phase == dbv1alpha1.BackupPending {
+				// One at a time: the oldest waiting backup, and only it.
+				if err := r.start(ctx, b, db); err != nil {
+					return 0, err
+				}
+				break
+			}
+		}
+	}
+	if db == nil || db.Spec.Backup == nil || db.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	if err := r.prune(ctx, db, live); err != nil {
+		return 0, err
+	}
+	return r.schedule(ctx, db, live)
+}
+
+// start starts a waiting backup: its Job, once the Database serves.
+func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database) error {
+	logger := klog.FromContext(ctx)
+	if db == nil {
+		return r.finish(ctx, b, dbv1alpha1.BackupFailed, fmt.Sprintf("Database %s does not exist in namespace %s", b.Spec.Database, b.Namespace), nil)
+	}
+	e, err := registry.Lookup(string(db.Spec.Engine))
+	if err != nil {
+		return r.finish(ctx, b, dbv1alpha1.BackupFailed, err.Error(), nil)
+	}
+	image, err := e.Image(db.Spec.Version, db.Spec.Image)
+	if err != nil {
+		return r.finish(ctx, b, dbv1alpha1.BackupFailed, err.Error(), nil)
+	}
+	if why, err := r.notServing(db); err != nil || why != "" {
+		if err != nil {
+			return err
+		}
+		return r.wait(ctx, b, why)
+	}
+	if err := r.ensureClaim(ctx, db); err != nil {
+		return err
+	}
+	if err := r.addFinalizer(ctx, b); err != nil {
+		return err
+	}
+	job := &batchv1.Job{}
+	if err := builder.Convert(builder.NewBackupJob(b, db, e, image), job); err != nil {
+		return err
+	}
+	if _, err := r.cfg.KubeClient.BatchV1().Jobs(b.Namespace).Create(ctx, job, metav1.CreateOptions{FieldManager: r.cfg.FieldManager}); err != nil &&
+		!apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Job %s: %w", job.Name, err)
+	}
+	r.created.add(b.Namespace + "/" + job.Name)
+	logger.V(2).Info("Started backup", "backup", klog.KObj(b))
+	st := b.Status.DeepCopy()
+	st.Phase = dbv1alpha1.BackupRunning
+	now := metav1.NewTime(r.cfg.Clock.Now())
+	st.StartTime = &now
+	st.Engine = db.Spec.Engine
+	st.Version = db.Spec.Version
+	st.Image = image
+	st.Volume = names.BackupClaimName(db)
+	st.Path = names.BackupFilePath(b.Name, e.Runtime().Backup.Extension)
+	st.Message = ""
+	if err := r.writeStatus(ctx, b, st); err != nil {
+		return err
+	}
+	r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonStarted, "Backing up %s %s %s with Job %s", db.Spec.Engine, db.Spec.Version, db.Name, job.Name)
+	return nil
+}
+
+// notServing says why db cannot be backed up now, or "": the Job dumps
+// replica 0, so its pod must be ready. (Its readiness, not the Database's
+// status, which this very sync may have just written.)
+func (r *Runner) notServing(db *dbv1alpha1.Database) (string, error) {
+	name := names.StatefulSetName(db) + "-0"
+	pod, err := r.cfg.Pods.Pods(db.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return fmt.Sprintf("waiting for Database %s to serve: its pod %s does not exist", db.Name, name), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return "", nil
+		}
+	}
+	return fmt.Sprintf("waiting for Database %s to serve: its pod %s is not ready", db.Name, name), nil
+}
+
+// wait keeps b Pending with why, written only when it changes.
+func (r *Runner) wait(ctx context.Context, b *dbv1alpha1.DatabaseBackup, why string) error {
+	if b.Status.Phase == dbv1alpha1.BackupPending && b.Status.Message == why {
+		return nil
+	}
+	st := b.Status.DeepCopy()
+	st.Phase = dbv1alpha1.BackupPending
+	st.Message = why
+	return r.writeStatus(ctx, b, st)
+}
+
+// follow reports a running backup's end, read from its Job and its pods'
+// termination messages.
+func (r *Runner) follow(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error {
+	name := names.BackupJobName(b.Name)
+	job, err := r.cfg.Jobs.Jobs(b.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		if r.created.has(b.Namespace + "/" + name) {
+			return nil // made by this process; the cache has not shown it yet
+		}
+		return r.finish(ctx, b, dbv1alpha1.BackupFailed, fmt.Sprintf("its Job %s was deleted before it finished", name), nil)
+	}
+	if err != nil {
+		return err
+	}
+	r.created.remove(b.Namespace + "/" + name)
+	if !metav1.IsControlledBy(job, b) {
+		return r.finish(ctx, b, dbv1alpha1.BackupFailed, fmt.Sprintf("Job %s/%s exists and is not this backup's; it is left untouched", b.Namespace, name), nil)
+	}
+	finished, succeeded, why := builder.JobFinished(job)
+	if !finished {
+		return nil
+	}
+	message, err := r.terminationMessage(b, succeeded)
+	if err != nil {
+		return err
+	}
+	if succeeded {
+		// The Job's script exits 0 only once the file is in place; the size
+		// is a report. (kwok's fake pods complete without one.)
+		if size, ok := builder.ParseBackupTerminationMessage(message); ok {
+			return r.finish(ctx, b, dbv1alpha1.BackupCompleted, "", &size)
+		}
+		return r.finish(ctx, b, dbv1alpha1.BackupCompleted, "the Job succeeded but did not report the file's size", nil)
+	}
+	if message == "" {
+		message = why
+	}
+	return r.finish(ctx, b, dbv1alpha1.BackupFailed, message, nil)
+}
+
+// terminationMessage is the message of the newest pod of b's Job that
+// ended as the Job did.
+func (r *Runner) terminationMessage(b *dbv1alpha1.DatabaseBackup, succeeded bool) (string, error) {
+	pods, err := r.cfg.Pods.Pods(b.Namespace).List(labels.SelectorFromSet(labels.Set{names.LabelBackup: names.BackupJobName(b.Name)}))
+	if err != nil {
+		return "", err
+	}
+	want := corev1.PodFailed
+	if succeeded {
+		want = corev1.PodSucceeded
+	}
+	var newest *corev1.Pod
+	for _, p := range pods {
+		if p.Status.Phase == want && (newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			newest = p
+		}
+	}
+	if newest == nil {
+		return "", nil
+	}
+	for _, cs := range newest.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.Message != "" {
+			return t.Message, nil
+		}
+	}
+	return "", nil
+}
+
+// finish writes b's end: Completed with its size, or Failed with why.
+func (r *Runner) finish(ctx context.Context, b *dbv1alpha1.DatabaseBackup, phase dbv1alpha1.BackupPhase, message string, size *int64) error {
+	st := b.Status.DeepCopy()
+	st.Phase = phase
+	st.Message = message
+	st.SizeBytes = size
+	now := metav1.NewTime(r.cfg.Clock.Now())
+	st.CompletionTime = &now
+	if err := r.writeStatus(ctx, b, st); err != nil {
+		return err
+	}
+	switch {
+	case phase == dbv1alpha1.BackupCompleted && size != nil:
+		r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonCompleted, "Backed up %d bytes to %s on volume %s", *size, st.Path, st.Volume)
+	case phase == dbv1alpha1.BackupCompleted:
+		r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonCompleted, "Backed up to %s on volume %s (%s)", st.Path, st.Volume, message)
+	default:
+		r.cfg.Recorder.Event(b, corev1.EventTypeWarning, ReasonFailed, message)
+	}
+	return nil
+}
+
+func (r *Runner) writeStatus(ctx context.Context, b *dbv1alpha1.DatabaseBackup, st *dbv1alpha1.DatabaseBackupStatus) error {
+	updated := b.DeepCopy()
+	updated.Status = *st
+	if _, err := r.cfg.DBClient.DbcontrollerV1alpha1().DatabaseBackups(b.Namespace).UpdateStatus(ctx, updated,
+		metav1.UpdateOptions{FieldManager: r.cfg.FieldManager}); err != nil {
+		return fmt.Errorf("updating the status of DatabaseBackup %s: %w", b.Name, err)
+	}
+	return nil
+}
+
+// ensureClaim creates the backup volume when it is not there. It has no
+// owner: it outlives the Database.
+func (r *Runner) ensureClaim(ctx context.Context, db *dbv1alpha1.Database) error {
+	name := names.BackupClaimName(db)
+	if _, err := r.cfg.Claims.PersistentVolumeClaims(db.Namespace).Get(name); err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	key := db.Namespace + "/claim/" + name
+	if r.created.has(key) {
+		return nil
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := builder.Convert(builder.NewBackupClaim(db, db.Spec.Storage.Size), claim); err != nil {
+		return err
+	}
+	_, err := r.cfg.KubeClient.CoreV1().PersistentVolumeClaims(db.Namespace).Create(ctx, claim, metav1.CreateOptions{FieldManager: r.cfg.FieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the backup volume claim %s: %w", name, err)
+	}
+	r.created.add(key)
+	return nil
+}
+
+// schedule makes the backup of the newest tick due since the last one, and
+// returns how long until the next tick.
+func (r *Runner) schedule(ctx context.Context, db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) (time.Duration, error) {
+	if db.Spec.Backup.Schedule == "" {
+		return 0, nil
+	}
+	s, err := ParseSchedule(db.Spec.Backup.Schedule)
+	if err != nil {
+		return 0, nil // the reconciler reports it in the Backup condition
+	}
+	now := r.cfg.Clock.Now()
+	tick, due, next := Due(s, LastTick(backups, db.CreationTimestamp.Time), now)
+	if due {
+		b := newScheduledBackup(db, tick)
+		_, err := r.cfg.DBClient.DbcontrollerV1alpha1().DatabaseBackups(db.Namespace).Create(ctx, b, metav1.CreateOptions{FieldManager: r.cfg.FieldManager})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return 0, fmt.Errorf("creating scheduled DatabaseBackup %s: %w", b.Name, err)
+		}
+	}
+	if next.IsZero() {
+		return 0, nil
+	}
+	return next.Sub(now), nil
+}
+
+// newScheduledBackup is the DatabaseBackup of db for the schedule's tick.
+func newScheduledBackup(db *dbv1alpha1.Database, tick time.Time) *dbv1alpha1.DatabaseBackup {
+	l := names.BackupLabels(db.Name)
+	l[dbv1alpha1.LabelBackupTrigger] = dbv1alpha1.BackupTriggerSchedule
+	return &dbv1alpha1.DatabaseBackup{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        names.ScheduledBackupName(db.Name, tick),
+			Namespace:   db.Namespace,
+			Labels:      l,
+			Annotations: map[string]string{AnnotationScheduledTime: tick.UTC().Format(time.RFC3339)},
+		},
+		Spec: dbv1alpha1.DatabaseBackupSpec{Database: db.Name},
+	}
+}
+
+// NewFinalBackup is the DatabaseBackup taken before db is deleted.
+func NewFinalBackup(db *dbv1alpha1.Database) *dbv1alpha1.DatabaseBackup {
+	l := names.BackupLabels(db.Name)
+	l[dbv1alpha1.LabelBackupTrigger] = dbv1alpha1.BackupTriggerFinal
+	return &dbv1alpha1.DatabaseBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: names.FinalBackupName(db), Namespace: db.Namespace, Labels: l},
+		Spec:       dbv1alpha1.DatabaseBackupSpec{Database: db.Name},
+	}
+}
+
+// prune deletes the Completed scheduled backups beyond the retention; their
+// finalizer deletes their files.
+func (r *Runner) prune(ctx context.Context, db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) error {
+	retention := 7
+	if db.Spec.Backup.Retention != nil {
+		retention = int(*db.Spec.Backup.Retention)
+	}
+	for _, b := range ToPrune(backups, retention) {
+		uid := b.UID
+		err := r.cfg.DBClient.DbcontrollerV1alpha1().DatabaseBackups(b.Namespace).Delete(ctx, b.Name,
+			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pruning DatabaseBackup %s: %w", b.Name, err)
+		}
+		r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonPruned, "Deleted: beyond the retention of %d scheduled backups of %s", retention, db.Name)
+	}
+	return nil
+}
+
+// deleteFile deletes the file of a DatabaseBackup being deleted, with a
+// Job on its volume, then lets it go.
+func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error {
+	if !hasFinalizer(b.Finalizers) {
+		return nil
+	}
+	if job, err := r.cfg.Jobs.Jobs(b.Namespace).Get(names.BackupJobName(b.Name)); err == nil && metav1.IsControlledBy(job, b) {
+		if finished, _, _ := builder.JobFinished(job); !finished {
+			// Stop the dump first, or it could write the file after it is deleted.
+			return r.deleteJob(ctx, job)
+		}
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if b.Status.Path == "" || b.Status.Volume == "" {
+		return r.removeFinalizer(ctx, b) // never started: no file
+	}
+	if _, err := r.cfg.Claims.PersistentVolumeClaims(b.Namespace).Get(b.Status.Volume); apierrors.IsNotFound(err) {
+		return r.removeFinalizer(ctx, b) // the volume is gone, and the file with it
+	} else if err != nil {
+		return err
+	}
+	name := names.BackupDeleteJobName(b.Name)
+	job, err := r.cfg.Jobs.Jobs(b.Namespace).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		if r.created.has(b.Namespace + "/" + name) {
+			return nil
+		}
+		uid := int64(999)
+		if e, err := registry.Lookup(string(b.Status.Engine)); err == nil {
+			uid = e.Runtime().UID
+		}
+		obj := &batchv1.Job{}
+		if err := builder.Convert(builder.NewBackupDeleteJob(b, uid), obj); err != nil {
+			return err
+		}
+		_, err := r.cfg.KubeClient.BatchV1().Jobs(b.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: r.cfg.FieldManager})
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace goes, with the volume: nothing to delete.
+			return r.removeFinalizer(ctx, b)
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Job %s: %w", name, err)
+		}
+		r.created.add(b.Namespace + "/" + name)
+		return nil
+	case err != nil:
+		return err
+	}
+	r.created.remove(b.Namespace + "/" + name)
+	if !metav1.IsControlledBy(job, b) {
+		return fmt.Errorf("job %s/%s exists and is not DatabaseBackup %s's: cannot delete its file", b.Namespace, name, b.Name)
+	}
+	finished, succeeded, why := builder.JobFinished(job)
+	switch {
+	case !finished:
+		return nil
+	case succeeded:
+		return r.removeFinalizer(ctx, b)
+	default:
+		r.cfg.Recorder.Eventf(b, corev1.EventTypeWarning, ReasonFileDeleteFailed,
+			"Job %s could not delete %s from volume %s (%s); it is made again", name, b.Status.Path, b.Status.Volume, why)
+		if err := r.deleteJob(ctx, job); err != nil {
+			return err
+		}
+		return fmt.Errorf("deleting the file of DatabaseBackup %s failed: %s", b.Name, why)
+	}
+}
+
+func (r *Runner) deleteJob(ctx context.Context, job *batchv1.Job) error {
+	background := metav1.DeletePropagationBackground
+	err := r.cfg.KubeClient.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+		PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &job.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Job %s: %w", job.Name, err)
+	}
+	return nil
+}
+
+func hasFinalizer(finalizers []string) bool {
+	for _, f := range finalizers {
+		if f == dbv1alpha1.FinalizerBackupFile {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Runner) addFinalizer(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error {
+	if hasFinalizer(b.Finalizers) {
+		return nil
+	}
+	return r.patchFinalizers(ctx, b, append(append([]string(nil), b.Finalizers...), dbv1alpha1.FinalizerBackupFile))
+}
+
+func (r *Runner) removeFinalizer(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error {
+	var kept []string
+	for _, f := range b.Finalizers {
+		if f != dbv1alpha1.FinalizerBackupFile {
+			kept = append(kept, f)
+		}
+	}
+	return r.patchFinalizers(ctx, b, kept)
+}
+
+// patchFinalizers replaces b's finalizers with a JSON patch that first
+// tests they are still those read, so that another writer's change is never lost.
+func (r *Runner) patchFinalizers(ctx context.Context, b *dbv1alpha1.DatabaseBackup, finalizers []string) error {
+	patch, err := FinalizersPatch(b.ResourceVersion, b.Finalizers, finalizers)
+	if err != nil {
+		return err
+	}
+	_, err = r.cfg.DBClient.DbcontrollerV1alpha1().DatabaseBackups(b.Namespace).Patch(ctx, b.Name, types.JSONPatchType, patch,
+		metav1.PatchOptions{FieldManager: r.cfg.FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("updating the finalizers of DatabaseBackup %s: %w", b.Name, err)
+	}
+	return nil
+}
+
+// FinalizersPatch is a JSON patch that replaces the finalizers old with
+// new, and fails when they are no longer old. When there were none, it
+// tests the object's resourceVersion instead (a JSON patch cannot test
+// that a member is absent).
+func FinalizersPatch(resourceVersion string, old, new []string) ([]byte, error) {
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	var ops []op
+	if len(old) == 0 {
+		ops = append(ops, op{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion},
+			op{Op: "add", Path: "/metadata/finalizers", Value: nonNil(new)})
+	} else {
+		ops = append(ops, op{Op: "test", Path: "/metadata/finalizers", Value: old},
+			op{Op: "replace", Path: "/metadata/finalizers", Value: nonNil(new)})
+	}
+	return json.Marshal(ops)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

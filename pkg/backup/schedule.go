@@ -1,0 +1,101 @@
+package backup
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
+// AnnotationScheduledTime records, on a scheduled DatabaseBackup, the tick
+// of the schedule it was made for (RFC 3339, UTC). The next tick is counted
+// from the newest one, so a pruned or deleted backup is never made again.
+const AnnotationScheduledTime = "dbcontroller.io/scheduled-time"
+
+// maxMissedTicks bounds the walk over ticks missed while the controller was
+// away: only the newest one is taken, as CronJob does.
+const maxMissedTicks = 100000
+
+// ParseSchedule parses a standard 5-field cron expression or a descriptor
+// such as @daily, as CronJob does (the same parser).
+func ParseSchedule(schedule string) (cron.Schedule, error) {
+	s, err := cron.ParseStandard(schedule)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %q is not a valid cron expression: %w", schedule, err)
+	}
+	return s, nil
+}
+
+// Due returns the newest tick of s in (after, now], and whether there is
+// one; and the first tick after now, when to look again.
+func Due(s cron.Schedule, after, now time.Time) (tick time.Time, due bool, next time.Time) {
+	t := s.Next(after)
+	for i := 0; !t.IsZero() && !t.After(now) && i < maxMissedTicks; i++ {
+		tick, due = t, true
+		t = s.Next(t)
+	}
+	if due && !t.IsZero() && !t.After(now) {
+		// Too many missed ticks to walk: start again from now.
+		return tick, due, s.Next(now)
+	}
+	return tick, due, t
+}
+
+// ScheduledTime is the tick a scheduled backup was made for, and whether it
+// has one.
+func ScheduledTime(b *dbv1alpha1.DatabaseBackup) (time.Time, bool) {
+	v, ok := b.Annotations[AnnotationScheduledTime]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	return t, err == nil
+}
+
+// LastTick is the newest tick any of backups was made for, or since when
+// the schedule runs (the Database's creation) when there is none.
+func LastTick(backups []*dbv1alpha1.DatabaseBackup, since time.Time) time.Time {
+	last := since
+	for _, b := range backups {
+		if t, ok := ScheduledTime(b); ok && t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+// ToPrune returns the Completed scheduled backups beyond the newest
+// retention ones, oldest first. Others (on-demand, final, failed, running)
+// are never pruned.
+func ToPrune(backups []*dbv1alpha1.DatabaseBackup, retention int) []*dbv1alpha1.DatabaseBackup {
+	var completed []*dbv1alpha1.DatabaseBackup
+	for _, b := range backups {
+		if b.Labels[dbv1alpha1.LabelBackupTrigger] != dbv1alpha1.BackupTriggerSchedule ||
+			b.Status.Phase != dbv1alpha1.BackupCompleted || b.DeletionTimestamp != nil {
+			continue
+		}
+		completed = append(completed, b)
+	}
+	if len(completed) <= retention {
+		return nil
+	}
+	sort.SliceStable(completed, func(i, j int) bool { return olderThan(completed[i], completed[j]) })
+	return completed[:len(completed)-retention]
+}
+
+// olderThan orders backups by the tick they were made for, then by
+// creation, then by name.
+func olderThan(a, b *dbv1alpha1.DatabaseBackup) bool {
+	ta, _ := ScheduledTime(a)
+	tb, _ := ScheduledTime(b)
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
