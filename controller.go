@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/backup"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbscheme "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/scheme"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
@@ -81,8 +82,10 @@ type Controller struct {
 	// recheck paces the looks at a problem that may clear by itself (an
 	// object in the way): 5 s, doubling, at most a minute apart.
 	recheck workqueue.TypedRateLimiter[cache.ObjectName]
-	// reconciler runs the sync pass of one Database.
+	// reconciler runs the sync pass of one Database, and backups runs its
+	// DatabaseBackups.
 	reconciler *reconcile.Reconciler
+	backups    *backup.Runner
 	clock      clock.PassiveClock
 	metrics    SyncObserver
 }
@@ -120,12 +123,16 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	pods := cfg.KubeInformers.Core().V1().Pods()
 	jobs := cfg.KubeInformers.Batch().V1().Jobs()
 	databases := cfg.DBInformers.Dbcontroller().V1alpha1().Databases()
+	backups := cfg.DBInformers.Dbcontroller().V1alpha1().DatabaseBackups()
+	if err := backups.Informer().AddIndexers(cache.Indexers{backup.IndexDatabase: backup.IndexByDatabase}); err != nil {
+		return nil, err
+	}
 
 	c := &Controller{
 		databasesLister: databases.Lister(),
 		cachesSynced: []cache.InformerSynced{databases.Informer().HasSynced, statefulSets.Informer().HasSynced,
 			services.Informer().HasSynced, secrets.Informer().HasSynced, claims.Informer().HasSynced, pods.Informer().HasSynced,
-			jobs.Informer().HasSynced},
+			jobs.Informer().HasSynced, backups.Informer().HasSynced},
 		workqueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "databases"},
@@ -140,9 +147,21 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			Claims:       claims.Lister(),
 			Pods:         pods.Lister(),
 			Jobs:         jobs.Lister(),
+			Backups:      backups.Lister(),
 			Recorder:     cfg.Recorder,
 			Clock:        cfg.Clock,
 			Random:       cfg.Random,
+		}),
+		backups: backup.New(backup.Config{
+			KubeClient:   cfg.KubeClient,
+			DBClient:     cfg.DBClient,
+			Backups:      backups.Informer().GetIndexer(),
+			Jobs:         jobs.Lister(),
+			Pods:         pods.Lister(),
+			Claims:       claims.Lister(),
+			Recorder:     cfg.Recorder,
+			Clock:        cfg.Clock,
+			FieldManager: reconcile.FieldManager,
 		}),
 		clock:   cfg.Clock,
 		metrics: cfg.Metrics,
@@ -178,7 +197,8 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	// Pods belong to the StatefulSet, and claims to no one: both lead back
 	// to their Database by its instance label, so that the Ready condition
-	// can name what blocks them.
+	// can name what blocks them. So do the Jobs of backups, which belong to
+	// DatabaseBackups, and may outlive their Database.
 	labelledHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueByLabel,
 		UpdateFunc: func(old, new interface{}) {
@@ -188,10 +208,22 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		},
 		DeleteFunc: c.enqueueByLabel,
 	}
-	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), claims.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), claims.Informer(), jobs.Informer()} {
 		if _, err := inf.AddEventHandler(labelledHandler); err != nil {
 			return nil, err
 		}
+	}
+	// A DatabaseBackup leads to the Database it backs up, which need not exist.
+	if _, err := backups.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueBackupsDatabase,
+		UpdateFunc: func(old, new interface{}) {
+			if old.(metav1.Object).GetResourceVersion() != new.(metav1.Object).GetResourceVersion() {
+				c.enqueueBackupsDatabase(new)
+			}
+		},
+		DeleteFunc: c.enqueueBackupsDatabase,
+	}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -217,7 +249,8 @@ func newRecorder(ctx context.Context, eventsClient, kubeClient kubernetes.Interf
 // informers cannot see. A change of status alone, such as the controller's
 // own status write, is dropped: nothing to converge changed. Except the
 // version the data runs and its featureCompatibilityVersion: the version
-// rules read them, so a change may allow what was refused.
+// rules read them, so a change may allow what was refused; and the
+// restore: once it has completed, the pods no longer mount the backup.
 func databaseChangeNeedsSync(old, new *dbv1alpha1.Database) bool {
 	if old.ResourceVersion == new.ResourceVersion {
 		return true
@@ -225,6 +258,7 @@ func databaseChangeNeedsSync(old, new *dbv1alpha1.Database) bool {
 	return old.Generation != new.Generation ||
 		!equality.Semantic.DeepEqual(old.DeletionTimestamp, new.DeletionTimestamp) ||
 		old.UID != new.UID ||
+		!equality.Semantic.DeepEqual(old.Status.Restore, new.Status.Restore) ||
 		old.Status.CurrentVersion != new.Status.CurrentVersion ||
 		old.Status.FeatureCompatibilityVersion != new.Status.FeatureCompatibilityVersion
 }
@@ -323,14 +357,18 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	if apierrors.IsNotFound(err) {
 		// Deleted: the garbage collector removes the children through their
 		// owner references, and the PVC retention policy decides the data.
+		// Its backups remain, and are deleted with their files when asked.
 		logger.V(4).Info("Database no longer exists")
-		return nil
+		return c.syncBackups(ctx, objectRef, nil)
 	}
 	if err != nil {
 		return err
 	}
 
 	err = c.reconciler.Sync(ctx, db)
+	if berr := c.syncBackups(ctx, objectRef, db); berr != nil && (err == nil || !isTransient(err)) {
+		return berr
+	}
 	var (
 		problem *status.Problem
 		recheck *reconcile.RecheckError
@@ -357,6 +395,37 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	}
 }
 
+// syncBackups runs the Database's backups, and looks again at the schedule's
+// next tick.
+func (c *Controller) syncBackups(ctx context.Context, objectRef cache.ObjectName, db *dbv1alpha1.Database) error {
+	next, err := c.backups.Sync(ctx, objectRef.Namespace, objectRef.Name, db)
+	if next > 0 {
+		c.workqueue.AddAfter(objectRef, next)
+	}
+	return err
+}
+
+// isTransient reports whether err is to be retried with rate limiting: not
+// a problem for a person, a recheck, or a wait for the cache.
+func isTransient(err error) bool {
+	var (
+		problem *status.Problem
+		recheck *reconcile.RecheckError
+	)
+	return !errors.As(err, &problem) && !errors.As(err, &recheck) && !reconcile.IsWaiting(err)
+}
+
+// enqueueBackupsDatabase puts the key of the Database a DatabaseBackup
+// backs up on the work queue. It accepts tombstones.
+func (c *Controller) enqueueBackupsDatabase(obj interface{}) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	if b, ok := obj.(*dbv1alpha1.DatabaseBackup); ok {
+		c.workqueue.Add(cache.ObjectName{Namespace: b.Namespace, Name: b.Spec.Database})
+	}
+}
+
 // enqueueDatabase puts a Database's key on the work queue.
 func (c *Controller) enqueueDatabase(obj interface{}) {
 	if objectRef, err := cache.ObjectToName(obj); err != nil {
@@ -366,8 +435,9 @@ func (c *Controller) enqueueDatabase(obj interface{}) {
 	}
 }
 
-// enqueueByLabel enqueues the Database named by obj's instance label, if
-// it exists. It accepts tombstones.
+// enqueueByLabel enqueues the Database named by obj's instance label,
+// whether it exists or not: the backups of a deleted Database are still
+// synced. It accepts tombstones.
 func (c *Controller) enqueueByLabel(obj interface{}) {
 	object, ok := metaObject(obj)
 	if !ok {
@@ -377,9 +447,7 @@ func (c *Controller) enqueueByLabel(obj interface{}) {
 	if name == "" {
 		return
 	}
-	if db, err := c.databasesLister.Databases(object.GetNamespace()).Get(name); err == nil {
-		c.enqueueDatabase(db)
-	}
+	c.workqueue.Add(cache.ObjectName{Namespace: object.GetNamespace(), Name: name})
 }
 
 // metaObject returns obj's metadata, unwrapping a tombstone.

@@ -32,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/backup"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/engine/registry"
@@ -63,6 +64,7 @@ type fixture struct {
 	claimLister       []*corev1.PersistentVolumeClaim
 	podLister         []*corev1.Pod
 	jobLister         []*batchv1.Job
+	backupLister      []*dbv1alpha1.DatabaseBackup
 
 	// Actions expected on each clientset.
 	kubeactions []core.Action
@@ -75,6 +77,8 @@ type fixture struct {
 	objects     []runtime.Object
 
 	clock *testclock.FakePassiveClock
+	// reactors are added to the Database API's fake clientset.
+	reactors []func(*fake.Clientset)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -86,6 +90,9 @@ func passwordSource() *bytes.Reader { return bytes.NewReader(make([]byte, 64)) }
 
 const testPassword = "AAAAAAAAAAAAAAAAAAAAAAAA"
 
+// newDatabase is a Database as the controller finds it after its first
+// write: under deletionPolicy Retain it carries the controller's finalizer
+// (TestNewDatabaseGetsItsFinalizerFirst covers the write that adds it).
 func newDatabase(name string, engineName dbv1alpha1.Engine, version string, replicas int32) *dbv1alpha1.Database {
 	return &dbv1alpha1.Database{
 		TypeMeta: metav1.TypeMeta{APIVersion: dbv1alpha1.SchemeGroupVersion.String(), Kind: "Database"},
@@ -95,6 +102,7 @@ func newDatabase(name string, engineName dbv1alpha1.Engine, version string, repl
 			UID:             types.UID(name + "-uid"),
 			Generation:      1,
 			ResourceVersion: "1",
+			Finalizers:      []string{dbv1alpha1.FinalizerDatabase},
 		},
 		Spec: dbv1alpha1.DatabaseSpec{
 			Engine:         engineName,
@@ -178,12 +186,17 @@ func (f *fixture) converged(db *dbv1alpha1.Database) (*appsv1.StatefulSet, *core
 // objects decoded by an informer, children carry no apiVersion and kind.
 func (f *fixture) seed(objs ...runtime.Object) {
 	for _, o := range objs {
-		if _, isDB := o.(*dbv1alpha1.Database); !isDB {
+		switch o.(type) {
+		case *dbv1alpha1.Database, *dbv1alpha1.DatabaseBackup:
+		default:
 			o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 		}
 		switch o := o.(type) {
 		case *dbv1alpha1.Database:
 			f.dbLister = append(f.dbLister, o)
+			f.objects = append(f.objects, o)
+		case *dbv1alpha1.DatabaseBackup:
+			f.backupLister = append(f.backupLister, o)
 			f.objects = append(f.objects, o)
 		case *appsv1.StatefulSet:
 			f.statefulSetLister = append(f.statefulSetLister, o)
@@ -224,6 +237,9 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 		obj := &dbv1alpha1.Database{}
 		return true, obj, json.Unmarshal(p.GetPatch(), obj)
 	})
+	for _, add := range f.reactors {
+		add(f.client)
+	}
 	f.kubeclient = k8sfake.NewClientset(f.kubeobjects...)
 
 	i := informers.NewSharedInformerFactory(f.client, noResync)
@@ -263,6 +279,9 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	}
 	for _, job := range f.jobLister {
 		_ = k8sI.Batch().V1().Jobs().Informer().GetIndexer().Add(job)
+	}
+	for _, b := range f.backupLister {
+		_ = i.Dbcontroller().V1alpha1().DatabaseBackups().Informer().GetIndexer().Add(b)
 	}
 	return c, i, k8sI, recorder
 }
@@ -1007,7 +1026,7 @@ func TestSecretIsNeverRewrittenOrRegenerated(t *testing.T) {
 		f.kubeobjects = f.kubeobjects[:3]
 
 		f.expectGet(secretsResource, "default", "orders-credentials")
-		msg := "Secret default/orders-credentials is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri) and the controller will continue. It will not generate a new password"
+		msg := "Secret default/orders-credentials is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri), and the controller adopts it and continues. It will not generate a new password"
 		st := wantStatus(db, "Failed", 1, 1, "16", "False", "CredentialsSecretMissing", msg, "False", "CredentialsSecretMissing", msg)
 		keepTransitionTime(&st, "Progressing")
 		f.expectStatusUpdate(db, st)
@@ -1132,9 +1151,11 @@ func TestDeletedDatabaseIsANoOp(t *testing.T) {
 	f := newFixture(t)
 	f.run(ctx, cache.ObjectName{Namespace: "default", Name: "gone"})
 
-	t.Run("being deleted", func(t *testing.T) {
+	t.Run("being deleted without the controller's finalizer", func(t *testing.T) {
 		f := newFixture(t)
 		db := newDatabase("orders", "postgresql", "16", 1)
+		db.Spec.DeletionPolicy = dbv1alpha1.DeletionPolicyDelete
+		db.Finalizers = nil
 		db.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
 		f.seed(db)
 		f.run(ctx, ref(db))
@@ -1636,4 +1657,384 @@ func TestStartingContainerIsRechecked(t *testing.T) {
 	if n := c.recheck.NumRequeues(ref(db)); n != 1 {
 		t.Fatalf("rechecks scheduled = %d, want 1", n)
 	}
+}
+
+var backupsResource = schema.GroupVersionResource{Group: "dbcontroller.io", Version: "v1alpha1", Resource: "databasebackups"}
+
+func (f *fixture) expectFinalizers(db *dbv1alpha1.Database, finalizers []string) {
+	patch, err := backup.FinalizersPatch(db.ResourceVersion, db.Finalizers, finalizers)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.actions = append(f.actions, core.NewPatchAction(databasesResource, db.Namespace, db.Name, types.JSONPatchType, patch))
+}
+
+// expectSecretReleased expects the JSON patch that removes db's owner
+// reference, the first, from its Secret.
+func (f *fixture) expectSecretReleased(db *dbv1alpha1.Database) {
+	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/ownerReferences/0/uid","value":%q},{"op":"remove","path":"/metadata/ownerReferences/0"}]`, db.UID)
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(secretsResource, db.Namespace, names.SecretName(db), types.JSONPatchType, []byte(patch)))
+}
+
+// A Database under Retain needs the controller at its deletion, to keep
+// its Secret: the finalizer is its first write, before any child.
+func TestNewDatabaseGetsItsFinalizerFirst(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.Finalizers = nil
+	f.seed(db)
+	f.expectFinalizers(db, []string{dbv1alpha1.FinalizerDatabase})
+	f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+	f.expectCreate(servicesResource, expectedHeadless(t, db))
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 0, 0, "",
+		"False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	f.events = []string{"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders, StatefulSet orders"}
+	f.run(ctx, ref(db))
+}
+
+// Under Delete with no final backup, nothing waits at deletion: no
+// finalizer, and one left from an earlier Retain is removed.
+func TestDeletePolicyNeedsNoFinalizer(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.Spec.DeletionPolicy = dbv1alpha1.DeletionPolicyDelete
+	f.converged(db)
+	f.expectFinalizers(db, []string{})
+	f.run(ctx, ref(db))
+
+	t.Run("steady", func(t *testing.T) {
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		db.Spec.DeletionPolicy = dbv1alpha1.DeletionPolicyDelete
+		db.Finalizers = nil
+		f.converged(db)
+		f.run(ctx, ref(db))
+	})
+}
+
+// Deleting a Database under Retain keeps its credentials Secret with the
+// volumes: the owner reference goes, the labels stay, then the finalizer.
+func TestDeleteUnderRetainKeepsTheSecret(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	f.converged(db)
+	f.expectSecretReleased(db)
+	f.expectFinalizers(db, []string{})
+	f.events = []string{"Normal CredentialsRetained Kept Secret orders-credentials with the volumes (deletionPolicy Retain)"}
+	f.run(ctx, ref(db))
+}
+
+// A Secret of the credentials' name that no one controls, with every key,
+// is adopted with its password: the one the retained data was made with.
+func TestRetainedSecretIsAdopted(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	kept := expectedSecret(t, db, "the-old-password")
+	kept.OwnerReferences = nil
+	kept.ResourceVersion = "7"
+	f.seed(db, kept)
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	owner := metav1.NewControllerRef(db, dbv1alpha1.SchemeGroupVersion.WithKind("Database"))
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": "7", "labels": names.Labels(db), "ownerReferences": []metav1.OwnerReference{*owner}}})
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(secretsResource, "default", "orders-credentials", types.MergePatchType, patch))
+	f.expectCreate(servicesResource, expectedHeadless(t, db))
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 0, 0, "",
+		"False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	f.events = []string{
+		"Normal Adopted Adopted Secret orders-credentials: it holds the credentials' keys and no one controlled it; its password is kept",
+		"Normal Created Created Service orders-headless, Service orders, StatefulSet orders",
+	}
+	f.run(ctx, ref(db))
+
+	t.Run("without every key it is not adopted", func(t *testing.T) {
+		f := newFixture(t)
+		partial := kept.DeepCopy()
+		delete(partial.Data, "uri")
+		f.seed(db, partial)
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		msg := "Secret default/orders-credentials is controlled by no one but lacks the keys uri, so it is not adopted: add them, or delete it if the database holds no data yet"
+		f.expectStatusUpdate(db, wantStatus(db, "Failed", 0, 0, "", "False", "ResourceConflict", msg, "False", "ResourceConflict", msg))
+		f.events = []string{"Warning ResourceConflict " + msg}
+		f.run(ctx, ref(db))
+	})
+}
+
+func withBackup(db *dbv1alpha1.Database) *dbv1alpha1.Database {
+	db.Spec.Backup = &dbv1alpha1.BackupSpec{Retention: ptr.To[int32](7), FinalBackup: ptr.To(true)}
+	return db
+}
+
+func finalBackup(db *dbv1alpha1.Database, phase dbv1alpha1.BackupPhase, message string) *dbv1alpha1.DatabaseBackup {
+	b := backup.NewFinalBackup(db)
+	b.TypeMeta = metav1.TypeMeta{APIVersion: "dbcontroller.io/v1alpha1", Kind: "DatabaseBackup"}
+	b.Status.Phase, b.Status.Message = phase, message
+	return b
+}
+
+// terminatingStatus is the status of a Database held for its final backup.
+func terminatingStatus(db *dbv1alpha1.Database, reason, msg string) dbv1alpha1.DatabaseStatus {
+	st := wantStatus(db, "Terminating", 1, 1, "16", "False", reason, msg, "True", reason, msg)
+	st.Conditions = append(st.Conditions, metav1.Condition{Type: "Backup", Status: "True", Reason: "BackupsReady",
+		Message:            "no schedule: backups are taken on demand (create a DatabaseBackup); a final backup is taken before the Database is deleted",
+		ObservedGeneration: db.Generation, LastTransitionTime: metav1.NewTime(testNow)})
+	return st
+}
+
+// The final backup: taken when the Database is deleted; the Database is
+// kept, Terminating, until it has Completed; a failure says how to go on.
+func TestFinalBackup(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	deleting := func() *dbv1alpha1.Database {
+		db := withBackup(newDatabase("orders", "postgresql", "16", 1))
+		db.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+		return db
+	}
+	name := names.FinalBackupName(deleting())
+	taking := fmt.Sprintf("taking the final backup %s before the Database goes; to delete without it, set spec.backup.finalBackup to false", name)
+
+	t.Run("taken", func(t *testing.T) {
+		f := newFixture(t)
+		db := deleting()
+		f.converged(db)
+		want := backup.NewFinalBackup(db)
+		f.actions = append(f.actions, core.NewCreateAction(backupsResource, "default", want))
+		f.expectStatusUpdate(db, terminatingStatus(db, "TakingFinalBackup", taking))
+		f.events = []string{"Normal Created Created DatabaseBackup " + name}
+		f.run(ctx, ref(db))
+	})
+	t.Run("running: nothing new to write", func(t *testing.T) {
+		f := newFixture(t)
+		db := deleting()
+		f.converged(db)
+		db.Status = terminatingStatus(db, "TakingFinalBackup", taking)
+		b := finalBackup(db, dbv1alpha1.BackupRunning, "")
+		job := &batchv1.Job{}
+		if err := builder.Convert(builder.NewBackupJob(b, db, profile(t, db), "postgres:16"), job); err != nil {
+			t.Fatal(err)
+		}
+		f.seed(b, job)
+		f.run(ctx, ref(db))
+	})
+	t.Run("failed: kept, with how to go on", func(t *testing.T) {
+		f := newFixture(t)
+		db := deleting()
+		f.converged(db)
+		f.seed(finalBackup(db, dbv1alpha1.BackupFailed, "pg_dump: error: connection refused"))
+		msg := fmt.Sprintf("the final backup %s failed (pg_dump: error: connection refused); the Database is kept until one succeeds: delete it to try again (kubectl delete dbbackup -n default %s), or set spec.backup.finalBackup to false to delete without it", name, name)
+		f.expectStatusUpdate(db, terminatingStatus(db, "FinalBackupFailed", msg))
+		f.events = []string{"Warning FinalBackupFailed " + msg}
+		f.run(ctx, ref(db))
+	})
+	t.Run("completed: the Secret is kept and the Database goes", func(t *testing.T) {
+		f := newFixture(t)
+		db := deleting()
+		f.converged(db)
+		f.seed(finalBackup(db, dbv1alpha1.BackupCompleted, ""))
+		f.expectSecretReleased(db)
+		f.expectFinalizers(db, []string{})
+		f.events = []string{"Normal CredentialsRetained Kept Secret orders-credentials"}
+		f.run(ctx, ref(db))
+	})
+	t.Run("never served: no data, no final backup", func(t *testing.T) {
+		f := newFixture(t)
+		db := deleting()
+		db.Spec.DeletionPolicy = dbv1alpha1.DeletionPolicyDelete
+		f.seed(db)
+		f.expectFinalizers(db, []string{})
+		f.events = []string{"Normal FinalBackupSkipped No final backup: the Database never served, so it holds no data"}
+		f.run(ctx, ref(db))
+	})
+	t.Run("namespace being deleted: skipped, and the Database goes", func(t *testing.T) {
+		f := newFixture(t)
+		db := deleting()
+		db.Spec.DeletionPolicy = dbv1alpha1.DeletionPolicyDelete
+		f.converged(db)
+		f.reactors = append(f.reactors, func(c *fake.Clientset) {
+			c.PrependReactor("create", "databasebackups", func(core.Action) (bool, runtime.Object, error) {
+				err := apierrors.NewForbidden(schema.GroupResource{Group: "dbcontroller.io", Resource: "databasebackups"}, name,
+					errors.New("unable to create new content in namespace default because it is being terminated"))
+				err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace default is being terminated"}}
+				return true, nil, err
+			})
+		})
+		f.actions = append(f.actions, core.NewCreateAction(backupsResource, "default", backup.NewFinalBackup(db)))
+		f.expectFinalizers(db, []string{})
+		f.events = []string{"Warning FinalBackupSkipped No final backup: namespace default is being deleted"}
+		f.run(ctx, ref(db))
+	})
+	t.Run("stopped: started at one replica for it", func(t *testing.T) {
+		f := newFixture(t)
+		db := deleting()
+		db.Spec.Replicas = ptr.To[int32](0)
+		f.converged(db)
+		db.Status.CurrentVersion = "16"
+		waiting := "waiting for Database orders to serve: its pod orders-0 does not exist"
+		f.seed(finalBackup(db, dbv1alpha1.BackupPending, waiting))
+		one := db.DeepCopy()
+		one.Spec.Replicas = ptr.To[int32](1)
+		f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, one))
+		msg := fmt.Sprintf("taking the final backup %s before the Database goes (%s); to delete without it, set spec.backup.finalBackup to false", name, waiting)
+		st := wantStatus(db, "Terminating", 0, 0, "16", "False", "TakingFinalBackup", msg, "True", "TakingFinalBackup", msg)
+		keepTransitionTime(&st, "Ready") // False before (Stopped), False now
+		st.Conditions = append(st.Conditions, terminatingStatus(db, "", "").Conditions[2])
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+		f.run(ctx, ref(db))
+	})
+}
+
+// sourceBackup is a Completed backup of a PostgreSQL Database "source".
+func sourceBackup(version string) *dbv1alpha1.DatabaseBackup {
+	return &dbv1alpha1.DatabaseBackup{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "dbcontroller.io/v1alpha1", Kind: "DatabaseBackup"},
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default", UID: "nightly-uid"},
+		Spec:       dbv1alpha1.DatabaseBackupSpec{Database: "source"},
+		Status: dbv1alpha1.DatabaseBackupStatus{Phase: dbv1alpha1.BackupCompleted, Engine: "postgresql", Version: version,
+			Image: "postgres:" + version, Volume: "source-backups", Path: "nightly.pgdump"},
+	}
+}
+
+func restoring(db *dbv1alpha1.Database) *dbv1alpha1.Database {
+	db.Spec.Restore = &dbv1alpha1.RestoreSpec{Backup: "nightly"}
+	return db
+}
+
+// restoringStatefulSet is the StatefulSet whose pods restore nightly.
+func restoringStatefulSet(t *testing.T, db *dbv1alpha1.Database) *plan.Plan {
+	t.Helper()
+	p := plan.Compute(db, plan.Observed{Restore: &builder.RestoreSource{Backup: "nightly", Claim: "source-backups",
+		Path: "nightly.pgdump", SourceDatabase: "source"}})
+	if p.Problem != nil {
+		t.Fatal(p.Problem)
+	}
+	return p
+}
+
+// A new Database restores a backup before it serves: its pods restore,
+// it is not Running until every replica served the restored data and the
+// pods restarted without the backup's volume.
+func TestRestore(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	t.Run("created restoring", func(t *testing.T) {
+		f := newFixture(t)
+		db := restoring(newDatabase("copy", "postgresql", "16", 1))
+		f.seed(db, sourceBackup("15"))
+		f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+		f.expectCreate(servicesResource, expectedHeadless(t, db))
+		f.expectCreate(servicesResource, expectedService(t, db))
+		sts := &appsv1.StatefulSet{}
+		if err := builder.Convert(restoringStatefulSet(t, db).StatefulSet, sts); err != nil {
+			t.Fatal(err)
+		}
+		f.expectCreate(statefulSetsResource, sts)
+		msg := "restoring backup nightly: 0/1 replicas ready"
+		st := wantStatus(db, "Provisioning", 0, 0, "", "False", "Restoring", msg, "True", "Restoring", msg)
+		st.Restore = &dbv1alpha1.RestoreStatus{Backup: "nightly"}
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal Created Created Secret copy-credentials, Service copy-headless, Service copy, StatefulSet copy"}
+		f.run(ctx, ref(db))
+	})
+	t.Run("every replica serves: completed", func(t *testing.T) {
+		f := newFixture(t)
+		db := restoring(newDatabase("copy", "postgresql", "16", 1))
+		p := restoringStatefulSet(t, db)
+		sts := &appsv1.StatefulSet{}
+		_ = builder.Convert(p.StatefulSet, sts)
+		f.seed(db, sourceBackup("15"), rolledOut(sts, 1), expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"))
+		msg := "restored backup nightly; restarting without its volume"
+		st := wantStatus(db, "Provisioning", 1, 1, "", "False", "Restoring", msg, "True", "Restoring", msg)
+		st.Restore = &dbv1alpha1.RestoreStatus{Backup: "nightly", CompletionTime: ptr.To(metav1.NewTime(testNow))}
+		f.expectStatusUpdate(db, st)
+		f.run(ctx, ref(db))
+	})
+	t.Run("completed: the pods no longer mount the backup", func(t *testing.T) {
+		f := newFixture(t)
+		db := restoring(newDatabase("copy", "postgresql", "16", 1))
+		db.Status.Restore = &dbv1alpha1.RestoreStatus{Backup: "nightly", CompletionTime: ptr.To(metav1.NewTime(testNow))}
+		sts := &appsv1.StatefulSet{}
+		_ = builder.Convert(restoringStatefulSet(t, db).StatefulSet, sts)
+		f.seed(db, rolledOut(sts, 1), expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"))
+		f.expectApply(statefulSetsResource, "default", "copy", desiredStatefulSet(t, db))
+		// Not Running until the StatefulSet read back has no restore in it.
+		// (The fake API server merges an apply instead of removing the
+		// fields no longer applied, so the one it returns still restores.)
+		msg := "restored backup nightly; restarting without its volume"
+		st := wantStatus(db, "Provisioning", 1, 1, "", "False", "Restoring", msg, "True", "Restoring", msg)
+		st.Restore = db.Status.Restore
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal Updated Updated StatefulSet copy to match the Database spec"}
+		f.run(ctx, ref(db))
+	})
+	for _, tc := range []struct {
+		name, reason, msg string
+		backup            *dbv1alpha1.DatabaseBackup
+		event             bool
+	}{
+		{"no such backup: waits", "RestoreBackupNotReady",
+			"DatabaseBackup default/nightly does not exist; the Database waits for it before it creates anything (spec.restore cannot change: to restore another backup, delete this Database and create it again)",
+			nil, true},
+		{"a newer series: refused", "RestoreRefused",
+			"DatabaseBackup nightly cannot be restored into version 16: RestoreRefused: the backup was taken from PostgreSQL 17, and 16 is older: restore it into version 17 or later",
+			sourceBackup("17"), true},
+		{"another engine: refused", "RestoreRefused", "DatabaseBackup nightly is a backup of mysql, and this Database runs postgresql",
+			func() *dbv1alpha1.DatabaseBackup { b := sourceBackup("16"); b.Status.Engine = "mysql"; return b }(), true},
+		{"still running: waits", "RestoreBackupNotReady", "DatabaseBackup nightly is Running; the restore waits until it has Completed",
+			func() *dbv1alpha1.DatabaseBackup {
+				b := sourceBackup("16")
+				b.Status.Phase = dbv1alpha1.BackupRunning
+				return b
+			}(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			db := restoring(newDatabase("copy", "postgresql", "16", 1))
+			f.seed(db)
+			if tc.backup != nil {
+				f.seed(tc.backup)
+			}
+			st := wantStatus(db, "Failed", 0, 0, "", "False", tc.reason, tc.msg, "False", tc.reason, tc.msg)
+			st.Restore = &dbv1alpha1.RestoreStatus{Backup: "nightly"}
+			f.expectStatusUpdate(db, st)
+			f.events = []string{"Warning " + tc.reason + " " + tc.msg}
+			f.run(ctx, ref(db))
+		})
+	}
+}
+
+// A schedule the cron parser refuses is named in the Backup condition and
+// one Warning event; the Database runs on.
+func TestInvalidScheduleIsReported(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.Spec.Backup = &dbv1alpha1.BackupSpec{Schedule: "61 * * * *"}
+	f.converged(db)
+	f.seed(backupClaimOf(t, db))
+	st := db.Status.DeepCopy()
+	msg := `spec.backup.schedule "61 * * * *" is not a valid cron expression: end of range (61) above maximum (59): 61; no backup is scheduled until it is fixed`
+	st.Conditions = append(st.Conditions, metav1.Condition{Type: "Backup", Status: "False", Reason: "ScheduleInvalid", Message: msg,
+		ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(testNow)})
+	f.expectStatusUpdate(db, *st)
+	f.events = []string{"Warning ScheduleInvalid " + msg}
+	f.run(ctx, ref(db))
+}
+
+func backupClaimOf(t *testing.T, db *dbv1alpha1.Database) *corev1.PersistentVolumeClaim {
+	c := &corev1.PersistentVolumeClaim{}
+	if err := builder.Convert(builder.NewBackupClaim(db, db.Spec.Storage.Size), c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -2,11 +2,18 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine"
 
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/names"
@@ -25,10 +32,19 @@ func (p *pass) ensureSecret(ctx context.Context) error {
 	existing, err := r.secrets.Secrets(db.Namespace).Get(name)
 	if err == nil {
 		r.expectations.Observed(key)
-		if !metav1.IsControlledBy(existing, db) {
-			return conflict(db, "Secret", name)
+		switch {
+		case metav1.IsControlledBy(existing, db):
+			return nil
+		case metav1.GetControllerOf(existing) == nil:
+			// Released by an earlier Database of this name, or restored by a
+			// person: the cache holds no data, so read it to adopt it.
+			live, err := r.kube.CoreV1().Secrets(db.Namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("reading Secret %s to adopt it: %w", name, err)
+			}
+			return p.adoptSecret(ctx, live)
 		}
-		return nil
+		return conflict(db, "Secret", name)
 	}
 	if !apierrors.IsNotFound(err) {
 		return err
@@ -46,6 +62,9 @@ func (p *pass) ensureSecret(ctx context.Context) error {
 			return false, nil
 		case err != nil:
 			return false, err
+		case metav1.GetControllerOf(live) == nil:
+			r.conflicts.remove(key)
+			return true, p.adoptSecret(ctx, live)
 		case !metav1.IsControlledBy(live, db):
 			r.conflicts.put(key, struct{}{})
 			return true, conflict(db, "Secret", name)
@@ -85,6 +104,45 @@ func (p *pass) ensureSecret(ctx context.Context) error {
 		return err
 	}
 	return &status.Problem{Reason: status.ReasonCredentialsMissing, Message: fmt.Sprintf(
-		"Secret %s/%s is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri) and the controller will continue. It will not generate a new password",
+		"Secret %s/%s is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri), and the controller adopts it and continues. It will not generate a new password",
 		db.Namespace, name)}
+}
+
+// credentialKeys are the keys a Secret must hold to be adopted.
+var credentialKeys = []string{engine.SecretKeyUsername, engine.SecretKeyPassword, engine.SecretKeyDatabase,
+	engine.SecretKeyHost, engine.SecretKeyPort, engine.SecretKeyURI}
+
+// adoptSecret makes db the controller of live, a Secret of the credentials'
+// name that no one controls, when it holds every key: its password is the
+// one the data was initialised with, and it is never rewritten. It gets the
+// controller's labels too, so that the cache sees it from then on.
+func (p *pass) adoptSecret(ctx context.Context, live *corev1.Secret) error {
+	r, db := p.r, p.db
+	var missing []string
+	for _, k := range credentialKeys {
+		if len(live.Data[k]) == 0 {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return &status.Problem{Reason: status.ReasonResourceConflict, Recheck: true, Message: fmt.Sprintf(
+			"Secret %s/%s is controlled by no one but lacks the keys %s, so it is not adopted: add them, or delete it if the database holds no data yet",
+			db.Namespace, live.Name, strings.Join(missing, ", "))}
+	}
+	owners := append(slices.Clone(live.OwnerReferences), *metav1.NewControllerRef(db, dbv1alpha1.SchemeGroupVersion.WithKind("Database")))
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": live.ResourceVersion,
+		"labels":          names.Labels(db),
+		"ownerReferences": owners,
+	}})
+	if err != nil {
+		return err
+	}
+	if _, err := r.kube.CoreV1().Secrets(db.Namespace).Patch(ctx, live.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("adopting Secret %s: %w", live.Name, err)
+	}
+	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonAdopted,
+		"Adopted Secret %s: it holds the credentials' keys and no one controlled it; its password is kept", live.Name)
+	return nil
 }

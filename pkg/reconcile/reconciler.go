@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
+	dblisters "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/plan"
 	"github.com/dbcontroller/database-controller/pkg/status"
@@ -55,6 +57,7 @@ const (
 	ReasonCreated = "Created"
 	ReasonUpdated = "Updated"
 	ReasonRunning = "Running"
+	ReasonAdopted = "Adopted"
 )
 
 // Config is what a Reconciler reads and writes through.
@@ -71,6 +74,8 @@ type Config struct {
 	Claims       corelisters.PersistentVolumeClaimLister
 	Pods         corelisters.PodLister
 	Jobs         batchlisters.JobLister
+	// Backups lists DatabaseBackups: the final one, and the one restored.
+	Backups dblisters.DatabaseBackupLister
 	// Recorder emits events on Databases.
 	Recorder record.EventRecorder
 	// Clock stamps condition transitions and ages the expectations.
@@ -90,6 +95,7 @@ type Reconciler struct {
 	claims       corelisters.PersistentVolumeClaimLister
 	pods         corelisters.PodLister
 	jobs         batchlisters.JobLister
+	backups      dblisters.DatabaseBackupLister
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
 	random       io.Reader
@@ -121,6 +127,7 @@ func New(cfg Config) *Reconciler {
 		claims:       cfg.Claims,
 		pods:         cfg.Pods,
 		jobs:         cfg.Jobs,
+		backups:      cfg.Backups,
 		recorder:     cfg.Recorder,
 		clock:        cfg.Clock,
 		random:       cfg.Random,
@@ -152,6 +159,10 @@ type pass struct {
 	// recheck, when set, says why to look again soon although no informer
 	// will say that anything changed.
 	recheck string
+	// terminating, when set, is the state of a deletion the controller
+	// holds with its finalizer; released says it let the Database go.
+	terminating *status.Termination
+	released    bool
 }
 
 // Sync brings db's children to its spec and writes its status when it
@@ -159,14 +170,18 @@ type pass struct {
 // It returns nil, a *status.Problem or a *RecheckError once the status is
 // written, a *WaitingError, or a transient error.
 func (r *Reconciler) Sync(ctx context.Context, db *dbv1alpha1.Database) error {
-	if db.DeletionTimestamp != nil {
-		// Being deleted: the garbage collector removes the children through
-		// their owner references; creating children now would race it.
+	if db.DeletionTimestamp != nil && !slices.Contains(db.Finalizers, dbv1alpha1.FinalizerDatabase) {
+		// Being deleted, and nothing to do first: the garbage collector
+		// removes the children through their owner references.
 		klog.FromContext(ctx).V(4).Info("Database is being deleted")
 		return nil
 	}
 	p := &pass{r: r, db: db}
 	err := p.run(ctx)
+	if p.released {
+		// The finalizer is gone, and the Database with it: no status to write.
+		return err
+	}
 	if len(p.created) > 0 {
 		// One event for everything a pass created, also when a later step
 		// failed: four events per new Database would double its writes.
@@ -202,7 +217,19 @@ func (p *pass) run(ctx context.Context) error {
 	if p.pods, err = p.r.pods.Pods(p.db.Namespace).List(selector); err != nil {
 		return err
 	}
+	if p.db.DeletionTimestamp == nil {
+		if observed.Restore, err = p.restoreSource(); err != nil {
+			p.plan = plan.Compute(p.db, observed)
+			return err
+		}
+	}
 	p.plan = plan.Compute(p.db, observed)
+	if p.db.DeletionTimestamp != nil {
+		return p.runDeleting(ctx, observed)
+	}
+	if err := p.ensureFinalizer(ctx); err != nil {
+		return err
+	}
 	if p.plan.Problem != nil {
 		if p.plan.Problem.Reason == engine.ReasonFeatureCompatibilityPending {
 			// The refusal waits for this step: it must go on.

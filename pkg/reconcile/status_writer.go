@@ -22,11 +22,15 @@ import (
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.Problem) error {
 	db := p.db
 	var cause *status.Cause
-	if problem == nil {
+	if problem == nil && p.terminating == nil {
 		var err error
 		if cause, err = p.cause(ctx); err != nil {
 			return err
 		}
+	}
+	backupCond, lastSchedule, err := p.backupCondition()
+	if err != nil {
+		return err
 	}
 	newStatus := status.Compute(status.Input{
 		Cause:       cause,
@@ -41,6 +45,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 		NewFeatureCompatibilityVersion: p.plan.NewFeatureCompatibilityVersion,
 		FeatureCompatibilityVersionSet: p.featureCompatibilitySet,
 		FeatureCompatibility:           p.featureCompatibility,
+		Termination:                    p.terminating,
+		Restore:                        p.restoreInput(),
+		Backup:                         backupCond,
+		LastScheduleTime:               lastSchedule,
 	})
 	if equality.Semantic.DeepEqual(db.Status, newStatus) {
 		return nil
@@ -59,6 +67,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 
 	oldReady := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
 	newReady := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReady)
+	if bc := backupCond; bc != nil && bc.Status == metav1.ConditionFalse {
+		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionBackup); old == nil || old.Reason != bc.Reason || old.Message != bc.Message {
+			r.recorder.Event(db, corev1.EventTypeWarning, bc.Reason, bc.Message)
+		}
+	}
+	if t := p.terminating; t != nil && t.Warning && (oldReady == nil || oldReady.Reason != t.Reason) {
+		r.recorder.Event(db, corev1.EventTypeWarning, t.Reason, t.Message)
+	}
 	if problem != nil && (oldReady == nil || oldReady.Reason != problem.Reason || oldReady.Message != problem.Message) {
 		r.recorder.Event(db, corev1.EventTypeWarning, problem.Reason, problem.Message)
 	}
