@@ -43,16 +43,19 @@ func verbs(v ...string) []string { return slices.Sorted(slices.Values(v)) }
 // (see controller.go); the ClusterRole and the namespaced Role grant exactly
 // this.
 var controllerPermissions = map[grant][]string{
-	{Group: "dbcontroller.io", Resource: "databases"}:            verbs("get", "list", "watch"),
-	{Group: "dbcontroller.io", Resource: "databases/status"}:     verbs("patch"),
-	{Group: "dbcontroller.io", Resource: "databases/finalizers"}: verbs("update"),
-	{Group: "apps", Resource: "statefulsets"}:                    verbs("get", "list", "watch", "create", "patch"),
-	{Group: "", Resource: "services"}:                            verbs("get", "list", "watch", "create", "patch"),
-	{Group: "", Resource: "secrets"}:                             verbs("get", "list", "watch", "create"),
-	{Group: "", Resource: "persistentvolumeclaims"}:              verbs("get", "list", "watch", "patch"),
-	{Group: "", Resource: "pods"}:                                verbs("get", "list", "watch", "delete"),
-	{Group: "batch", Resource: "jobs"}:                           verbs("get", "list", "watch", "create", "delete"),
-	{Group: "", Resource: "events"}:                              verbs("create", "patch", "list"),
+	{Group: "dbcontroller.io", Resource: "databases"}:                  verbs("get", "list", "watch", "patch"),
+	{Group: "dbcontroller.io", Resource: "databases/status"}:           verbs("patch"),
+	{Group: "dbcontroller.io", Resource: "databases/finalizers"}:       verbs("update"),
+	{Group: "dbcontroller.io", Resource: "databasebackups"}:            verbs("get", "list", "watch", "create", "delete", "patch"),
+	{Group: "dbcontroller.io", Resource: "databasebackups/status"}:     verbs("update"),
+	{Group: "dbcontroller.io", Resource: "databasebackups/finalizers"}: verbs("update"),
+	{Group: "apps", Resource: "statefulsets"}:                          verbs("get", "list", "watch", "create", "patch"),
+	{Group: "", Resource: "services"}:                                  verbs("get", "list", "watch", "create", "patch"),
+	{Group: "", Resource: "secrets"}:                                   verbs("get", "list", "watch", "create", "patch"),
+	{Group: "", Resource: "persistentvolumeclaims"}:                    verbs("get", "list", "watch", "create", "patch"),
+	{Group: "", Resource: "pods"}:                                      verbs("get", "list", "watch", "delete"),
+	{Group: "batch", Resource: "jobs"}:                                 verbs("get", "list", "watch", "create", "delete"),
+	{Group: "", Resource: "events"}:                                    verbs("create", "patch", "list"),
 }
 
 // leaderElectionPermissions: a Lease in the controller's namespace, named
@@ -131,8 +134,12 @@ func TestRBACHasNoWildcards(t *testing.T) {
 	}
 }
 
-func TestRBACSecretsAreCreateOnly(t *testing.T) {
-	allowed := []string{"get", "list", "watch", "create"}
+// Credentials Secrets are created once; their data is never rewritten and
+// they are never deleted by the controller. A patch of their metadata
+// adopts one that no one controls or releases one kept under Retain (the
+// fixture tests in controller_test.go check each patch's content).
+func TestRBACSecretsAreNeverRewrittenOrDeleted(t *testing.T) {
+	allowed := []string{"get", "list", "watch", "create", "patch"}
 	for _, r := range allRoles(t) {
 		for g, vs := range permissions(r.rules) {
 			if g.Group != "" || (g.Resource != "secrets" && !strings.HasPrefix(g.Resource, "secrets/")) {
@@ -140,7 +147,7 @@ func TestRBACSecretsAreCreateOnly(t *testing.T) {
 			}
 			for _, v := range vs {
 				if !slices.Contains(allowed, v) {
-					t.Errorf("%s grants %q on %s: credentials Secrets are created once and never changed or deleted by the controller", r.obj, v, g.Resource)
+					t.Errorf("%s grants %q on %s: credentials Secrets are created once, patched in their metadata only, and never rewritten or deleted by the controller", r.obj, v, g.Resource)
 				}
 			}
 		}
@@ -163,8 +170,11 @@ func TestRBACPodsAreReadAndDeletedOnly(t *testing.T) {
 	}
 }
 
-// Status is written through the status subresource only: the controller
-// cannot change a Database's spec, metadata or finalizers list.
+// Status is written through the status subresource only. On a Database
+// itself the controller may patch, for its finalizer (a JSON patch of
+// /metadata/finalizers alone, see pkg/reconcile/deletion.go); RBAC cannot
+// narrow a patch to one field, so this is the least it can grant. It may
+// never update (replace) or delete one.
 func TestRBACDatabaseStatusOnlyThroughSubresource(t *testing.T) {
 	statusWriters := 0
 	for _, r := range allRoles(t) {
@@ -175,8 +185,8 @@ func TestRBACDatabaseStatusOnlyThroughSubresource(t *testing.T) {
 			switch g.Resource {
 			case "databases":
 				for _, v := range vs {
-					if !slices.Contains([]string{"get", "list", "watch"}, v) {
-						t.Errorf("%s grants %q on databases itself; write status through databases/status", r.obj, v)
+					if !slices.Contains([]string{"get", "list", "watch", "patch"}, v) {
+						t.Errorf("%s grants %q on databases itself; write status through databases/status, the finalizer with a patch", r.obj, v)
 					}
 				}
 			case "databases/status":
