@@ -126,9 +126,10 @@ log "starting the control plane: $NODES fake nodes, API server on 127.0.0.1:$LOC
   die "hack/local-up.sh failed (log: $BENCH_DIR/local-up.log)"
 }
 
-log "installing the CRD"
-"$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" apply -f artifacts/crd/dbcontroller.io_databases.yaml >/dev/null
-"$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" wait --for=condition=Established --timeout=60s crd/databases.dbcontroller.io >/dev/null
+log "installing the CRDs"
+"$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" apply -k artifacts/crd >/dev/null
+"$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" wait --for=condition=Established --timeout=60s \
+  crd/databases.dbcontroller.io crd/databasebackups.dbcontroller.io >/dev/null
 
 log "running the benchmark: $N Databases (report: $OUT)"
 "$BENCH_DIR/bench" \

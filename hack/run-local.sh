@@ -65,7 +65,7 @@ CONTROLLER="$LOCAL_ROOT/controller"
 KUBECTL="$LOCAL_BIN/kubectl"
 KUBECONFIG_PATH="$LOCAL_DIR/kubeconfig"
 CONTROLLER_LOG=$(local::logfile controller)
-CRD_FILE="$LOCAL_ROOT/artifacts/crd/dbcontroller.io_databases.yaml"
+CRD_DIR="$LOCAL_ROOT/artifacts/crd"
 EXAMPLES_DIR="$LOCAL_ROOT/artifacts/examples"
 EXAMPLE_FILES=(postgresql.yaml mysql.yaml mongodb.yaml)
 EXAMPLE_NAMES=(orders inventory sessions)
@@ -220,7 +220,7 @@ if [[ "$SKIP_BUILD" != 1 ]]; then
 fi
 STEP_NAME="preparing"
 [[ -x "$CONTROLLER" ]] || fail "$CONTROLLER is missing: run make build (or hack/build.sh)"
-for f in "$CRD_FILE" "${EXAMPLE_FILES[@]/#/$EXAMPLES_DIR/}"; do
+for f in "$CRD_DIR/kustomization.yaml" "${EXAMPLE_FILES[@]/#/$EXAMPLES_DIR/}"; do
   [[ -f "$f" ]] || fail "$f is missing"
 done
 
@@ -263,11 +263,11 @@ LOCAL_UP_PID=""
 step_done "control plane up"
 
 # ---------------------------------------------------------------------------
-step 2 "installing the Database CRD" "$(local::logfile kube-apiserver)"
-kubectl_ apply -f "$CRD_FILE" || fail "kubectl apply -f $CRD_FILE failed"
+step 2 "installing the CRDs and the deletion-protection policy" "$(local::logfile kube-apiserver)"
+kubectl_ apply -k "$CRD_DIR" || fail "kubectl apply -k $CRD_DIR failed"
 kubectl_ wait --for=condition=Established --timeout="${START_TIMEOUT}s" \
-  crd/databases.dbcontroller.io >/dev/null ||
-  fail "the CRD databases.dbcontroller.io was not Established after ${START_TIMEOUT}s"
+  crd/databases.dbcontroller.io crd/databasebackups.dbcontroller.io >/dev/null ||
+  fail "the CRDs were not Established after ${START_TIMEOUT}s"
 step_done "CRD databases.dbcontroller.io Established"
 
 # ---------------------------------------------------------------------------

@@ -137,7 +137,8 @@ func install() int {
 		logf("kubectl apply -k artifacts/deploy: %v\n%s", err, out)
 		return 1
 	}
-	if out, err := kubectlRun("", "wait", "--for=condition=Established", "--timeout=60s", "crd/databases.dbcontroller.io"); err != nil {
+	if out, err := kubectlRun("", "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/databases.dbcontroller.io", "crd/databasebackups.dbcontroller.io"); err != nil {
 		logf("CRD not established: %v\n%s", err, out)
 		return 1
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -252,6 +253,39 @@ func TestMetricsService(t *testing.T) {
 	}
 }
 
+// checkDeletionProtection checks that the install holds the policy that
+// refuses to delete a Database with spec.deletionProtection, and a binding
+// that denies with it.
+func checkDeletionProtection(t *testing.T, objs []object) {
+	t.Helper()
+	const name = "databases.dbcontroller.io-deletion-protection"
+	o, ok := find(objs, "ValidatingAdmissionPolicy", name)
+	if !ok {
+		t.Fatal("the install lacks the deletion-protection ValidatingAdmissionPolicy")
+	}
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	o.decode(t, &policy)
+	rules := policy.Spec.MatchConstraints.ResourceRules
+	if len(rules) != 1 || !slices.Equal(rules[0].APIGroups, []string{"dbcontroller.io"}) ||
+		!slices.Equal(rules[0].Resources, []string{"databases"}) ||
+		len(rules[0].Operations) != 1 || rules[0].Operations[0] != admissionregistrationv1.Delete {
+		t.Errorf("the policy matches %+v, want DELETE of databases in dbcontroller.io", rules)
+	}
+	if policy.Spec.FailurePolicy == nil || *policy.Spec.FailurePolicy != admissionregistrationv1.Fail || len(policy.Spec.Validations) != 1 ||
+		!strings.Contains(policy.Spec.Validations[0].Expression, "oldObject.spec.deletionProtection") {
+		t.Errorf("the policy: failurePolicy %v, validations %+v", policy.Spec.FailurePolicy, policy.Spec.Validations)
+	}
+	b, ok := find(objs, "ValidatingAdmissionPolicyBinding", name)
+	if !ok {
+		t.Fatal("the install lacks the deletion-protection ValidatingAdmissionPolicyBinding")
+	}
+	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	b.decode(t, &binding)
+	if binding.Spec.PolicyName != name || !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("the binding: %+v, want policy %s with Deny", binding.Spec, name)
+	}
+}
+
 // What each install contains beyond the controller itself.
 func TestInstallScope(t *testing.T) {
 	for _, v := range variants {
@@ -280,12 +314,17 @@ func TestInstallScope(t *testing.T) {
 					t.Fatal("the cluster-wide install lacks the CRD")
 				}
 				o.decode(t, &crd)
+				if _, ok := find(objs, "CustomResourceDefinition", "databasebackups.dbcontroller.io"); !ok {
+					t.Error("the cluster-wide install lacks the DatabaseBackup CRD")
+				}
+				checkDeletionProtection(t, objs)
 				if _, ok := find(objs, "Namespace", controllerNamespace); !ok {
 					t.Errorf("the cluster-wide install does not create namespace %s", controllerNamespace)
 				}
 				for _, o := range objs {
 					switch o.Kind {
-					case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+					case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+						"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 					default:
 						if o.Namespace != controllerNamespace {
 							t.Errorf("%s is not in %s", o, controllerNamespace)

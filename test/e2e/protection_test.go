@@ -1,0 +1,53 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// kubectl delete of a protected Database is refused by the admission
+// policy, with a message that says how to delete it; turning the field off
+// is the way.
+func TestDeletionProtection(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("guarded", "postgresql", "16", 1, "  deletionProtection: true\n"))
+	waitRunning(t, ns, "guarded", converge)
+
+	out, err := kubectlRun("", "-n", ns, "delete", "db", "guarded", "--wait=false")
+	if err == nil {
+		t.Fatalf("kubectl delete of a protected Database succeeded:\n%s", out)
+	}
+	if want := "Database " + ns + "/guarded has spec.deletionProtection: true; set it to false to delete it"; !strings.Contains(string(out), want) {
+		t.Errorf("kubectl delete said %q, want it to contain %q", out, want)
+	}
+	if db := getDB(t, ns, "guarded"); db.DeletionTimestamp != nil {
+		t.Fatal("the protected Database is being deleted")
+	}
+
+	kubectl(t, "-n", ns, "patch", "db", "guarded", "--type=merge", "-p", `{"spec":{"deletionProtection":false}}`)
+	kubectl(t, "-n", ns, "delete", "db", "guarded", "--wait=false")
+	eventually(t, converge, "the Database to go", func() (bool, string) {
+		_, err := kubectlRun("", "-n", ns, "get", "db", "guarded")
+		return err != nil, "still there"
+	})
+}
+
+// A protected Database does not hold its namespace's deletion: the
+// namespace takes its volumes anyway.
+func TestDeletionProtectionDoesNotBlockNamespaceDeletion(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("guarded", "mysql", "8.4", 1, "  deletionProtection: true\n"))
+	waitRunning(t, ns, "guarded", converge)
+	kubectl(t, "delete", "namespace", ns, "--wait=false")
+	eventually(t, 3*time.Minute, "namespace "+ns+" to be gone", func() (bool, string) {
+		out, err := kubectlRun("", "get", "namespace", ns, "-o", "jsonpath={.status.conditions}")
+		return err != nil, string(out)
+	})
+}
