@@ -8,7 +8,9 @@
 set -eu
 [ "${1:-}" = mariadbd ] || exec "$@"
 datadir=/var/lib/mysql
-sock=/var/run/mysqld/init.sock
+# SOCKET is the temporary server's socket, named as in the official image:
+# init scripts (sourced) use it.
+SOCKET=/var/run/mysqld/init.sock
 
 # sql_str VALUE prints VALUE as the body of a quoted SQL string.
 sql_str() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e "s/'/\\\\'/g"; }
@@ -22,9 +24,9 @@ if [ ! -d "$datadir/mysql" ]; then
   fi
   mariadb-install-db --datadir="$datadir" --auth-root-authentication-method=normal \
     --skip-test-db --skip-name-resolve > /dev/null
-  "$@" --skip-networking --socket="$sock" &
+  "$@" --skip-networking --socket="$SOCKET" &
   pid=$!
-  until mariadb-admin --socket="$sock" -uroot ping --silent 2>/dev/null; do
+  until mariadb-admin --socket="$SOCKET" -uroot ping --silent 2>/dev/null; do
     kill -0 "$pid" || { echo "entrypoint: the temporary server exited" >&2; exit 1; }
     sleep 0.3
   done
@@ -32,8 +34,8 @@ if [ ! -d "$datadir/mysql" ]; then
   # (no password) and anonymous users: drop them, so that root has the one
   # password everywhere (a TCP login from 127.0.0.1 would otherwise be
   # root@127.0.0.1's, without a password).
-  mariadb --socket="$sock" -uroot -N -e "SELECT CONCAT('DROP USER ', QUOTE(User), '@', QUOTE(Host), ';')
-    FROM mysql.user WHERE User = '' OR (User = 'root' AND Host <> 'localhost')" | mariadb --socket="$sock" -uroot
+  mariadb --socket="$SOCKET" -uroot -N -e "SELECT CONCAT('DROP USER ', QUOTE(User), '@', QUOTE(Host), ';')
+    FROM mysql.user WHERE User = '' OR (User = 'root' AND Host <> 'localhost')" | mariadb --socket="$SOCKET" -uroot
   pw=$(sql_str "${MYSQL_ROOT_PASSWORD:-}")
   {
     echo "SET @@SESSION.SQL_LOG_BIN=0;"
@@ -48,18 +50,18 @@ if [ ! -d "$datadir/mysql" ]; then
       [ -z "${MYSQL_DATABASE:-}" ] ||
         echo "GRANT ALL ON \`$(sql_id "$MYSQL_DATABASE")\`.* TO '$(sql_str "$MYSQL_USER")'@'%';"
     fi
-  } | mariadb --socket="$sock" -uroot
+  } | mariadb --socket="$SOCKET" -uroot
   export MYSQL_PWD="${MYSQL_ROOT_PASSWORD:-}"
   for f in /docker-entrypoint-initdb.d/*; do
     case "$f" in
       *.sh) echo "entrypoint: running $f"; . "$f" ;;
-      *.sql) echo "entrypoint: running $f"; mariadb --socket="$sock" -uroot ${MYSQL_DATABASE:+"$MYSQL_DATABASE"} < "$f" ;;
-      *.sql.gz) echo "entrypoint: running $f"; gzip -dc "$f" | mariadb --socket="$sock" -uroot ${MYSQL_DATABASE:+"$MYSQL_DATABASE"} ;;
+      *.sql) echo "entrypoint: running $f"; mariadb --socket="$SOCKET" -uroot ${MYSQL_DATABASE:+"$MYSQL_DATABASE"} < "$f" ;;
+      *.sql.gz) echo "entrypoint: running $f"; gzip -dc "$f" | mariadb --socket="$SOCKET" -uroot ${MYSQL_DATABASE:+"$MYSQL_DATABASE"} ;;
       */\*) ;;
       *) echo "entrypoint: ignoring $f" ;;
     esac
   done
-  mariadb-admin --socket="$sock" -uroot shutdown
+  mariadb-admin --socket="$SOCKET" -uroot shutdown
   wait "$pid"
   unset MYSQL_PWD
   echo "entrypoint: initialised $datadir; starting mariadbd"

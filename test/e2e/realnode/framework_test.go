@@ -101,11 +101,12 @@ func runSuite(m *testing.M) (code int) {
 	}
 	logf("local control plane with a real node is up after %s", time.Since(start).Round(100*time.Millisecond))
 
-	if out, err := kubectlRun("", "apply", "-f", filepath.Join(root, "artifacts", "crd", "dbcontroller.io_databases.yaml")); err != nil {
-		logf("installing the CRD: %v\n%s", err, out)
+	if out, err := kubectlRun("", "apply", "-k", filepath.Join(root, "artifacts", "crd")); err != nil {
+		logf("installing the CRDs: %v\n%s", err, out)
 		return 1
 	}
-	if out, err := kubectlRun("", "wait", "--for=condition=Established", "--timeout=60s", "crd/databases.dbcontroller.io"); err != nil {
+	if out, err := kubectlRun("", "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/databases.dbcontroller.io", "crd/databasebackups.dbcontroller.io"); err != nil {
 		logf("CRD not established: %v\n%s", err, out)
 		return 1
 	}
@@ -139,6 +140,9 @@ func localEnv() []string {
 	return []string{
 		"LOCAL_DIR=" + localDir,
 		"LOCAL_REAL_NODE=1",
+		// Local volumes are never reused once released (reclaim policy
+		// Retain): one per Database, backup volume and claim of the suite.
+		"LOCAL_REAL_NODE_VOLUMES=" + envOr("E2E_NODE_VOLUMES", "40"),
 		"SKIP_BUILD=" + envOr("E2E_NODE_SKIP_BUILD", "1"),
 		"LOCAL_APISERVER_PORT=" + envOr("E2E_NODE_APISERVER_PORT", "17443"),
 		"LOCAL_ETCD_PORT=" + envOr("E2E_NODE_ETCD_PORT", "13379"),

@@ -1,0 +1,223 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
+// kwok completes the Jobs' pods without running them: these tests follow
+// the orchestration (phases, retention, finalizers), not the data; the
+// real node's suite backs up and restores real rows.
+
+func getBackup(t testing.TB, ns, name string) *dbv1alpha1.DatabaseBackup {
+	t.Helper()
+	b := &dbv1alpha1.DatabaseBackup{}
+	getJSON(t, b, "-n", ns, "get", "databasebackup", name)
+	return b
+}
+
+func listBackups(t testing.TB, ns string) []dbv1alpha1.DatabaseBackup {
+	t.Helper()
+	var list dbv1alpha1.DatabaseBackupList
+	getJSON(t, &list, "-n", ns, "get", "databasebackups")
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items
+}
+
+func backupYAML(name, database string) string {
+	return `apiVersion: dbcontroller.io/v1alpha1
+kind: DatabaseBackup
+metadata:
+  name: ` + name + `
+spec:
+  database: ` + database + "\n"
+}
+
+func waitBackupPhase(t testing.TB, ns, name string, phase dbv1alpha1.BackupPhase, timeout time.Duration) *dbv1alpha1.DatabaseBackup {
+	t.Helper()
+	var b *dbv1alpha1.DatabaseBackup
+	eventually(t, timeout, "DatabaseBackup "+name+" to be "+string(phase), func() (bool, string) {
+		b = getBackup(t, ns, name)
+		return b.Status.Phase == phase, "phase " + string(b.Status.Phase) + ": " + b.Status.Message
+	})
+	return b
+}
+
+// An on-demand backup runs as a Job on the backup volume, and is listed by
+// kubectl get dbbackup; deleting it deletes its file first, with a Job.
+func TestOnDemandBackup(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("orders", "postgresql", "16", 1, ""))
+	waitRunning(t, ns, "orders", converge)
+	kubectlIn(t, backupYAML("now", "orders"), "-n", ns, "create", "-f", "-")
+
+	b := waitBackupPhase(t, ns, "now", dbv1alpha1.BackupCompleted, converge)
+	if b.Status.Engine != "postgresql" || b.Status.Version != "16" || b.Status.Volume != "orders-backups" ||
+		b.Status.Path != "now.pgdump" || b.Status.StartTime == nil || b.Status.CompletionTime == nil || b.Status.Image != "postgres:16" {
+		t.Errorf("status %+v", b.Status)
+	}
+	var job batchv1.Job
+	getJSON(t, &job, "-n", ns, "get", "job", "now")
+	if c := job.Spec.Template.Spec.Containers[0]; c.Image != "postgres:16" || !strings.Contains(strings.Join(c.Command, " "), "pg_dump") {
+		t.Errorf("backup Job runs %s %v", c.Image, c.Command)
+	}
+	var claim corev1.PersistentVolumeClaim
+	getJSON(t, &claim, "-n", ns, "get", "pvc", "orders-backups")
+	if len(claim.OwnerReferences) != 0 {
+		t.Errorf("the backup volume has owners %v: it must outlive the Database", claim.OwnerReferences)
+	}
+	if out := kubectl(t, "-n", ns, "get", "dbbackup"); !strings.Contains(out, "now") || !strings.Contains(out, "Completed") {
+		t.Errorf("kubectl get dbbackup:\n%s", out)
+	}
+
+	kubectl(t, "-n", ns, "delete", "dbbackup", "now", "--wait=false")
+	eventually(t, converge, "the DatabaseBackup to go, after its file", func() (bool, string) {
+		_, err := kubectlRun("", "-n", ns, "get", "dbbackup", "now")
+		return err != nil, "still there"
+	})
+	var del batchv1.Job
+	getJSON(t, &del, "-n", ns, "get", "job", "now-delete")
+	if cmd := strings.Join(del.Spec.Template.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "now.pgdump") {
+		t.Errorf("the delete Job runs %q, not a delete of now.pgdump", cmd)
+	}
+}
+
+// Scheduled backups are made on the schedule and pruned to the retention;
+// the on-demand one is never pruned.
+func TestScheduledBackupsAndRetention(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("ticks", "mysql", "8.4", 1, "  backup:\n    schedule: \"* * * * *\"\n    retention: 1\n"))
+	waitRunning(t, ns, "ticks", converge)
+	kubectlIn(t, backupYAML("keep-me", "ticks"), "-n", ns, "create", "-f", "-")
+
+	seen := map[string]bool{}
+	eventually(t, 4*time.Minute, "two scheduled backups, the older pruned", func() (bool, string) {
+		var scheduled []string
+		for _, b := range listBackups(t, ns) {
+			if b.Labels[dbv1alpha1.LabelBackupTrigger] == dbv1alpha1.BackupTriggerSchedule {
+				seen[b.Name] = true
+				scheduled = append(scheduled, b.Name+"="+string(b.Status.Phase))
+			}
+		}
+		return len(seen) >= 2 && len(scheduled) == 1 && strings.HasSuffix(scheduled[0], "=Completed"),
+			"seen " + strings.Join(keys(seen), ",") + "; now " + strings.Join(scheduled, ",")
+	})
+	if b := getBackup(t, ns, "keep-me"); b.Status.Phase != dbv1alpha1.BackupCompleted {
+		t.Errorf("on-demand backup %s", b.Status.Phase)
+	}
+	db := getDB(t, ns, "ticks")
+	if s, r, m := condition(db, "Backup"); s != "True" || r != "BackupsReady" {
+		t.Errorf("Backup condition %s %s %q", s, r, m)
+	}
+	if db.Status.LastScheduleTime == nil {
+		t.Error("no status.lastScheduleTime")
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Deleting a Database with backups takes a final backup first, and keeps
+// the credentials under Retain; a Database made again with the same name
+// adopts them, password and all.
+func TestFinalBackupAndRetainedCredentials(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("last", "postgresql", "16", 1, "  backup: {}\n"))
+	db := waitRunning(t, ns, "last", converge)
+	password := secretData(t, ns, "last-credentials", "password")
+
+	kubectl(t, "-n", ns, "delete", "db", "last", "--wait=false")
+	final := "last-final-" + string(db.UID)[:8]
+	var phases []string
+	eventually(t, converge, "the Database to go after its final backup", func() (bool, string) {
+		out, err := kubectlRun("", "-n", ns, "get", "db", "last", "-o", "jsonpath={.status.phase}")
+		if err != nil {
+			return true, ""
+		}
+		if p := strings.TrimSpace(string(out)); len(phases) == 0 || phases[len(phases)-1] != p {
+			phases = append(phases, p)
+		}
+		return false, "phases " + strings.Join(phases, " → ")
+	})
+	if !strings.Contains(strings.Join(phases, " "), "Terminating") {
+		t.Errorf("phases seen %v, want Terminating among them", phases)
+	}
+	b := getBackup(t, ns, final)
+	if b.Status.Phase != dbv1alpha1.BackupCompleted || b.Labels[dbv1alpha1.LabelBackupTrigger] != dbv1alpha1.BackupTriggerFinal {
+		t.Errorf("final backup %s: phase %s labels %v", final, b.Status.Phase, b.Labels)
+	}
+	var secret corev1.Secret
+	getJSON(t, &secret, "-n", ns, "get", "secret", "last-credentials")
+	if len(secret.OwnerReferences) != 0 || secret.Labels["app.kubernetes.io/instance"] != "last" {
+		t.Errorf("kept Secret: owners %v labels %v", secret.OwnerReferences, secret.Labels)
+	}
+
+	createDB(t, ns, dbYAML("last", "postgresql", "16", 1, "  backup: {}\n"))
+	again := waitRunning(t, ns, "last", converge)
+	getJSON(t, &secret, "-n", ns, "get", "secret", "last-credentials")
+	if len(secret.OwnerReferences) != 1 || secret.OwnerReferences[0].UID != again.UID {
+		t.Errorf("the Secret was not adopted: owners %v", secret.OwnerReferences)
+	}
+	if got := secretData(t, ns, "last-credentials", "password"); got != password {
+		t.Error("the Database made again has a new password; it must keep the one the data was made with")
+	}
+	waitEvent(t, ns, "last", "Normal Adopted", converge)
+}
+
+// A namespace deletion completes, with Databases that hold finalizers for
+// a final backup: that backup is skipped (the namespace takes the volumes).
+func TestNamespaceDeletionCompletes(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("doomed", "postgresql", "16", 1, "  backup:\n    schedule: \"0 3 * * *\"\n"))
+	waitRunning(t, ns, "doomed", converge)
+	kubectlIn(t, backupYAML("mine", "doomed"), "-n", ns, "create", "-f", "-")
+	waitBackupPhase(t, ns, "mine", dbv1alpha1.BackupCompleted, converge)
+
+	kubectl(t, "delete", "namespace", ns, "--wait=false")
+	eventually(t, 3*time.Minute, "namespace "+ns+" to be gone", func() (bool, string) {
+		out, err := kubectlRun("", "get", "namespace", ns, "-o", "json")
+		if err != nil {
+			return true, ""
+		}
+		var n corev1.Namespace
+		_ = json.Unmarshal(out, &n)
+		var why []string
+		for _, c := range n.Status.Conditions {
+			if c.Status == corev1.ConditionTrue {
+				why = append(why, string(c.Type)+": "+c.Message)
+			}
+		}
+		return false, strings.Join(why, "; ")
+	})
+}
+
+func secretData(t testing.TB, ns, name, key string) string {
+	t.Helper()
+	var s corev1.Secret
+	getJSON(t, &s, "-n", ns, "get", "secret", name)
+	return string(s.Data[key])
+}

@@ -1,0 +1,145 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
+func getBackup(t testing.TB, ns, name string) *dbv1alpha1.DatabaseBackup {
+	t.Helper()
+	b := &dbv1alpha1.DatabaseBackup{}
+	getJSON(t, b, "-n", ns, "get", "databasebackup", name)
+	return b
+}
+
+func waitBackupCompleted(t testing.TB, ns, name string) *dbv1alpha1.DatabaseBackup {
+	t.Helper()
+	var b *dbv1alpha1.DatabaseBackup
+	eventually(t, converge, "DatabaseBackup "+name+" to complete", func() (bool, string) {
+		out, err := kubectlRun("", "-n", ns, "get", "databasebackup", name, "-o", "jsonpath={.status.phase}")
+		if err != nil {
+			return false, "not there yet"
+		}
+		if strings.TrimSpace(string(out)) == string(dbv1alpha1.BackupFailed) {
+			t.Fatalf("DatabaseBackup %s failed: %+v", name, getBackup(t, ns, name).Status)
+		}
+		b = getBackup(t, ns, name)
+		return b.Status.Phase == dbv1alpha1.BackupCompleted, "phase " + string(b.Status.Phase) + ": " + b.Status.Message
+	})
+	return b
+}
+
+// engineCase is how one engine's client writes and reads rows.
+type engineCase struct {
+	engine, version, image string
+	// write adds rows numbered from, to; count prints "count:sum".
+	write func(from, to int) string
+	count string
+}
+
+var backupCases = []engineCase{
+	{engine: "postgresql", version: "15", image: postgresImage,
+		write: func(from, to int) string {
+			return psql + fmt.Sprintf(`-c "CREATE TABLE IF NOT EXISTS rows (n int, label text)" -c "INSERT INTO rows SELECT g, 'row ' || g FROM generate_series(%d, %d) g"`, from, to)
+		},
+		count: psql + `-c "SELECT count(*) || ':' || sum(n) || ':' || md5(string_agg(label, ',' ORDER BY n)) FROM rows"`},
+	{engine: "mysql", version: "8.4", image: mariadbImage,
+		write: func(from, to int) string {
+			return waitMariaDB + fmt.Sprintf(`mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -p"$PASSWORD" "$DATABASE" -N -e "CREATE TABLE IF NOT EXISTS rows_ (n INT, label VARCHAR(20)); INSERT INTO rows_ SELECT seq, CONCAT('row ', seq) FROM seq_%d_to_%d"`, from, to)
+		},
+		count: waitMariaDB + `mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -p"$PASSWORD" "$DATABASE" -N -e "SELECT CONCAT(COUNT(*), ':', SUM(n), ':', MD5(GROUP_CONCAT(label ORDER BY n))) FROM rows_"`},
+}
+
+// Rows written, an on-demand backup, more rows, a delete that takes the
+// final backup, a restore of it into a new Database: the rows are equal,
+// all of them. Then the on-demand backup restores the rows it held.
+func TestBackupDeleteAndRestore(t *testing.T) {
+	t.Parallel()
+	for _, tc := range backupCases {
+		t.Run(tc.engine, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t)
+			withBackups := func(name string, extra string) string {
+				return dbYAML(name, tc.engine, tc.version, tc.image, 1) + "  backup: {}\n" + extra
+			}
+			kubectlIn(t, withBackups("shop", ""), "-n", ns, "create", "-f", "-")
+			db := waitRunning(t, ns, "shop")
+			runClient(t, ns, "shop", tc.image, tc.write(1, 500))
+			early := strings.TrimSpace(runClient(t, ns, "shop", tc.image, tc.count))
+
+			kubectlIn(t, "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: shop-now\nspec:\n  database: shop\n", "-n", ns, "create", "-f", "-")
+			now := waitBackupCompleted(t, ns, "shop-now")
+			if now.Status.SizeBytes == nil || *now.Status.SizeBytes <= 0 {
+				t.Errorf("on-demand backup size %v", now.Status.SizeBytes)
+			}
+			runClient(t, ns, "shop", tc.image, tc.write(501, 1200))
+			full := strings.TrimSpace(runClient(t, ns, "shop", tc.image, tc.count))
+			if !strings.HasPrefix(full, "1200:") {
+				t.Fatalf("rows before the delete: %q", full)
+			}
+
+			start := time.Now()
+			kubectl(t, "-n", ns, "delete", "db", "shop", "--wait=false")
+			eventually(t, converge, "the Database to go after its final backup", func() (bool, string) {
+				_, err := kubectlRun("", "-n", ns, "get", "db", "shop")
+				return err != nil, "still there"
+			})
+			final := "shop-final-" + string(db.UID)[:8]
+			b := waitBackupCompleted(t, ns, final)
+			t.Logf("delete with its final backup took %s; the final backup is %d bytes", time.Since(start).Round(time.Second), *b.Status.SizeBytes)
+
+			kubectlIn(t, dbYAML("restored", tc.engine, tc.version, tc.image, 1)+"  restore:\n    backup: "+final+"\n", "-n", ns, "create", "-f", "-")
+			restored := waitRunning(t, ns, "restored")
+			if restored.Status.Restore == nil || restored.Status.Restore.CompletionTime == nil {
+				t.Errorf("status.restore %+v", restored.Status.Restore)
+			}
+			if got := strings.TrimSpace(runClient(t, ns, "restored", tc.image, tc.count)); got != full {
+				t.Errorf("rows restored from the final backup %q, want %q", got, full)
+			}
+			// The restored Database no longer mounts the backup's volume.
+			out := kubectl(t, "-n", ns, "get", "statefulset", "restored", "-o", "jsonpath={.spec.template.spec.volumes[*].name}")
+			if strings.Contains(out, "restore") {
+				t.Errorf("the restored StatefulSet still has volumes %q", out)
+			}
+
+			kubectlIn(t, dbYAML("early", tc.engine, tc.version, tc.image, 1)+"  restore:\n    backup: shop-now\n", "-n", ns, "create", "-f", "-")
+			waitRunning(t, ns, "early")
+			if got := strings.TrimSpace(runClient(t, ns, "early", tc.image, tc.count)); got != early {
+				t.Errorf("rows restored from the on-demand backup %q, want %q", got, early)
+			}
+		})
+	}
+}
+
+// A Database deleted under Retain and made again with the same name serves
+// its old data with its old credentials: the Secret stayed with the volume.
+func TestRetainDeleteAndRecreateKeepsCredentials(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubectlIn(t, dbYAML("again", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	waitRunning(t, ns, "again")
+	runClient(t, ns, "again", postgresImage, psql+`-c "CREATE TABLE kept (v text)" -c "INSERT INTO kept VALUES ('before')"`)
+	password := secretValue(t, ns, "again", "password")
+
+	kubectl(t, "-n", ns, "delete", "db", "again")
+	eventually(t, converge, "the pod to go", func() (bool, string) {
+		return podUID(t, ns, "again") == "", "pod still there"
+	})
+	if got := secretValue(t, ns, "again", "password"); got != password {
+		t.Fatal("the kept Secret's password changed")
+	}
+	kubectlIn(t, dbYAML("again", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	waitRunning(t, ns, "again")
+	if got := secretValue(t, ns, "again", "password"); got != password {
+		t.Error("the Database made again minted a new password")
+	}
+	if got := strings.TrimSpace(runClient(t, ns, "again", postgresImage, psql+`-c "SELECT string_agg(v, ',') FROM kept"`)); got != "before" {
+		t.Errorf("rows through the kept credentials: %q", got)
+	}
+}
