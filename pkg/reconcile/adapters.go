@@ -6,11 +6,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/klog/v2"
 
 	"github.com/dbcontroller/database-controller/pkg/builder"
 )
@@ -65,7 +70,13 @@ func (a serviceAdapter) create(ctx context.Context, desired *corev1ac.ServiceApp
 }
 
 func (a serviceAdapter) repair(ctx context.Context, desired *corev1ac.ServiceApplyConfiguration) (*corev1.Service, error) {
-	return a.client.CoreV1().Services(*desired.Namespace).Apply(ctx, desired, repairOptions)
+	services := a.client.CoreV1().Services(*desired.Namespace)
+	return applyOwningAll(ctx,
+		func() (*corev1.Service, error) { return services.Apply(ctx, desired, repairOptions) },
+		func(patch []byte) error {
+			_, err := services.Patch(ctx, *desired.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+			return err
+		})
 }
 
 // statefulSetAdapter reads and writes StatefulSets.
@@ -95,5 +106,35 @@ func (a statefulSetAdapter) create(ctx context.Context, desired *appsv1ac.Statef
 }
 
 func (a statefulSetAdapter) repair(ctx context.Context, desired *appsv1ac.StatefulSetApplyConfiguration) (*appsv1.StatefulSet, error) {
-	return a.client.AppsV1().StatefulSets(*desired.Namespace).Apply(ctx, desired, repairOptions)
+	statefulSets := a.client.AppsV1().StatefulSets(*desired.Namespace)
+	return applyOwningAll(ctx,
+		func() (*appsv1.StatefulSet, error) { return statefulSets.Apply(ctx, desired, repairOptions) },
+		func(patch []byte) error {
+			_, err := statefulSets.Patch(ctx, *desired.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+			return err
+		})
+}
+
+// applyOwningAll applies, and makes sure the apply owns every field the
+// controller set. A child is created with a POST, which records the
+// controller's fields under an Update entry of its field manager; an apply
+// removes only the fields its own Apply entry owned and no longer sets,
+// so a field the plan stops setting (a restore's volume, spec.resources
+// removed) would stay for ever. The first repair therefore hands the
+// Update entry's fields to the Apply entry (as kubectl does when it moves
+// to server-side apply) and applies again; later repairs are one apply.
+func applyOwningAll[T runtime.Object](ctx context.Context, apply func() (T, error), patch func([]byte) error) (T, error) {
+	obj, err := apply()
+	if err != nil {
+		return obj, err
+	}
+	upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldManager), FieldManager)
+	if err != nil || upgrade == nil {
+		return obj, err
+	}
+	klog.FromContext(ctx).V(2).Info("Moving the fields set at creation to the apply's field manager")
+	if err := patch(upgrade); err != nil {
+		return obj, err
+	}
+	return apply()
 }
