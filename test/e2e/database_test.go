@@ -426,6 +426,14 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	kubectl(t, "-n", ns, "patch", "db/fixed", "--type=merge", "-p", `{"spec":{"storage":{"size":"3Gi"}}}`)
 	waitCondition(t, ns, "blocked", "Ready", "False", "ResourceConflict", converge)
 	waitCondition(t, ns, "fixed", "Ready", "False", "StorageResizeFailed", converge)
+	// Nor do backups once finished, a schedule not yet due, and a Database
+	// restored from a backup.
+	createDB(t, ns, dbYAML("saved", "postgresql", "16", 1, "  backup:\n    schedule: \"0 0 1 1 *\"\n"))
+	waitRunning(t, ns, "saved", converge)
+	kubectlIn(t, backupYAML("saved-now", "saved"), "-n", ns, "create", "-f", "-")
+	waitBackupPhase(t, ns, "saved-now", "Completed", converge)
+	createDB(t, ns, dbYAML("copy", "postgresql", "16", 1, "  restore:\n    backup: saved-now\n"))
+	waitRunning(t, ns, "copy", converge)
 	// Let the last status writes and events land, then measure.
 	eventually(t, converge, "writes to settle", func() (bool, string) {
 		a := writes(c.metrics())
