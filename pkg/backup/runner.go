@@ -72,6 +72,8 @@ type Config struct {
 	Jobs   batchlisters.JobLister
 	Pods   corelisters.PodLister
 	Claims corelisters.PersistentVolumeClaimLister
+	// Target is where the backups go; the backup volume when nil.
+	Target Target
 	// Recorder emits events on DatabaseBackups.
 	Recorder record.EventRecorder
 	// Clock reads the schedule and stamps the status.
@@ -84,12 +86,18 @@ type Config struct {
 // concurrent use by several workers, each on its own Database.
 type Runner struct {
 	cfg     Config
+	target  Target
 	created *createdSet
 }
 
 // New returns a Runner over cfg.
 func New(cfg Config) *Runner {
-	return &Runner{cfg: cfg, created: newCreatedSet(cfg.Clock)}
+	created := newCreatedSet(cfg.Clock)
+	target := cfg.Target
+	if target == nil {
+		target = &VolumeTarget{client: cfg.KubeClient, claims: cfg.Claims, fieldManager: cfg.FieldManager, created: created}
+	}
+	return &Runner{cfg: cfg, target: target, created: created}
 }
 
 // List returns the DatabaseBackups of the Database namespace/name, oldest first.
@@ -134,7 +142,7 @@ func (r *Runner) Sync(ctx context.Context, namespace, name string, db *dbv1alpha
 	if db != nil && db.Spec.Backup != nil && db.DeletionTimestamp == nil {
 		// The volume is made with spec.backup, so that a volume that cannot
 		// be provisioned shows before the first backup needs it.
-		if err := r.ensureClaim(ctx, db); err != nil {
+		if err := r.target.Ensure(ctx, db); err != nil {
 			return 0, err
 		}
 	}
@@ -187,14 +195,14 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 		}
 		return r.wait(ctx, b, why)
 	}
-	if err := r.ensureClaim(ctx, db); err != nil {
+	if err := r.target.Ensure(ctx, db); err != nil {
 		return err
 	}
 	if err := r.addFinalizer(ctx, b); err != nil {
 		return err
 	}
-	job := &batchv1.Job{}
-	if err := builder.Convert(builder.NewBackupJob(b, db, e, image), job); err != nil {
+	job, err := jobObject(r.target.BackupJob(b, db, e, image))
+	if err != nil {
 		return err
 	}
 	if _, err := r.cfg.KubeClient.BatchV1().Jobs(b.Namespace).Create(ctx, job, metav1.CreateOptions{FieldManager: r.cfg.FieldManager}); err != nil &&
@@ -210,8 +218,7 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 	st.Engine = db.Spec.Engine
 	st.Version = db.Spec.Version
 	st.Image = image
-	st.Volume = names.BackupClaimName(db)
-	st.Path = names.BackupFilePath(b.Name, e.Runtime().Backup.Extension)
+	st.Volume, st.Path = r.target.Where(b, db, e)
 	st.Message = ""
 	if err := r.writeStatus(ctx, b, st); err != nil {
 		return err
@@ -351,29 +358,6 @@ func (r *Runner) writeStatus(ctx context.Context, b *dbv1alpha1.DatabaseBackup, 
 	return nil
 }
 
-// ensureClaim creates the backup volume when it is not there. It has no
-// owner: it outlives the Database.
-func (r *Runner) ensureClaim(ctx context.Context, db *dbv1alpha1.Database) error {
-	name := names.BackupClaimName(db)
-	if _, err := r.cfg.Claims.PersistentVolumeClaims(db.Namespace).Get(name); err == nil || !apierrors.IsNotFound(err) {
-		return err
-	}
-	key := db.Namespace + "/claim/" + name
-	if r.created.has(key) {
-		return nil
-	}
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := builder.Convert(builder.NewBackupClaim(db, db.Spec.Storage.Size), claim); err != nil {
-		return err
-	}
-	_, err := r.cfg.KubeClient.CoreV1().PersistentVolumeClaims(db.Namespace).Create(ctx, claim, metav1.CreateOptions{FieldManager: r.cfg.FieldManager})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the backup volume claim %s: %w", name, err)
-	}
-	r.created.add(key)
-	return nil
-}
-
 // schedule makes the backup of the newest tick due since the last one, and
 // returns how long until the next tick.
 func (r *Runner) schedule(ctx context.Context, db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) (time.Duration, error) {
@@ -457,13 +441,11 @@ func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) e
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if b.Status.Path == "" || b.Status.Volume == "" {
-		return r.removeFinalizer(ctx, b) // never started: no file
-	}
-	if _, err := r.cfg.Claims.PersistentVolumeClaims(b.Namespace).Get(b.Status.Volume); apierrors.IsNotFound(err) {
-		return r.removeFinalizer(ctx, b) // the volume is gone, and the file with it
-	} else if err != nil {
-		return err
+	if holds, err := r.target.Holds(b); err != nil || !holds {
+		if err != nil {
+			return err
+		}
+		return r.removeFinalizer(ctx, b) // never written, or gone with its volume
 	}
 	name := names.BackupDeleteJobName(b.Name)
 	job, err := r.cfg.Jobs.Jobs(b.Namespace).Get(name)
@@ -476,11 +458,11 @@ func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) e
 		if e, err := registry.Lookup(string(b.Status.Engine)); err == nil {
 			uid = e.Runtime().UID
 		}
-		obj := &batchv1.Job{}
-		if err := builder.Convert(builder.NewBackupDeleteJob(b, uid), obj); err != nil {
+		obj, err := jobObject(r.target.DeleteJob(b, uid))
+		if err != nil {
 			return err
 		}
-		_, err := r.cfg.KubeClient.BatchV1().Jobs(b.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: r.cfg.FieldManager})
+		_, err = r.cfg.KubeClient.BatchV1().Jobs(b.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: r.cfg.FieldManager})
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			// The namespace goes, with the volume: nothing to delete.
 			return r.removeFinalizer(ctx, b)
