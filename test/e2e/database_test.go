@@ -267,11 +267,18 @@ func TestDeleteGarbageCollectsAndHonoursDeletionPolicy(t *testing.T) {
 	waitRunning(t, ns, "drop", converge)
 
 	kubectl(t, "-n", ns, "delete", "db", "keep", "drop")
-	for _, name := range []string{"keep", "drop"} {
+	// Under Retain the credentials Secret stays with the volumes (and a
+	// Database made again with the name adopts it); under Delete it goes.
+	for name, kinds := range map[string]string{"keep": "statefulset,service,pod", "drop": "statefulset,service,secret,pod"} {
 		eventually(t, 2*converge, "children of "+name+" to be collected", func() (bool, string) {
-			out, _ := kubectlRun("", "-n", ns, "get", "statefulset,service,secret,pod", "-l", "app.kubernetes.io/instance="+name, "-o", "name")
+			out, _ := kubectlRun("", "-n", ns, "get", kinds, "-l", "app.kubernetes.io/instance="+name, "-o", "name")
 			return strings.TrimSpace(string(out)) == "", string(out)
 		})
+	}
+	var kept corev1.Secret
+	getJSON(t, &kept, "-n", ns, "get", "secret", "keep-credentials")
+	if len(kept.OwnerReferences) != 0 {
+		t.Errorf("the kept Secret still has owners %v", kept.OwnerReferences)
 	}
 	eventually(t, 2*converge, "PVC of the Delete policy to go", func() (bool, string) {
 		out, _ := kubectlRun("", "-n", ns, "get", "pvc", "data-drop-0", "-o", "name")
