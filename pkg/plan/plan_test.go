@@ -81,7 +81,7 @@ func TestCompute(t *testing.T) {
 			name: "a PostgreSQL major upgrade",
 			db:   database("postgresql", "17", "16"),
 			wantProblem: &status.Problem{Reason: engine.ReasonMajorUpgradeRefused,
-				Message: "PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, dump this Database and restore the dump into a new Database of version 17; or set spec.version back to 16"},
+				Message: "PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, back this Database up (a DatabaseBackup) and restore the backup into a new Database of version 17 (spec.restore.backup); or set spec.version back to 16"},
 			wantEndpoint: "orders.default.svc:5432",
 		},
 		{

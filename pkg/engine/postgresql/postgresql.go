@@ -78,7 +78,7 @@ func (Engine) CheckVersionChange(from engine.Running, desired string) error {
 		return nil
 	}
 	return &engine.VersionChangeError{Reason: engine.ReasonMajorUpgradeRefused, Message: fmt.Sprintf(
-		"PostgreSQL %s cannot read the data directory that PostgreSQL %s wrote, so the StatefulSet is left as it is. To move to %s, dump this Database and restore the dump into a new Database of version %s; or set spec.version back to %s",
+		"PostgreSQL %s cannot read the data directory that PostgreSQL %s wrote, so the StatefulSet is left as it is. To move to %s, back this Database up (a DatabaseBackup) and restore the backup into a new Database of version %s (spec.restore.backup); or set spec.version back to %s",
 		want, have, want, want, from.Version)}
 }
 

@@ -32,7 +32,7 @@ func TestCheckVersionChange(t *testing.T) {
 		}
 	}
 	err := New().CheckVersionChange(engine.Running{Version: "16"}, "17")
-	want := "MajorUpgradeRefused: PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, dump this Database and restore the dump into a new Database of version 17; or set spec.version back to 16"
+	want := "MajorUpgradeRefused: PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, back this Database up (a DatabaseBackup) and restore the backup into a new Database of version 17 (spec.restore.backup); or set spec.version back to 16"
 	if err.Error() != want {
 		t.Errorf("message:\n got %s\nwant %s", err, want)
 	}
