@@ -17,12 +17,20 @@ func TestDeletionProtection(t *testing.T) {
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("guarded", "postgresql", "16", 1, "  deletionProtection: true\n"))
 	waitRunning(t, ns, "guarded", converge)
+	want := "Database " + ns + "/guarded has spec.deletionProtection: true; set it to false to delete it"
+	// An admission policy takes effect a moment after it is installed: wait
+	// until a server-side dry run is refused, so that nothing is deleted
+	// by a policy not yet in force.
+	eventually(t, converge, "the policy to refuse a dry-run delete", func() (bool, string) {
+		out, err := kubectlRun("", "-n", ns, "delete", "db", "guarded", "--dry-run=server")
+		return err != nil && strings.Contains(string(out), want), string(out)
+	})
 
 	out, err := kubectlRun("", "-n", ns, "delete", "db", "guarded", "--wait=false")
 	if err == nil {
 		t.Fatalf("kubectl delete of a protected Database succeeded:\n%s", out)
 	}
-	if want := "Database " + ns + "/guarded has spec.deletionProtection: true; set it to false to delete it"; !strings.Contains(string(out), want) {
+	if !strings.Contains(string(out), want) {
 		t.Errorf("kubectl delete said %q, want it to contain %q", out, want)
 	}
 	if db := getDB(t, ns, "guarded"); db.DeletionTimestamp != nil {
@@ -45,6 +53,10 @@ func TestDeletionProtectionDoesNotBlockNamespaceDeletion(t *testing.T) {
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("guarded", "mysql", "8.4", 1, "  deletionProtection: true\n"))
 	waitRunning(t, ns, "guarded", converge)
+	eventually(t, converge, "the policy to refuse a dry-run delete", func() (bool, string) {
+		out, err := kubectlRun("", "-n", ns, "delete", "db", "guarded", "--dry-run=server")
+		return err != nil && strings.Contains(string(out), "spec.deletionProtection: true"), string(out)
+	})
 	kubectl(t, "delete", "namespace", ns, "--wait=false")
 	eventually(t, 3*time.Minute, "namespace "+ns+" to be gone", func() (bool, string) {
 		out, err := kubectlRun("", "get", "namespace", ns, "-o", "jsonpath={.status.conditions}")

@@ -1,6 +1,8 @@
 package image
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 )
 
 func deploymentOf(t *testing.T, objs []object) appsv1.Deployment {
@@ -352,5 +355,25 @@ func TestInstallScope(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every manifest in artifacts/crd is in its kustomization, so that
+// `kubectl apply -k artifacts/crd` installs each CRD and the policy.
+func TestCRDKustomizationListsEveryManifest(t *testing.T) {
+	var k struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(readRepoFile(t, "artifacts", "crd", "kustomization.yaml"), &k); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(repoPath(t, "artifacts", "crd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if name := e.Name(); !e.IsDir() && name != "kustomization.yaml" && filepath.Ext(name) == ".yaml" && !slices.Contains(k.Resources, name) {
+			t.Errorf("artifacts/crd/kustomization.yaml does not list %s", name)
+		}
 	}
 }

@@ -317,3 +317,15 @@ func TestRBACBindings(t *testing.T) {
 		})
 	}
 }
+
+// The deletion-protection policy is the cluster admin's: the controller
+// can neither change nor remove it.
+func TestRBACCannotTouchDeletionProtection(t *testing.T) {
+	for _, r := range allRoles(t) {
+		for g, vs := range permissions(r.rules) {
+			if g.Group == "admissionregistration.k8s.io" {
+				t.Errorf("%s grants %v on %s.%s: the deletion-protection policy is the cluster admin's", r.obj, vs, g.Resource, g.Group)
+			}
+		}
+	}
+}
