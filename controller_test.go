@@ -1453,6 +1453,28 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 	}
 }
 
+// A claim being provisioned for less than status.VolumeGrace is not a
+// cause: no read of its events, no cause in the status, and a look again
+// once the grace may be over.
+func TestYoungPendingClaimIsNotACauseYet(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	sts := expectedStatefulSet(t, db)
+	sts.Generation = 1
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+	young := claim(db, 0, "1Gi")
+	young.Status.Phase = corev1.ClaimPending
+	young.CreationTimestamp = metav1.NewTime(testNow.Add(-5 * time.Second))
+	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), young)
+	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	c := f.run(ctx, ref(db))
+	if n := c.recheck.NumRequeues(ref(db)); n != 1 {
+		t.Errorf("rechecks scheduled = %d, want 1", n)
+	}
+}
+
 // A growth the cluster refused is not sent again while neither the claim
 // nor the size changes: a stuck Database costs no writes.
 func TestRefusedGrowthIsNotSentAgain(t *testing.T) {

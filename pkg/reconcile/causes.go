@@ -22,14 +22,21 @@ func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 	if p.statefulSet == nil {
 		return nil, nil
 	}
-	in := status.CauseInput{ProvisioningFailures: map[string]string{}}
+	in := status.CauseInput{ProvisioningFailures: map[string]string{}, Now: p.r.clock.Now()}
 	prefix := names.ClaimPrefix(db)
+	provisioning := false
 	for _, c := range p.claims {
 		if !strings.HasPrefix(c.Name, prefix) {
 			continue
 		}
 		in.Claims = append(in.Claims, c)
 		if c.Status.Phase != corev1.ClaimPending {
+			continue
+		}
+		if status.Young(c.CreationTimestamp.Time, in.Now) {
+			// Being provisioned, as every new volume is for a moment: no
+			// cause yet, and no read of its events.
+			provisioning = true
 			continue
 		}
 		msg, err := p.r.provisioningFailure(ctx, c)
@@ -39,9 +46,11 @@ func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 		in.ProvisioningFailures[c.Name] = msg
 	}
 	in.Pods = p.pods
-	in.Now = p.r.clock.Now()
 	cause := status.FindCause(in)
 	switch {
+	case cause == nil && provisioning:
+		// Named if it still waits once the grace is over.
+		p.recheck = "a volume is being provisioned"
 	case cause != nil && cause.Reason == status.ReasonVolumePending:
 		// Whether its provisioning fails is in the claim's events, which no
 		// informer watches: look again soon.

@@ -26,6 +26,18 @@ const (
 // until then; this counts from the container's start.
 const NotReadyAfter = 20 * time.Minute
 
+// VolumeGrace is how long a claim may wait for its volume, and a pod for
+// its claim, before that is named: provisioning a volume takes a few
+// seconds, and naming it for every new Database would cost a status write,
+// and a read of the claim's events, for each one.
+const VolumeGrace = 30 * time.Second
+
+// Young reports whether an object created at created is within
+// VolumeGrace of now. A zero time is not young.
+func Young(created, now time.Time) bool {
+	return !created.IsZero() && now.Sub(created) < VolumeGrace
+}
+
 // Cause is the first thing that keeps a Database's replicas from being
 // ready, in words a person can act on.
 type Cause struct {
@@ -61,7 +73,7 @@ var (
 func FindCause(in CauseInput) *Cause {
 	claims := slices.SortedFunc(slices.Values(in.Claims), func(a, b *corev1.PersistentVolumeClaim) int { return strings.Compare(a.Name, b.Name) })
 	for _, c := range claims {
-		if c.Status.Phase != corev1.ClaimPending {
+		if c.Status.Phase != corev1.ClaimPending || Young(c.CreationTimestamp.Time, in.Now) {
 			continue
 		}
 		if msg := in.ProvisioningFailures[c.Name]; msg != "" {
@@ -88,6 +100,9 @@ func podCause(p *corev1.Pod, now time.Time) *Cause {
 		if waitsForVolume(c.Message) {
 			// The scheduler waits for the claim to bind: not stuck unless
 			// the claim is, and the claim speaks for itself.
+			if Young(p.CreationTimestamp.Time, now) {
+				continue
+			}
 			return &Cause{Reason: ReasonVolumePending, Message: fmt.Sprintf("pod %s waits for its volume: %s", p.Name, c.Message)}
 		}
 		return &Cause{Reason: ReasonUnschedulable, Stuck: true,

@@ -102,3 +102,36 @@ func TestFindCause(t *testing.T) {
 		})
 	}
 }
+
+// A volume being provisioned, as every new one is for a moment, is not a
+// cause until VolumeGrace has passed, for the claim or for the pod that
+// waits for it.
+func TestFindCauseGivesProvisioningItsGrace(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	pending := func(age time.Duration) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-x-0", CreationTimestamp: metav1.NewTime(now.Add(-age))},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}
+	}
+	waitingPod := func(age time.Duration) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-0", CreationTimestamp: metav1.NewTime(now.Add(-age))},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: corev1.PodReasonUnschedulable, Message: "0/21 nodes are available: pod has unbound immediate PersistentVolumeClaims."}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		in   CauseInput
+		want string
+	}{
+		{"a claim 5 s old", CauseInput{Now: now, Claims: []*corev1.PersistentVolumeClaim{pending(5 * time.Second)}}, ""},
+		{"a claim 31 s old", CauseInput{Now: now, Claims: []*corev1.PersistentVolumeClaim{pending(31 * time.Second)}}, ReasonVolumePending},
+		{"a pod 5 s old waiting for its claim", CauseInput{Now: now, Pods: []*corev1.Pod{waitingPod(5 * time.Second)}}, ""},
+		{"a pod 31 s old waiting for its claim", CauseInput{Now: now, Pods: []*corev1.Pod{waitingPod(31 * time.Second)}}, ReasonVolumePending},
+		{"a young claim that failed is not read as failed yet", CauseInput{Now: now, Claims: []*corev1.PersistentVolumeClaim{pending(time.Second)},
+			ProvisioningFailures: map[string]string{"data-x-0": "no such class"}}, ""},
+	} {
+		got := FindCause(tc.in)
+		if (got == nil && tc.want != "") || (got != nil && got.Reason != tc.want) {
+			t.Errorf("%s: cause %+v, want reason %q", tc.name, got, tc.want)
+		}
+	}
+}
