@@ -24,6 +24,9 @@
 #   BENCH_TIMEOUT           how long each run may take to reach all Running [30m]
 #   BENCH_NODES             fake nodes of 110 pods [enough for 2*BENCH_N pods]
 #   BENCH_CONTROLLER        the controller binary [./controller, built if missing]
+#   BENCH_CONTROL_PLANE_QPS, BENCH_CONTROL_PLANE_BURST
+#                           client QPS and burst of kube-controller-manager and
+#                           kube-scheduler [their defaults: 20/30 and 50/100]
 #   BENCH_CONTROLLER_ENV    VAR=value ... set in the controller's environment, for
 #                           experiments such as GOMEMLIMIT=80MiB [none]
 #   BENCH_DIR               work directory: control plane state, logs [_output/bench]
@@ -78,13 +81,20 @@ export LOCAL_KWOK_PORT=${BENCH_KWOK_PORT:-30247}
 export LOCAL_NODES=$NODES
 export LOCAL_SERVICE_CIDR=${BENCH_SERVICE_CIDR:-10.96.0.0/16}
 export LOCAL_POD_CIDR=${BENCH_POD_CIDR:-10.244.0.0/16}
+if [[ -n "${BENCH_CONTROL_PLANE_QPS:-}" ]]; then
+  export LOCAL_KCM_API_QPS=$BENCH_CONTROL_PLANE_QPS LOCAL_SCHEDULER_API_QPS=$BENCH_CONTROL_PLANE_QPS
+fi
+if [[ -n "${BENCH_CONTROL_PLANE_BURST:-}" ]]; then
+  export LOCAL_KCM_API_BURST=$BENCH_CONTROL_PLANE_BURST LOCAL_SCHEDULER_API_BURST=$BENCH_CONTROL_PLANE_BURST
+fi
 KUBECONFIG_PATH="$LOCAL_DIR/kubeconfig"
 KUBECTL="$ROOT/_output/bin/kubectl"
 
 # The command line as it was given, for the report.
 command="make bench"
 [[ -n "${MAKELEVEL:-}" ]] || command="./hack/bench.sh"
-for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENCH_TIMEOUT BENCH_NODES BENCH_CONTROLLER BENCH_CONTROLLER_ENV; do
+for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENCH_TIMEOUT BENCH_NODES BENCH_CONTROLLER BENCH_CONTROLLER_ENV \
+  BENCH_CONTROL_PLANE_QPS BENCH_CONTROL_PLANE_BURST; do
   if [[ -n "${!v:-}" ]]; then
     value=${!v}
     [[ "$value" != *" "* ]] || value="'$value'"
@@ -149,4 +159,5 @@ log "running the benchmark: $N Databases (report: $OUT)"
   --nodes="$NODES" \
   --service-cidr="$LOCAL_SERVICE_CIDR" \
   --pod-cidr="$LOCAL_POD_CIDR" \
+  --control-plane-limits="${BENCH_CONTROL_PLANE_QPS:+QPS $BENCH_CONTROL_PLANE_QPS}${BENCH_CONTROL_PLANE_BURST:+ burst $BENCH_CONTROL_PLANE_BURST}" \
   "${controller_env[@]}"

@@ -43,6 +43,11 @@
 #   LOCAL_APISERVER_ADVERTISE_ADDRESS  kube-apiserver --advertise-address [unset:
 #                                  the API server picks the host's address]
 #   LOCAL_VERBOSITY                klog -v of the kube components [2]
+#   LOCAL_KCM_API_QPS, LOCAL_KCM_API_BURST
+#                                  kube-controller-manager's client limits
+#                                  [its defaults: 20 and 30]
+#   LOCAL_SCHEDULER_API_QPS, LOCAL_SCHEDULER_API_BURST
+#                                  kube-scheduler's client limits [its defaults: 50 and 100]
 #   LOCAL_START_TIMEOUT            seconds each component may take to be healthy [120]
 #   LOCAL_STOP_TIMEOUT             seconds between SIGTERM and SIGKILL on stop [20]
 #   LOCAL_KWOK_STAGE_DIR           kwok's stage files [$BIN_DIR/kwok-stage, copied
@@ -81,6 +86,12 @@ else
   NODES=${LOCAL_NODES:-1}
 fi
 VERBOSITY=${LOCAL_VERBOSITY:-2}
+# Client limits of the control plane's own components, when given.
+kcm_limits=() scheduler_limits=()
+[[ -z "${LOCAL_KCM_API_QPS:-}" ]] || kcm_limits+=(--kube-api-qps="$LOCAL_KCM_API_QPS")
+[[ -z "${LOCAL_KCM_API_BURST:-}" ]] || kcm_limits+=(--kube-api-burst="$LOCAL_KCM_API_BURST")
+[[ -z "${LOCAL_SCHEDULER_API_QPS:-}" ]] || scheduler_limits+=(--kube-api-qps="$LOCAL_SCHEDULER_API_QPS")
+[[ -z "${LOCAL_SCHEDULER_API_BURST:-}" ]] || scheduler_limits+=(--kube-api-burst="$LOCAL_SCHEDULER_API_BURST")
 START_TIMEOUT=${LOCAL_START_TIMEOUT:-120}
 
 for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT NODES VERBOSITY START_TIMEOUT LOCAL_STOP_TIMEOUT; do
@@ -497,6 +508,7 @@ start kube-controller-manager "$LOCAL_BIN/kube-controller-manager" \
   --root-ca-file="$CERTS/ca.crt" \
   --cluster-signing-cert-file="$CERTS/ca.crt" \
   --cluster-signing-key-file="$CERTS/ca.key" \
+  ${kcm_limits[@]+"${kcm_limits[@]}"} \
   --v="$VERBOSITY"
 wait_for kube-controller-manager "healthy on https://127.0.0.1:$KCM_PORT/healthz" secure_healthz "$KCM_PORT"
 # Its controllers are running once the ServiceAccount controller has made the
@@ -514,6 +526,7 @@ start kube-scheduler "$LOCAL_BIN/kube-scheduler" \
   --secure-port="$SCHEDULER_PORT" \
   --cert-dir="$CERTS/kube-scheduler" \
   --leader-elect=false \
+  ${scheduler_limits[@]+"${scheduler_limits[@]}"} \
   --v="$VERBOSITY"
 wait_for kube-scheduler "healthy on https://127.0.0.1:$SCHEDULER_PORT/healthz" secure_healthz "$SCHEDULER_PORT"
 done_step kube-scheduler healthy

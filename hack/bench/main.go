@@ -57,9 +57,12 @@ type config struct {
 	serviceCIDR   string
 	controllerEnv []string
 	podCIDR       string
-	sampleEvery   time.Duration
-	warmup        int
-	settle        time.Duration
+	// controlPlaneLimits describes the client QPS and burst given to
+	// kube-controller-manager and kube-scheduler; "" for their defaults.
+	controlPlaneLimits string
+	sampleEvery        time.Duration
+	warmup             int
+	settle             time.Duration
 }
 
 func main() {
@@ -81,6 +84,7 @@ func main() {
 	flag.IntVar(&c.nodes, "nodes", 0, "number of fake nodes (for the report)")
 	flag.StringVar(&c.serviceCIDR, "service-cidr", "", "the control plane's Service range (for the report)")
 	flag.StringVar(&c.podCIDR, "pod-cidr", "", "the fake pods' IP range (for the report)")
+	flag.StringVar(&c.controlPlaneLimits, "control-plane-limits", "", "the client QPS and burst of kube-controller-manager and kube-scheduler, when not their defaults (for the report)")
 	flag.DurationVar(&c.sampleEvery, "sample-every", time.Second, "how often the controller's /metrics is sampled")
 	flag.IntVar(&c.warmup, "warmup", 20, "Databases the floor brings to Running first, unmeasured, so that neither run meets a cold API server")
 	flag.DurationVar(&c.settle, "settle", 5*time.Second, "after all are Running, how long trailing writes are counted apart before the steady state begins")

@@ -418,8 +418,12 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 	w("![Databases Running over time, controller against floor; the controller's memory and workqueue depth](%s)\n\n", chart)
 
 	w("## Set-up\n\n")
-	w("- `hack/bench.sh` starts a control plane of its own with `hack/local-up.sh` (etcd, kube-apiserver, kube-controller-manager, kube-scheduler with their default client QPS, and kwok with %d fake nodes of 110 pods; Service range %s, pod range %s), installs the CRD, and runs `hack/bench` against it; it stops the control plane when done.\n",
-		c.nodes, orUnknown(c.serviceCIDR), orUnknown(c.podCIDR))
+	limits := "with their default client QPS (20 and burst 30 for kube-controller-manager, 50 and 100 for kube-scheduler)"
+	if c.controlPlaneLimits != "" {
+		limits = "with client limits " + c.controlPlaneLimits
+	}
+	w("- `hack/bench.sh` starts a control plane of its own with `hack/local-up.sh` (etcd, kube-apiserver, kube-controller-manager, kube-scheduler %s, and kwok with %d fake nodes of 110 pods; Service range %s, pod range %s), installs the CRDs, and runs `hack/bench` against it; it stops the control plane when done.\n",
+		limits, c.nodes, orUnknown(c.serviceCIDR), orUnknown(c.podCIDR))
 	w("- %d Databases, named `db-00000`…, the engines in turn (PostgreSQL 18, MySQL 8.4, MongoDB 8.0), one replica each, everything else defaulted; created by %d goroutines of the benchmark with an unthrottled client, the same way in both runs.\n", c.n, c.creators)
 	if c.warmup > 0 {
 		w("- Before either run, %d Databases are brought to Running through the floor's code in namespace `bench-warmup`, unmeasured, so that neither run pays for a cold API server, controller manager, scheduler or kwok.\n", c.warmup)
