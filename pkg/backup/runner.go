@@ -411,10 +411,7 @@ func NewFinalBackup(db *dbv1alpha1.Database) *dbv1alpha1.DatabaseBackup {
 // prune deletes the Completed scheduled backups beyond the retention; their
 // finalizer deletes their files.
 func (r *Runner) prune(ctx context.Context, db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) error {
-	retention := 7
-	if db.Spec.Backup.Retention != nil {
-		retention = int(*db.Spec.Backup.Retention)
-	}
+	retention := Retention(db)
 	for _, b := range ToPrune(backups, retention) {
 		uid := b.UID
 		err := r.cfg.DBClient.DbcontrollerV1alpha1().DatabaseBackups(b.Namespace).Delete(ctx, b.Name,

@@ -67,6 +67,18 @@ func LastTick(backups []*dbv1alpha1.DatabaseBackup, since time.Time) time.Time {
 	return last
 }
 
+// DefaultRetention is how many Completed scheduled backups are kept when
+// spec.backup.retention is not set (the schema's default).
+const DefaultRetention = 7
+
+// Retention is how many Completed scheduled backups of db are kept.
+func Retention(db *dbv1alpha1.Database) int {
+	if db.Spec.Backup != nil && db.Spec.Backup.Retention != nil {
+		return int(*db.Spec.Backup.Retention)
+	}
+	return DefaultRetention
+}
+
 // ToPrune returns the Completed scheduled backups beyond the newest
 // retention ones, oldest first. Others (on-demand, final, failed, running)
 // are never pruned.

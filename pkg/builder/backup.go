@@ -123,26 +123,29 @@ func toolContainer(name, image, script string) *corev1ac.ContainerApplyConfigura
 
 // backupJob is the metadata of a backup's Job: b's labels and b as its controller.
 func backupJob(b *dbv1alpha1.DatabaseBackup, name, job string) *batchv1ac.JobApplyConfiguration {
+	return batchv1ac.Job(name, b.Namespace).
+		WithLabels(backupJobLabels(b, job)).
+		WithOwnerReferences(backupOwner(b))
+}
+
+// backupJobLabels label a backup's Job and its pod: the Database's
+// instance, what the Job does, and which backup it is for.
+func backupJobLabels(b *dbv1alpha1.DatabaseBackup, job string) map[string]string {
 	labels := names.BackupLabels(b.Spec.Database)
 	labels[LabelJob] = job
 	labels[names.LabelBackup] = names.BackupJobName(b.Name)
-	return batchv1ac.Job(name, b.Namespace).
-		WithLabels(labels).
-		WithOwnerReferences(backupOwner(b))
+	return labels
 }
 
 // backupJobSpec is the spec of a backup's Job: its pod carries the
 // backup's labels but not the Database's selector, so that no Service
 // sends clients to it.
 func backupJobSpec(b *dbv1alpha1.DatabaseBackup, job string, uid int64, claim string, container *corev1ac.ContainerApplyConfiguration, backoff int32) *batchv1ac.JobSpecApplyConfiguration {
-	podLabels := names.BackupLabels(b.Spec.Database)
-	podLabels[LabelJob] = job
-	podLabels[names.LabelBackup] = names.BackupJobName(b.Name)
 	return batchv1ac.JobSpec().
 		// The Job controller retries a failed pod after 10 s, 20 s, ...
 		WithBackoffLimit(backoff).
 		WithTemplate(corev1ac.PodTemplateSpec().
-			WithLabels(podLabels).
+			WithLabels(backupJobLabels(b, job)).
 			WithSpec(withFSGroup(jobPodSpec(uid), uid).
 				WithContainers(container).
 				WithVolumes(

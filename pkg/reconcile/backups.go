@@ -47,11 +47,7 @@ func (p *pass) backupCondition() (*metav1.Condition, *metav1.Time, error) {
 			newest, newestTick = b, metav1.NewTime(t)
 		}
 	}
-	retention := int32(7)
-	if db.Spec.Backup.Retention != nil {
-		retention = *db.Spec.Backup.Retention
-	}
-	cond.Message = fmt.Sprintf("scheduled %q (UTC), keeping the newest %d; %s", db.Spec.Backup.Schedule, retention, final)
+	cond.Message = fmt.Sprintf("scheduled %q (UTC), keeping the newest %d; %s", db.Spec.Backup.Schedule, backup.Retention(db), final)
 	if newest != nil && newest.Status.Phase == dbv1alpha1.BackupFailed {
 		cond.Status, cond.Reason = metav1.ConditionFalse, status.ReasonScheduledBackupFailed
 		cond.Message = fmt.Sprintf("the newest scheduled backup %s failed: %s", newest.Name, newest.Status.Message)
