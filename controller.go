@@ -330,9 +330,13 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	defer c.workqueue.Done(objRef)
 
 	start := c.clock.Now()
-	err := c.syncHandler(ctx, objRef)
+	skipped, err := c.syncHandler(ctx, objRef)
 	if err == nil {
-		c.metrics.ObserveSync("success", c.clock.Since(start))
+		result := "success"
+		if skipped {
+			result = "skipped"
+		}
+		c.metrics.ObserveSync(result, c.clock.Since(start))
 		c.workqueue.Forget(objRef)
 		return true
 	}
@@ -348,8 +352,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // something changes, except one that may clear by itself, which is looked
 // at again on a capped backoff, as is a status that may change unseen;
 // waiting for the cache ends quietly; anything else is returned, to be
-// retried with rate limiting.
-func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName) error {
+// retried with rate limiting. It reports skipped when the Database was
+// settled and nothing it depends on changed (reconcile.Reconciler.Sync).
+func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName) (skipped bool, err error) {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "database", objectRef)
 	ctx = klog.NewContext(ctx, logger)
 
@@ -359,15 +364,16 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 		// owner references, and the PVC retention policy decides the data.
 		// Its backups remain, and are deleted with their files when asked.
 		logger.V(4).Info("Database no longer exists")
-		return c.syncBackups(ctx, objectRef, nil)
+		c.reconciler.Forget(objectRef.Namespace, objectRef.Name)
+		return false, c.syncBackups(ctx, objectRef, nil)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 
-	err = c.reconciler.Sync(ctx, db)
+	skipped, err = c.reconciler.Sync(ctx, db)
 	if berr := c.syncBackups(ctx, objectRef, db); berr != nil && (err == nil || !isTransient(err)) {
-		return berr
+		return false, berr
 	}
 	var (
 		problem *status.Problem
@@ -380,18 +386,18 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	}
 	switch {
 	case err == nil:
-		return nil
+		return skipped, nil
 	case recheck != nil:
 		logger.V(4).Info("Looking again soon", "why", recheck.Why)
-		return nil
+		return false, nil
 	case problem != nil:
 		logger.V(2).Info("Needs a person", "reason", problem.Reason, "message", problem.Message)
-		return nil
+		return false, nil
 	case reconcile.IsWaiting(err):
 		logger.V(4).Info("Waiting", "for", err.Error())
-		return nil
+		return false, nil
 	default:
-		return err
+		return false, err
 	}
 }
 

@@ -40,6 +40,7 @@ import (
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/plan"
+	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
@@ -304,7 +305,7 @@ func (f *fixture) syncAndCheck(ctx context.Context, c *Controller, recorder *rec
 	f.t.Helper()
 	f.client.ClearActions()
 	f.kubeclient.ClearActions()
-	err := c.syncHandler(ctx, ref)
+	_, err := c.syncHandler(ctx, ref)
 	if !expectError && err != nil {
 		f.t.Fatalf("error syncing database: %v", err)
 	} else if expectError && err == nil {
@@ -1132,7 +1133,7 @@ func TestChildrenNotYetInCacheAreNotCreatedTwice(t *testing.T) {
 	f.seed(db)
 	c, _, _, recorder := f.newController(ctx)
 	// The first sync creates everything.
-	if err := c.syncHandler(ctx, ref(db)); err != nil {
+	if _, err := c.syncHandler(ctx, ref(db)); err != nil {
 		t.Fatal(err)
 	}
 	for len(recorder.Events) > 0 {
@@ -1660,6 +1661,14 @@ func TestUnscheduledPodOfAnEarlierRevisionIsReplaced(t *testing.T) {
 	}
 }
 
+// startingPod is db's first pod, whose container started a minute ago and
+// is not ready yet.
+func startingPod(db *dbv1alpha1.Database) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: db.Name + "-0", Namespace: db.Namespace, Labels: names.Labels(db)},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql",
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-time.Minute))}}}}}}
+}
+
 // A container that runs and is not ready yet is not a cause, but becomes
 // one with time alone: the Database is looked at again soon.
 func TestStartingContainerIsRechecked(t *testing.T) {
@@ -1669,9 +1678,7 @@ func TestStartingContainerIsRechecked(t *testing.T) {
 	sts := expectedStatefulSet(t, db)
 	sts.Generation = 1
 	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", Labels: names.Labels(db)},
-		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql",
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-time.Minute))}}}}}}
+	pod := startingPod(db)
 	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), pod)
 	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
 		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
@@ -2059,4 +2066,92 @@ func backupClaimOf(t *testing.T, db *dbv1alpha1.Database) *corev1.PersistentVolu
 		t.Fatal(err)
 	}
 	return c
+}
+
+// A settled Database is not passed over again while nothing it depends on
+// has a new resourceVersion: a drift that no resourceVersion shows (which
+// a real API server never makes) proves the pass was skipped. A new
+// resourceVersion, and the end of reconcile.SettledTTL, each bring a full
+// pass back, which repairs it.
+func TestSettledDatabaseIsSkippedUntilSomethingChanges(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// change is done to the drifted StatefulSet and the clock before the last sync.
+		change func(f *fixture, sts *appsv1.StatefulSet)
+	}{
+		{"the StatefulSet's resourceVersion changes", func(_ *fixture, sts *appsv1.StatefulSet) { sts.ResourceVersion = "99" }},
+		{"the settled state is older than SettledTTL", func(f *fixture, _ *appsv1.StatefulSet) {
+			f.clock.SetTime(testNow.Add(reconcile.SettledTTL + time.Second))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 1)
+			db.ResourceVersion = "10"
+			sts, headless, svc, secret := f.converged(db)
+			for i, o := range []metav1.Object{sts, headless, svc, secret} {
+				o.SetResourceVersion(fmt.Sprint(i + 1))
+			}
+			c, _, k8sI, recorder := f.newController(ctx)
+			sync := func(wantSkipped bool) {
+				t.Helper()
+				f.client.ClearActions()
+				f.kubeclient.ClearActions()
+				skipped, err := c.syncHandler(ctx, ref(db))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if skipped != wantSkipped {
+					t.Fatalf("skipped = %v, want %v", skipped, wantSkipped)
+				}
+				checkActions(t, "database clientset", f.actions, filterInformerActions(f.client.Actions()))
+				checkActions(t, "kube clientset", f.kubeactions, filterInformerActions(f.kubeclient.Actions()))
+				checkEvents(t, f.events, recorder)
+			}
+			sync(false) // the first pass finds nothing to do: settled
+			sync(true)
+
+			drifted := sts.DeepCopy()
+			drifted.Spec.Template.Spec.Containers[0].Image = "postgres:latest"
+			if err := k8sI.Apps().V1().StatefulSets().Informer().GetIndexer().Update(drifted); err != nil {
+				t.Fatal(err)
+			}
+			sync(true)
+
+			tt.change(f, drifted)
+			if err := k8sI.Apps().V1().StatefulSets().Informer().GetIndexer().Update(drifted); err != nil {
+				t.Fatal(err)
+			}
+			f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+			f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+			sync(false)
+		})
+	}
+}
+
+// A pass that asks to look again depends on the clock, which no
+// resourceVersion shows: it never settles, and the next sync is a full pass.
+func TestRecheckedDatabaseIsNeverSkipped(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.ResourceVersion = "10"
+	sts := expectedStatefulSet(t, db)
+	sts.Generation = 1
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+	pod := startingPod(db)
+	headless, svc, secret := expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw")
+	for i, o := range []metav1.Object{sts, headless, svc, secret, pod} {
+		o.SetResourceVersion(fmt.Sprint(i + 1))
+	}
+	f.seed(db, sts, headless, svc, secret, pod)
+	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	c, _, _, recorder := f.newController(ctx)
+	for range 2 {
+		// The lister still holds the status before the write: the same
+		// write again shows that the second sync was a full pass.
+		f.syncAndCheck(ctx, c, recorder, ref(db), false)
+	}
 }

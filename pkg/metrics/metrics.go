@@ -38,7 +38,7 @@ func New() *Metrics {
 		Registry: reg,
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "reconcile_total",
-			Help: "Syncs of a Database, by result (success or error).",
+			Help: "Syncs of a Database, by result: success, skipped (settled, and nothing it depends on changed) or error.",
 		}, []string{"result"}),
 		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "reconcile_duration_seconds",

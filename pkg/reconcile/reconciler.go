@@ -110,6 +110,9 @@ type Reconciler struct {
 	// that the refused patch is not sent again until something that could
 	// change the answer changes.
 	refusedGrowth *ttlSet[ChildKey, refusedGrowth]
+	// settled remembers, for each Database whose last pass settled, the
+	// fingerprint of what that pass read (settled.go).
+	settled *ttlSet[settledKey, uint64]
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -135,6 +138,7 @@ func New(cfg Config) *Reconciler {
 
 		conflicts:     newTTLSet[ChildKey, struct{}](cfg.Clock, memoryTTL),
 		refusedGrowth: newTTLSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
+		settled:       newTTLSet[settledKey, uint64](cfg.Clock, SettledTTL),
 	}
 }
 
@@ -168,14 +172,31 @@ type pass struct {
 // Sync brings db's children to its spec and writes its status when it
 // changed. It reads only from the listers, except where a step says so.
 // It returns nil, a *status.Problem or a *RecheckError once the status is
-// written, a *WaitingError, or a transient error.
-func (r *Reconciler) Sync(ctx context.Context, db *dbv1alpha1.Database) error {
+// written, a *WaitingError, or a transient error. It reports skipped when
+// db was settled and nothing it depends on changed, so no pass ran.
+func (r *Reconciler) Sync(ctx context.Context, db *dbv1alpha1.Database) (skipped bool, err error) {
 	if db.DeletionTimestamp != nil && !slices.Contains(db.Finalizers, dbv1alpha1.FinalizerDatabase) {
 		// Being deleted, and nothing to do first: the garbage collector
 		// removes the children through their owner references.
 		klog.FromContext(ctx).V(4).Info("Database is being deleted")
-		return nil
+		return false, nil
 	}
+	key := settledKey{Namespace: db.Namespace, Name: db.Name}
+	fingerprint, known := r.fingerprint(db)
+	if last, settled := r.settled.get(key); settled && known && last == fingerprint && db.DeletionTimestamp == nil {
+		klog.FromContext(ctx).V(5).Info("Settled, and nothing it depends on changed: skipping the pass")
+		return true, nil
+	}
+	r.settled.remove(key)
+	err = r.sync(ctx, db)
+	if err == nil && known && db.DeletionTimestamp == nil {
+		r.settled.put(key, fingerprint)
+	}
+	return false, err
+}
+
+// sync is one pass over db, and its status.
+func (r *Reconciler) sync(ctx context.Context, db *dbv1alpha1.Database) error {
 	p := &pass{r: r, db: db}
 	err := p.run(ctx)
 	if p.released {
