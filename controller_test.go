@@ -1225,15 +1225,41 @@ func TestDatabaseChangeNeedsSync(t *testing.T) {
 }
 
 func TestStripForCache(t *testing.T) {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
-		Data: map[string][]byte{"password": []byte("p")}, StringData: map[string]string{"a": "b"}}
-	out, err := stripForCache(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := out.(*corev1.Secret)
-	if got.ManagedFields != nil || got.Data != nil || got.StringData != nil {
-		t.Fatalf("stripForCache left %+v", got)
+	managed := []metav1.ManagedFieldsEntry{{Manager: "m"}}
+	for _, tt := range []struct {
+		name     string
+		in, want runtime.Object
+	}{
+		{"Secret: no data",
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: managed},
+				Data: map[string][]byte{"password": []byte("p")}, StringData: map[string]string{"a": "b"}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x"}}},
+		{"Pod: metadata, node and status",
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"}, ManagedFields: managed},
+				Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i"}},
+					Volumes: []corev1.Volume{{Name: "v"}}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"}},
+				Spec:   corev1.PodSpec{NodeName: "n"},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"}}},
+		{"Database: no last-applied copy, other annotations kept",
+			&dbv1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "d", ManagedFields: managed, Annotations: map[string]string{
+				corev1.LastAppliedConfigAnnotation: "{}", "team": "payments"}}, Spec: dbv1alpha1.DatabaseSpec{Version: "16"}},
+			&dbv1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "d", Annotations: map[string]string{"team": "payments"}},
+				Spec: dbv1alpha1.DatabaseSpec{Version: "16"}}},
+		{"StatefulSet: all but managed fields",
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: managed}, Spec: appsv1.StatefulSetSpec{ServiceName: "h"}},
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: appsv1.StatefulSetSpec{ServiceName: "h"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := stripForCache(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(got, tt.want) {
+				t.Fatalf("stripForCache:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
 	}
 }
 

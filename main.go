@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/metrics"
@@ -351,15 +352,23 @@ func newInformerFactories(kubeClient kubernetes.Interface, dbClient clientset.In
 }
 
 // stripForCache drops what the controller never reads before an object
-// enters an informer cache: managed fields on every object, and the data of
-// Secrets, so credentials never sit in the controller's memory.
+// enters an informer cache: managed fields on every object; the data of
+// Secrets, so credentials never sit in the controller's memory; the spec of
+// pods but their node, as the rest is the StatefulSet's template, read
+// there; and the copy of a Database's manifest that `kubectl apply` keeps in
+// an annotation.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)
 	}
-	if secret, ok := obj.(*corev1.Secret); ok {
-		secret.Data = nil
-		secret.StringData = nil
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		o.Data = nil
+		o.StringData = nil
+	case *corev1.Pod:
+		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
+	case *dbv1alpha1.Database:
+		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
 	}
 	return obj, nil
 }
