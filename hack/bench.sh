@@ -27,6 +27,8 @@
 #   BENCH_CONTROL_PLANE_QPS, BENCH_CONTROL_PLANE_BURST
 #                           client QPS and burst of kube-controller-manager and
 #                           kube-scheduler [their defaults: 20/30 and 50/100]
+#   BENCH_VOLUMES           static: volumes made in advance, bound by kube-controller-manager;
+#                           kwok: claims provisioned by kwok, one step at a time [static]
 #   BENCH_CONTROLLER_ENV    VAR=value ... set in the controller's environment, for
 #                           experiments such as GOMEMLIMIT=80MiB [none]
 #   BENCH_DIR               work directory: control plane state, logs [_output/bench]
@@ -59,6 +61,7 @@ WORKERS=${BENCH_WORKERS:-4}
 QPS=${BENCH_QPS:-50}
 BURST=${BENCH_BURST:-100}
 RESYNC=${BENCH_RESYNC:-30s}
+VOLUMES=${BENCH_VOLUMES:-static}
 TIMEOUT=${BENCH_TIMEOUT:-30m}
 OUT=$(abs "${BENCH_OUT:-$ROOT/_output/bench/report.md}")
 BENCH_DIR=$(abs "${BENCH_DIR:-$ROOT/_output/bench}")
@@ -93,7 +96,7 @@ KUBECTL="$ROOT/_output/bin/kubectl"
 # The command line as it was given, for the report.
 command="make bench"
 [[ -n "${MAKELEVEL:-}" ]] || command="./hack/bench.sh"
-for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENCH_TIMEOUT BENCH_NODES BENCH_CONTROLLER BENCH_CONTROLLER_ENV \
+for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENCH_TIMEOUT BENCH_NODES BENCH_VOLUMES BENCH_CONTROLLER BENCH_CONTROLLER_ENV \
   BENCH_CONTROL_PLANE_QPS BENCH_CONTROL_PLANE_BURST; do
   if [[ -n "${!v:-}" ]]; then
     value=${!v}
@@ -155,6 +158,7 @@ log "running the benchmark: $N Databases (report: $OUT)"
   --qps="$QPS" \
   --burst="$BURST" \
   --resync="$RESYNC" \
+  --volumes="$VOLUMES" \
   --timeout="$TIMEOUT" \
   --nodes="$NODES" \
   --service-cidr="$LOCAL_SERVICE_CIDR" \

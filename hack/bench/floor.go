@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -14,17 +15,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/backup"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	dbapply "github.com/dbcontroller/database-controller/pkg/generated/applyconfiguration/dbcontroller/v1alpha1"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	"github.com/dbcontroller/database-controller/pkg/metrics"
 	"github.com/dbcontroller/database-controller/pkg/password"
 	"github.com/dbcontroller/database-controller/pkg/plan"
+	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
@@ -33,7 +37,9 @@ const floorFieldManager = "database-controller-floor"
 
 // The floor is the least API work that brings a Database to the state the
 // controller brings it to, with no controller around it: for each Database,
-// the same four creates the controller makes (the credentials Secret, the
+// the controller's finalizer when it wants one (reconcile.FinalizerWanted:
+// under the default deletionPolicy Retain), the same four creates the
+// controller makes (the credentials Secret, the
 // headless and the client Service, the StatefulSet), built by the same
 // builders, and once its StatefulSet reports every replica ready, one
 // server-side apply of the same Running status the controller would compute
@@ -181,7 +187,19 @@ func (f *floor) createChildren(ctx context.Context, db *dbv1alpha1.Database) int
 	}
 	opts := metav1.CreateOptions{FieldManager: floorFieldManager}
 	core := f.kube.CoreV1()
-	fails := f.retry(ctx, "Secret "+db.Name, func() error {
+	fails := 0
+	if reconcile.FinalizerWanted(db) && !slices.Contains(db.Finalizers, dbv1alpha1.FinalizerDatabase) {
+		fails += f.retry(ctx, "finalizer of "+db.Name, func() error {
+			patch, err := backup.FinalizersPatch(db.ResourceVersion, db.Finalizers, append(slices.Clone(db.Finalizers), dbv1alpha1.FinalizerDatabase))
+			if err != nil {
+				return err
+			}
+			_, err = f.dbs.DbcontrollerV1alpha1().Databases(db.Namespace).Patch(ctx, db.Name, types.JSONPatchType, patch,
+				metav1.PatchOptions{FieldManager: floorFieldManager})
+			return err
+		})
+	}
+	fails += f.retry(ctx, "Secret "+db.Name, func() error {
 		pw, err := password.Generate(rand.Reader)
 		if err != nil {
 			return err

@@ -25,7 +25,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -60,9 +59,12 @@ type config struct {
 	// controlPlaneLimits describes the client QPS and burst given to
 	// kube-controller-manager and kube-scheduler; "" for their defaults.
 	controlPlaneLimits string
-	sampleEvery        time.Duration
-	warmup             int
-	settle             time.Duration
+	// volumes is "static" (volumes made in advance, see volumes.go) or
+	// "kwok" (claims of the default class, provisioned by kwok).
+	volumes     string
+	sampleEvery time.Duration
+	warmup      int
+	settle      time.Duration
 }
 
 func main() {
@@ -85,6 +87,7 @@ func main() {
 	flag.StringVar(&c.serviceCIDR, "service-cidr", "", "the control plane's Service range (for the report)")
 	flag.StringVar(&c.podCIDR, "pod-cidr", "", "the fake pods' IP range (for the report)")
 	flag.StringVar(&c.controlPlaneLimits, "control-plane-limits", "", "the client QPS and burst of kube-controller-manager and kube-scheduler, when not their defaults (for the report)")
+	flag.StringVar(&c.volumes, "volumes", "static", "static: volumes made in advance, bound by kube-controller-manager; kwok: claims provisioned by kwok's stages, one step at a time")
 	flag.DurationVar(&c.sampleEvery, "sample-every", time.Second, "how often the controller's /metrics is sampled")
 	flag.IntVar(&c.warmup, "warmup", 20, "Databases the floor brings to Running first, unmeasured, so that neither run meets a cold API server")
 	flag.DurationVar(&c.settle, "settle", 5*time.Second, "after all are Running, how long trailing writes are counted apart before the steady state begins")
@@ -96,6 +99,10 @@ func main() {
 		return nil
 	})
 	flag.Parse()
+	if c.volumes != "static" && c.volumes != "kwok" {
+		fmt.Fprintln(os.Stderr, "bench: -volumes must be static or kwok")
+		os.Exit(2)
+	}
 	if c.n < 1 || c.workers < 1 || c.qps <= 0 || c.burst < 1 || c.creators < 1 || c.resync <= 0 {
 		fmt.Fprintln(os.Stderr, "bench: -n, -workers, -qps, -burst, -creators and -resync must be positive")
 		os.Exit(2)
@@ -106,6 +113,28 @@ func main() {
 		logf("FAILED: %v", err)
 		os.Exit(1)
 	}
+}
+
+// storageClass is the StorageClass of the Databases: "" for the default.
+func (c config) storageClass() string {
+	if c.volumes == "static" {
+		return staticClass
+	}
+	return ""
+}
+
+// prepareVolumes makes the n volumes of namespace ns in advance, when the
+// volumes are static.
+func prepareVolumes(ctx context.Context, c config, kube kubernetes.Interface, ns string, n int) error {
+	if c.volumes != "static" {
+		return nil
+	}
+	start := time.Now()
+	if err := createStaticVolumes(ctx, kube, ns, n, c.creators); err != nil {
+		return err
+	}
+	logf("%s: %d volumes made in advance in %s", ns, n, fmtDur(time.Since(start)))
+	return nil
 }
 
 func logf(format string, args ...any) {
@@ -151,6 +180,9 @@ type controllerRun struct {
 	peakRSS                             float64
 	children                            map[string]int
 	converged                           bool
+	// waited is how long the run waited for all Running, when it did not
+	// see them all: it ran out of time or was stopped.
+	waited time.Duration
 	// Events by reason: emitted (the controller logs every event it
 	// records) and stored in the API (objects, and their count fields).
 	eventsLogged, eventsStored, eventsStoredSum map[string]int
@@ -192,6 +224,11 @@ func run(ctx context.Context, c config) error {
 	}
 	if err := os.MkdirAll(c.workDir, 0o755); err != nil {
 		return err
+	}
+	if c.volumes == "static" {
+		if err := createStaticClass(ctx, obsKube); err != nil {
+			return err
+		}
 	}
 
 	if c.warmup > 0 {
@@ -268,7 +305,7 @@ func createNamespace(ctx context.Context, kube kubernetes.Interface, ns string) 
 // newDatabase is the i-th Database: the engines in turn, each at the
 // newest version of its catalog, one replica of 1Gi, everything else
 // defaulted.
-func newDatabase(i int) *dbv1alpha1.Database {
+func newDatabase(i int, storageClass string) *dbv1alpha1.Database {
 	engines := []dbv1alpha1.Engine{dbv1alpha1.EnginePostgreSQL, dbv1alpha1.EngineMySQL, dbv1alpha1.EngineMongoDB}
 	e := engines[i%len(engines)]
 	p, err := registry.Lookup(string(e))
@@ -283,14 +320,41 @@ func newDatabase(i int) *dbv1alpha1.Database {
 			Version: versions[len(versions)-1],
 			// The schema's default, spelled out: a zero Quantity would be
 			// sent as "0", which the schema refuses.
-			Storage: dbv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+			Storage: dbv1alpha1.StorageSpec{Size: volumeSize, StorageClassName: storageClassOrNil(storageClass)},
 		},
 	}
 }
 
+// storageClassOrNil is nil for "": the cluster's default class.
+func storageClassOrNil(class string) *string {
+	if class == "" {
+		return nil
+	}
+	return &class
+}
+
 // createDatabases creates n Databases with conc goroutines and hands each
 // created object to each. It returns when all are created.
-func createDatabases(ctx context.Context, c clientset.Interface, ns string, n, conc int, each func(*dbv1alpha1.Database)) error {
+func createDatabases(ctx context.Context, c clientset.Interface, ns string, n, conc int, storageClass string, each func(*dbv1alpha1.Database)) error {
+	return inParallel(ctx, n, conc, func(i int) error {
+		db := newDatabase(i, storageClass)
+		for attempt := 0; ; attempt++ {
+			created, err := c.DbcontrollerV1alpha1().Databases(ns).Create(ctx, db, metav1.CreateOptions{})
+			if err == nil {
+				each(created)
+				return nil
+			}
+			if ctx.Err() != nil || attempt >= 20 {
+				return fmt.Errorf("creating Database %s: %w", db.Name, err)
+			}
+			sleep(ctx, 200*time.Millisecond)
+		}
+	})
+}
+
+// inParallel runs do(0) … do(n-1) on conc goroutines, and returns the
+// first error, after which no new i is started.
+func inParallel(ctx context.Context, n, conc int, do func(i int) error) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -299,25 +363,19 @@ func createDatabases(ctx context.Context, c clientset.Interface, ns string, n, c
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
+				mu.Lock()
+				failed := firstErr != nil
+				mu.Unlock()
+				if i >= n || failed || ctx.Err() != nil {
 					return
 				}
-				db := newDatabase(i)
-				for attempt := 0; ; attempt++ {
-					created, err := c.DbcontrollerV1alpha1().Databases(ns).Create(ctx, db, metav1.CreateOptions{})
-					if err == nil {
-						each(created)
-						break
+				if err := do(i); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
 					}
-					if ctx.Err() != nil || attempt >= 20 {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = fmt.Errorf("creating Database %s: %w", db.Name, err)
-						}
-						mu.Unlock()
-						return
-					}
-					sleep(ctx, 200*time.Millisecond)
+					mu.Unlock()
+					return
 				}
 			}
 		})
@@ -344,6 +402,9 @@ func clientConfig(c config, base *rest.Config) *rest.Config {
 }
 
 func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernetes.Interface, obsDB clientset.Interface, ns string) (*floorRun, error) {
+	if err := prepareVolumes(ctx, c, obsKube, ns, c.n); err != nil {
+		return nil, err
+	}
 	counter := newRequestCounter()
 	cfg := clientConfig(c, base)
 	cfg.Wrap(counter.wrap)
@@ -381,7 +442,7 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 		res, err := f.run(pctx, in, c.n)
 		done <- floorDone{res, err}
 	}()
-	err = createDatabases(pctx, obsDB, ns, c.n, c.creators, func(db *dbv1alpha1.Database) { in <- db })
+	err = createDatabases(pctx, obsDB, ns, c.n, c.creators, c.storageClass(), func(db *dbv1alpha1.Database) { in <- db })
 	close(in)
 	out.created = time.Since(out.t0)
 	if err != nil {
@@ -418,6 +479,9 @@ func cpuSince(before, after map[string]float64) map[string]float64 {
 
 func runController(ctx context.Context, c config, obsKube kubernetes.Interface, obsDB clientset.Interface, ns string) (*controllerRun, error) {
 	out := &controllerRun{phase: phase{name: "controller", ns: ns, allRunning: -1}}
+	if err := prepareVolumes(ctx, c, obsKube, ns, c.n); err != nil {
+		return nil, err
+	}
 	if v, err := exec.Command(c.controllerBin, "--version").Output(); err == nil {
 		out.version = strings.TrimSpace(string(v))
 	}
@@ -458,7 +522,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	out.t0 = time.Now()
-	if err := createDatabases(pctx, obsDB, ns, c.n, c.creators, func(*dbv1alpha1.Database) {}); err != nil {
+	if err := createDatabases(pctx, obsDB, ns, c.n, c.creators, c.storageClass(), func(*dbv1alpha1.Database) {}); err != nil {
 		smp.finish()
 		return nil, err
 	}
@@ -473,7 +537,8 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	case tr.runningCount() >= c.n:
 		out.converged = true
 	default:
-		logf("controller: only %d of %d Databases Running after %s", tr.runningCount(), c.n, c.timeout)
+		out.waited = time.Since(out.t0)
+		logf("controller: only %d of %d Databases Running after %s (the limit is %s)", tr.runningCount(), c.n, fmtDur(out.waited), c.timeout)
 	}
 	out.cpu = cpuSince(cpu0, componentCPU(c.localDir, pidOf))
 	out.machineCPU = machineBusySeconds() - machine0
@@ -584,6 +649,16 @@ func countChildren(ctx context.Context, kube kubernetes.Interface, ns string) (m
 		return nil, err
 	}
 	out["StatefulSets"] = len(sets.Items)
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	out["Pods"] = len(pods.Items)
+	claims, err := kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	out["PersistentVolumeClaims"] = len(claims.Items)
 	return out, nil
 }
 

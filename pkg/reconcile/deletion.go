@@ -30,10 +30,10 @@ func FinalBackupWanted(db *dbv1alpha1.Database) bool {
 	return db.Spec.Backup != nil && (db.Spec.Backup.FinalBackup == nil || *db.Spec.Backup.FinalBackup)
 }
 
-// finalizerWanted reports whether db needs the controller at its deletion:
+// FinalizerWanted reports whether db needs the controller at its deletion:
 // for its final backup, or, under Retain, to release the credentials
 // Secret from the garbage collector so that it stays with the volumes.
-func finalizerWanted(db *dbv1alpha1.Database) bool {
+func FinalizerWanted(db *dbv1alpha1.Database) bool {
 	return db.Spec.DeletionPolicy != dbv1alpha1.DeletionPolicyDelete || FinalBackupWanted(db)
 }
 
@@ -41,7 +41,7 @@ func finalizerWanted(db *dbv1alpha1.Database) bool {
 // removes it when it no longer is.
 func (p *pass) ensureFinalizer(ctx context.Context) error {
 	has := slices.Contains(p.db.Finalizers, dbv1alpha1.FinalizerDatabase)
-	switch want := finalizerWanted(p.db); {
+	switch want := FinalizerWanted(p.db); {
 	case want && !has:
 		return p.r.patchFinalizers(ctx, p.db, append(slices.Clone(p.db.Finalizers), dbv1alpha1.FinalizerDatabase))
 	case !want && has:
