@@ -50,8 +50,9 @@ const (
 type Config struct {
 	// KubeClient writes Secrets, Services, StatefulSets and claims.
 	KubeClient kubernetes.Interface
-	// EventsClient writes events; KubeClient when nil. A client of its own
-	// keeps events off the rate limiter of the creates.
+	// EventsClient writes events, and reads those of claims that wait for
+	// a volume; KubeClient when nil. A client of its own keeps events off
+	// the rate limiter of the creates.
 	EventsClient kubernetes.Interface
 	// DBClient writes Database status.
 	DBClient clientset.Interface
@@ -140,6 +141,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
 		reconciler: reconcile.New(reconcile.Config{
 			KubeClient:   cfg.KubeClient,
+			EventsClient: cfg.EventsClient,
 			DBClient:     cfg.DBClient,
 			StatefulSets: statefulSets.Lister(),
 			Services:     services.Lister(),

@@ -1356,8 +1356,7 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 	pod := func(db *dbv1alpha1.Database) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", Labels: names.Labels(db)}}
 	}
-	eventsList := core.NewListAction(schema.GroupVersionResource{Version: "v1", Resource: "events"}, schema.GroupVersionKind{Version: "v1", Kind: "Event"},
-		"default", metav1.ListOptions{FieldSelector: "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=data-orders-0"})
+	eventsList := claimEventsList("data-orders-0")
 
 	tests := []struct {
 		name    string
@@ -1441,9 +1440,7 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t)
 			db := newDatabase("orders", "postgresql", "16", 1)
-			sts := expectedStatefulSet(t, db)
-			sts.Generation = 1
-			sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+			sts := notReadyStatefulSet(t, db)
 			f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"))
 			f.seed(tt.objects(db)...)
 			if tt.list {
@@ -1487,9 +1484,7 @@ func TestYoungPendingClaimIsNotACauseYet(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
 	db := newDatabase("orders", "postgresql", "16", 1)
-	sts := expectedStatefulSet(t, db)
-	sts.Generation = 1
-	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+	sts := notReadyStatefulSet(t, db)
 	young := claim(db, 0, "1Gi")
 	young.Status.Phase = corev1.ClaimPending
 	young.CreationTimestamp = metav1.NewTime(testNow.Add(-5 * time.Second))
@@ -1687,6 +1682,21 @@ func TestUnscheduledPodOfAnEarlierRevisionIsReplaced(t *testing.T) {
 	}
 }
 
+// notReadyStatefulSet is db's StatefulSet, rolled out to one replica that
+// is not ready.
+func notReadyStatefulSet(t *testing.T, db *dbv1alpha1.Database) *appsv1.StatefulSet {
+	sts := expectedStatefulSet(t, db)
+	sts.Generation = 1
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+	return sts
+}
+
+// claimEventsList is the read of a claim's events in namespace default.
+func claimEventsList(claim string) core.Action {
+	return core.NewListAction(schema.GroupVersionResource{Version: "v1", Resource: "events"}, schema.GroupVersionKind{Version: "v1", Kind: "Event"},
+		"default", metav1.ListOptions{FieldSelector: "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=" + claim})
+}
+
 // startingPod is db's first pod, whose container started a minute ago and
 // is not ready yet.
 func startingPod(db *dbv1alpha1.Database) *corev1.Pod {
@@ -1701,9 +1711,7 @@ func TestStartingContainerIsRechecked(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
 	db := newDatabase("orders", "postgresql", "16", 1)
-	sts := expectedStatefulSet(t, db)
-	sts.Generation = 1
-	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+	sts := notReadyStatefulSet(t, db)
 	pod := startingPod(db)
 	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), pod)
 	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
@@ -2163,9 +2171,7 @@ func TestRecheckedDatabaseIsNeverSkipped(t *testing.T) {
 	f := newFixture(t)
 	db := newDatabase("orders", "postgresql", "16", 1)
 	db.ResourceVersion = "10"
-	sts := expectedStatefulSet(t, db)
-	sts.Generation = 1
-	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+	sts := notReadyStatefulSet(t, db)
 	pod := startingPod(db)
 	headless, svc, secret := expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw")
 	for i, o := range []metav1.Object{sts, headless, svc, secret, pod} {
@@ -2180,4 +2186,32 @@ func TestRecheckedDatabaseIsNeverSkipped(t *testing.T) {
 		// write again shows that the second sync was a full pass.
 		f.syncAndCheck(ctx, c, recorder, ref(db), false)
 	}
+}
+
+// A Database whose claim waits for its volume is looked at again and again;
+// the claim's events, which no informer holds, are read once per
+// status.VolumeGrace, not once per sync.
+func TestClaimEventsAreReadOncePerGrace(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	sts := notReadyStatefulSet(t, db)
+	pending := claim(db, 0, "1Gi")
+	pending.UID = "claim-uid"
+	pending.Status.Phase = corev1.ClaimPending
+	db.Status = wantStatus(db, "Provisioning", 1, 0, "", "False", "VolumePending",
+		"0/1 replicas are ready: PersistentVolumeClaim data-orders-0 is waiting for its volume",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), pending)
+	c, _, _, recorder := f.newController(ctx)
+	eventsList := claimEventsList("data-orders-0")
+
+	f.kubeactions = []core.Action{eventsList}
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+	f.clock.SetTime(testNow.Add(status.VolumeGrace - time.Second))
+	f.kubeactions = nil
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+	f.clock.SetTime(testNow.Add(status.VolumeGrace + time.Second))
+	f.kubeactions = []core.Action{eventsList}
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
 }

@@ -68,12 +68,27 @@ func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 // controller retries a failed provisioning and records each failure again;
 // a failure that is not repeated, or that a Normal event followed, such as
 // a write conflict it retried at once, passes by itself.
+//
+// What the events said is remembered for status.VolumeGrace: a claim's
+// events are read at most once in that time, however often its Database
+// is synced while it waits.
 func (r *Reconciler) provisioningFailure(ctx context.Context, claim *corev1.PersistentVolumeClaim) (string, error) {
+	if msg, known := r.claimEvents.get(claim.UID); known && claim.UID != "" {
+		return msg, nil
+	}
+	msg, err := r.readProvisioningFailure(ctx, claim)
+	if err == nil {
+		r.claimEvents.put(claim.UID, msg)
+	}
+	return msg, err
+}
+
+func (r *Reconciler) readProvisioningFailure(ctx context.Context, claim *corev1.PersistentVolumeClaim) (string, error) {
 	selector := fields.Set{
 		"involvedObject.kind": "PersistentVolumeClaim",
 		"involvedObject.name": claim.Name,
 	}.AsSelector().String()
-	events, err := r.kube.CoreV1().Events(claim.Namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
+	events, err := r.events.CoreV1().Events(claim.Namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
 	if err != nil {
 		return "", err
 	}

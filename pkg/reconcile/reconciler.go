@@ -32,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
@@ -66,6 +67,10 @@ type Config struct {
 	KubeClient kubernetes.Interface
 	// DBClient writes Database status.
 	DBClient clientset.Interface
+	// EventsClient reads the events of claims that wait for a volume, so
+	// that those reads never wait on the rate limiter of the creates;
+	// KubeClient when nil.
+	EventsClient kubernetes.Interface
 	// The listers of the children, from informers limited to objects
 	// labelled as managed by this controller. The Secret lister holds no data.
 	StatefulSets appslisters.StatefulSetLister
@@ -88,6 +93,7 @@ type Config struct {
 // workers, each on its own Database.
 type Reconciler struct {
 	kube         kubernetes.Interface
+	events       kubernetes.Interface
 	dbs          clientset.Interface
 	statefulSets statefulSetAdapter
 	services     serviceAdapter
@@ -110,6 +116,10 @@ type Reconciler struct {
 	// that the refused patch is not sent again until something that could
 	// change the answer changes.
 	refusedGrowth *ttlSet[ChildKey, refusedGrowth]
+	// claimEvents remembers, for VolumeGrace, what the events of a claim
+	// that waits for its volume said, so that a Database synced again and
+	// again while it waits reads them once per grace, not once per sync.
+	claimEvents *ttlSet[types.UID, string]
 	// settled remembers, for each Database whose last pass settled, the
 	// fingerprint of what that pass read (settled.go).
 	settled *ttlSet[settledKey, uint64]
@@ -121,8 +131,12 @@ const memoryTTL = time.Hour
 
 // New returns a Reconciler over cfg.
 func New(cfg Config) *Reconciler {
+	if cfg.EventsClient == nil {
+		cfg.EventsClient = cfg.KubeClient
+	}
 	return &Reconciler{
 		kube:         cfg.KubeClient,
+		events:       cfg.EventsClient,
 		dbs:          cfg.DBClient,
 		statefulSets: statefulSetAdapter{client: cfg.KubeClient, lister: cfg.StatefulSets},
 		services:     serviceAdapter{client: cfg.KubeClient, lister: cfg.Services},
@@ -138,6 +152,7 @@ func New(cfg Config) *Reconciler {
 
 		conflicts:     newTTLSet[ChildKey, struct{}](cfg.Clock, memoryTTL),
 		refusedGrowth: newTTLSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
+		claimEvents:   newTTLSet[types.UID, string](cfg.Clock, status.VolumeGrace),
 		settled:       newTTLSet[settledKey, uint64](cfg.Clock, SettledTTL),
 	}
 }
