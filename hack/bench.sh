@@ -29,6 +29,9 @@
 #                           kube-scheduler [their defaults: 20/30 and 50/100]
 #   BENCH_VOLUMES           static: volumes made in advance, bound by kube-controller-manager;
 #                           kwok: claims provisioned by kwok, one step at a time [static]
+#   BENCH_FRESH_CONTROL_PLANE  1: the controller's run gets a control plane of its own,
+#                           started afresh after the floor's run; 0: it runs on the
+#                           floor's, with what the floor left there [1]
 #   BENCH_CONTROLLER_ENV    VAR=value ... set in the controller's environment, for
 #                           experiments such as GOMEMLIMIT=80MiB [none]
 #   BENCH_DIR               work directory: control plane state, logs [_output/bench]
@@ -62,6 +65,8 @@ QPS=${BENCH_QPS:-50}
 BURST=${BENCH_BURST:-100}
 RESYNC=${BENCH_RESYNC:-30s}
 VOLUMES=${BENCH_VOLUMES:-static}
+FRESH=${BENCH_FRESH_CONTROL_PLANE:-1}
+[[ "$FRESH" == 0 || "$FRESH" == 1 ]] || die "BENCH_FRESH_CONTROL_PLANE must be 0 or 1, got '$FRESH'"
 TIMEOUT=${BENCH_TIMEOUT:-30m}
 OUT=$(abs "${BENCH_OUT:-$ROOT/_output/bench/report.md}")
 BENCH_DIR=$(abs "${BENCH_DIR:-$ROOT/_output/bench}")
@@ -96,7 +101,7 @@ KUBECTL="$ROOT/_output/bin/kubectl"
 # The command line as it was given, for the report.
 command="make bench"
 [[ -n "${MAKELEVEL:-}" ]] || command="./hack/bench.sh"
-for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENCH_TIMEOUT BENCH_NODES BENCH_VOLUMES BENCH_CONTROLLER BENCH_CONTROLLER_ENV \
+for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENCH_TIMEOUT BENCH_NODES BENCH_VOLUMES BENCH_FRESH_CONTROL_PLANE BENCH_CONTROLLER BENCH_CONTROLLER_ENV \
   BENCH_CONTROL_PLANE_QPS BENCH_CONTROL_PLANE_BURST; do
   if [[ -n "${!v:-}" ]]; then
     value=${!v}
@@ -144,6 +149,17 @@ log "installing the CRDs"
 "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" wait --for=condition=Established --timeout=60s \
   crd/databases.dbcontroller.io crd/databasebackups.dbcontroller.io >/dev/null
 
+# Run by hack/bench between the floor's run and the controller's, when
+# BENCH_FRESH_CONTROL_PLANE=1: the same control plane, started afresh, with
+# the CRDs installed.
+restart=""
+if [[ "$FRESH" == 1 ]]; then
+  restart="./hack/local-down.sh >&2 && ./hack/local-up.sh >>'$BENCH_DIR/local-up.log' 2>&1"
+  restart+=" && '$KUBECTL' --kubeconfig '$KUBECONFIG_PATH' apply -k artifacts/crd >/dev/null"
+  restart+=" && '$KUBECTL' --kubeconfig '$KUBECONFIG_PATH' wait --for=condition=Established --timeout=60s"
+  restart+=" crd/databases.dbcontroller.io crd/databasebackups.dbcontroller.io >/dev/null"
+fi
+
 log "running the benchmark: $N Databases (report: $OUT)"
 "$BENCH_DIR/bench" \
   --kubeconfig="$KUBECONFIG_PATH" \
@@ -159,6 +175,7 @@ log "running the benchmark: $N Databases (report: $OUT)"
   --burst="$BURST" \
   --resync="$RESYNC" \
   --volumes="$VOLUMES" \
+  --restart="$restart" \
   --timeout="$TIMEOUT" \
   --nodes="$NODES" \
   --service-cidr="$LOCAL_SERVICE_CIDR" \

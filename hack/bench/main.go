@@ -61,7 +61,10 @@ type config struct {
 	controlPlaneLimits string
 	// volumes is "static" (volumes made in advance, see volumes.go) or
 	// "kwok" (claims of the default class, provisioned by kwok).
-	volumes     string
+	volumes string
+	// restart is a shell command that gives the controller's run a fresh
+	// control plane of its own; "" to run it on the floor's.
+	restart     string
 	sampleEvery time.Duration
 	warmup      int
 	settle      time.Duration
@@ -88,6 +91,7 @@ func main() {
 	flag.StringVar(&c.podCIDR, "pod-cidr", "", "the fake pods' IP range (for the report)")
 	flag.StringVar(&c.controlPlaneLimits, "control-plane-limits", "", "the client QPS and burst of kube-controller-manager and kube-scheduler, when not their defaults (for the report)")
 	flag.StringVar(&c.volumes, "volumes", "static", "static: volumes made in advance, bound by kube-controller-manager; kwok: claims provisioned by kwok's stages, one step at a time")
+	flag.StringVar(&c.restart, "restart", "", "shell command that stops the control plane and starts a fresh one, with the CRDs installed, before the controller's run")
 	flag.DurationVar(&c.sampleEvery, "sample-every", time.Second, "how often the controller's /metrics is sampled")
 	flag.IntVar(&c.warmup, "warmup", 20, "Databases the floor brings to Running first, unmeasured, so that neither run meets a cold API server")
 	flag.DurationVar(&c.settle, "settle", 5*time.Second, "after all are Running, how long trailing writes are counted apart before the steady state begins")
@@ -196,10 +200,18 @@ type environment struct {
 	apiserver, kwok, controllerVersion, etcdVer string
 }
 
-func run(ctx context.Context, c config) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+// clients are the benchmark's own clients of one control plane: the admin
+// configuration, and unthrottled clientsets built from it.
+type clients struct {
+	cfg     *rest.Config
+	obsKube kubernetes.Interface
+	obsDB   clientset.Interface
+}
+
+func newClients(kubeconfig string) (clients, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return err
+		return clients{}, err
 	}
 	// The benchmark's own clients (creating Databases, watching, listing)
 	// are not rate limited, so that they never hold either side back.
@@ -208,29 +220,42 @@ func run(ctx context.Context, c config) error {
 	observer.UserAgent = "database-controller-bench"
 	obsKube, err := kubernetes.NewForConfig(observer)
 	if err != nil {
-		return err
+		return clients{}, err
 	}
 	obsDB, err := clientset.NewForConfig(observer)
 	if err != nil {
-		return err
+		return clients{}, err
 	}
+	return clients{cfg: cfg, obsKube: obsKube, obsDB: obsDB}, nil
+}
 
-	env := readEnvironment(ctx, c, obsKube)
-	warmNS, floorNS, ctrlNS := "bench-warmup", "bench-floor", "bench-controller"
-	for _, ns := range []string{warmNS, floorNS, ctrlNS} {
-		if err := createNamespace(ctx, obsKube, ns); err != nil {
-			return err
+// prepare readies the control plane for one run: with --restart, a fresh
+// one; the namespace of the run and the warm-up's, the static volumes'
+// StorageClass, and the warm-up.
+func prepare(ctx context.Context, c config, ns string, restart bool) (clients, error) {
+	if restart && c.restart != "" {
+		logf("starting a fresh control plane: %s", c.restart)
+		cmd := exec.CommandContext(ctx, "bash", "-c", c.restart)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return clients{}, fmt.Errorf("restarting the control plane: %w", err)
 		}
 	}
-	if err := os.MkdirAll(c.workDir, 0o755); err != nil {
-		return err
+	cl, err := newClients(c.kubeconfig)
+	if err != nil {
+		return cl, err
+	}
+	warmNS := "bench-warmup-" + strings.TrimPrefix(ns, "bench-")
+	for _, n := range []string{warmNS, ns} {
+		if err := createNamespace(ctx, cl.obsKube, n); err != nil {
+			return cl, err
+		}
 	}
 	if c.volumes == "static" {
-		if err := createStaticClass(ctx, obsKube); err != nil {
-			return err
+		if err := createStaticClass(ctx, cl.obsKube); err != nil {
+			return cl, err
 		}
 	}
-
 	if c.warmup > 0 {
 		// The first requests for a resource on a fresh API server pay for
 		// its caches and compiled validation, and kube-controller-manager,
@@ -239,25 +264,41 @@ func run(ctx context.Context, c config) error {
 		wc := c
 		wc.n = c.warmup
 		logf("warm-up: %d Databases through the floor in namespace %s", wc.n, warmNS)
-		wr, err := runFloor(ctx, wc, cfg, obsKube, obsDB, warmNS)
+		wr, err := runFloor(ctx, wc, cl.cfg, cl.obsKube, cl.obsDB, warmNS)
 		if err != nil {
-			return fmt.Errorf("warm-up: %w", err)
+			return cl, fmt.Errorf("warm-up: %w", err)
 		}
 		logf("warm-up: all %d Running after %s", wc.n, fmtDur(wr.allRunning))
 	}
+	return cl, nil
+}
 
-	// The floor first: anything the first run leaves behind on the control
-	// plane (its objects, its pods) weighs on the second, the controller.
+func run(ctx context.Context, c config) error {
+	if err := os.MkdirAll(c.workDir, 0o755); err != nil {
+		return err
+	}
+	floorNS, ctrlNS := "bench-floor", "bench-controller"
+	cl, err := prepare(ctx, c, floorNS, false)
+	if err != nil {
+		return err
+	}
+	env := readEnvironment(ctx, c, cl.obsKube)
+
+	// The floor first. Without --restart, anything it leaves on the
+	// control plane (its objects, its pods) weighs on the controller's run.
 	logf("floor: %d Databases in namespace %s, %d goroutines, QPS %g, burst %d", c.n, floorNS, c.workers, c.qps, c.burst)
-	fr, err := runFloor(ctx, c, cfg, obsKube, obsDB, floorNS)
+	fr, err := runFloor(ctx, c, cl.cfg, cl.obsKube, cl.obsDB, floorNS)
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
 	logf("floor: all %d Running after %s", c.n, fmtDur(fr.allRunning))
 
+	if cl, err = prepare(ctx, c, ctrlNS, true); err != nil {
+		return err
+	}
 	logf("controller: %d Databases in namespace %s, --workers=%d --kube-api-qps=%g --kube-api-burst=%d --resync-period=%s",
 		c.n, ctrlNS, c.workers, c.qps, c.burst, c.resync)
-	cr, err := runController(ctx, c, obsKube, obsDB, ctrlNS)
+	cr, err := runController(ctx, c, cl.obsKube, cl.obsDB, ctrlNS)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}

@@ -468,9 +468,13 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 		w("- Volumes: the claims are of the default StorageClass, provisioned by kwok's stages, which play the steps of every claim one at a time.\n")
 	}
 	if c.warmup > 0 {
-		w("- Before either run, %d Databases are brought to Running through the floor's code in namespace `bench-warmup`, unmeasured, so that neither run pays for a cold API server, controller manager, scheduler or kwok.\n", c.warmup)
+		w("- Before each run, %d Databases are brought to Running through the floor's code in a namespace of their own (`bench-warmup-floor`, `bench-warmup-controller`), unmeasured, so that neither run pays for a cold API server, controller manager, scheduler or kwok.\n", c.warmup)
 	}
-	w("- The floor runs first, in namespace `%s`; then the controller, in namespace `%s`, so anything the first run leaves on the control plane (%d Databases, their pods and volumes) weighs on the controller's run, not the floor's.\n", fr.ns, cr.ns, c.n)
+	if c.restart != "" {
+		w("- The floor runs first, in namespace `%s`; then the control plane is stopped and a fresh one started in the same way (hack/bench.sh's BENCH_FRESH_CONTROL_PLANE=1: hack/local-down.sh, hack/local-up.sh, the CRDs), and the controller runs on it, in namespace `%s`: neither run carries what the other left (objects, pods, volumes, the work queues of kube-controller-manager, the scheduler and kwok).\n", fr.ns, cr.ns)
+	} else {
+		w("- The floor runs first, in namespace `%s`; then the controller, in namespace `%s`, on the same control plane, so anything the first run leaves on it (%d Databases, their pods and volumes) weighs on the controller's run, not the floor's.\n", fr.ns, cr.ns, c.n)
+	}
 	args := make([]string, len(cr.args))
 	for i, a := range cr.args {
 		if k, v, ok := strings.Cut(a, "="); ok {
