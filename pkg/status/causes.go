@@ -85,22 +85,37 @@ func FindCause(in CauseInput) *Cause {
 	}
 	pods := slices.SortedFunc(slices.Values(in.Pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range pods {
-		if c := podCause(p, in.Now); c != nil {
+		if c := podCause(p, in.Now, claimBound(claims, p)); c != nil {
 			return c
 		}
 	}
 	return nil
 }
 
-func podCause(p *corev1.Pod, now time.Time) *Cause {
+// claimBound reports whether pod p's claim, which the StatefulSet
+// controller names <template>-<pod>, is Bound.
+func claimBound(claims []*corev1.PersistentVolumeClaim, p *corev1.Pod) bool {
+	for _, c := range claims {
+		if strings.HasSuffix(c.Name, "-"+p.Name) && c.Status.Phase == corev1.ClaimBound {
+			return true
+		}
+	}
+	return false
+}
+
+// podCause is what keeps pod p from being ready, if anything is known to.
+// claimBound says its claim is Bound.
+func podCause(p *corev1.Pod, now time.Time, claimBound bool) *Cause {
 	for _, c := range p.Status.Conditions {
 		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
 			continue
 		}
 		if waitsForVolume(c.Message) {
 			// The scheduler waits for the claim to bind: not stuck unless
-			// the claim is, and the claim speaks for itself.
-			if Young(p.CreationTimestamp.Time, now) {
+			// the claim is, and the claim speaks for itself. Once the claim
+			// is Bound, the scheduler tries the pod again by itself: the
+			// condition is the last attempt's, and no cause.
+			if Young(p.CreationTimestamp.Time, now) || claimBound {
 				continue
 			}
 			return &Cause{Reason: ReasonVolumePending, Message: fmt.Sprintf("pod %s waits for its volume: %s", p.Name, c.Message)}

@@ -112,6 +112,9 @@ func TestFindCauseGivesProvisioningItsGrace(t *testing.T) {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-x-0", CreationTimestamp: metav1.NewTime(now.Add(-age))},
 			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}
 	}
+	bound := func(name string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	}
 	waitingPod := func(age time.Duration) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-0", CreationTimestamp: metav1.NewTime(now.Add(-age))},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
@@ -126,6 +129,10 @@ func TestFindCauseGivesProvisioningItsGrace(t *testing.T) {
 		{"a claim 31 s old", CauseInput{Now: now, Claims: []*corev1.PersistentVolumeClaim{pending(31 * time.Second)}}, ReasonVolumePending},
 		{"a pod 5 s old waiting for its claim", CauseInput{Now: now, Pods: []*corev1.Pod{waitingPod(5 * time.Second)}}, ""},
 		{"a pod 31 s old waiting for its claim", CauseInput{Now: now, Pods: []*corev1.Pod{waitingPod(31 * time.Second)}}, ReasonVolumePending},
+		{"a pod 31 s old whose claim has just bound: the scheduler tries it again", CauseInput{Now: now, Pods: []*corev1.Pod{waitingPod(31 * time.Second)},
+			Claims: []*corev1.PersistentVolumeClaim{bound("data-x-0")}}, ""},
+		{"another pod's claim bound is not this pod's", CauseInput{Now: now, Pods: []*corev1.Pod{waitingPod(31 * time.Second)},
+			Claims: []*corev1.PersistentVolumeClaim{bound("data-x-10")}}, ReasonVolumePending},
 		{"a young claim that failed is not read as failed yet", CauseInput{Now: now, Claims: []*corev1.PersistentVolumeClaim{pending(time.Second)},
 			ProvisioningFailures: map[string]string{"data-x-0": "no such class"}}, ""},
 	} {
