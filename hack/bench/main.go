@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -449,7 +450,12 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 	counter := newRequestCounter()
 	cfg := clientConfig(c, base)
 	cfg.Wrap(counter.wrap)
-	kube, err := kubernetes.NewForConfig(cfg)
+	// Built-in kinds as protobuf, as the controller sends and reads them;
+	// Databases have only JSON.
+	kubeCfg := rest.CopyConfig(cfg)
+	kubeCfg.ContentType = runtime.ContentTypeProtobuf
+	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return nil, err
 	}
