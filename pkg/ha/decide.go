@@ -1,0 +1,282 @@
+// Package ha decides the next step of a replicated Database's high
+// availability from what the controller observed of its instances: nothing,
+// label the primary, fail over to the most advanced replica, switch over to
+// a replica a person named, or bring back a former primary as a replica.
+//
+// It is pure: Next reads an Observation and returns one Action, and does no
+// I/O. The controller records the target of a failover or a switchover in
+// the Database's status before it acts on it (ActionRecordTarget), so that a
+// controller restarted in the middle of one observes the same target and
+// finishes the same failover. Each other action is idempotent: done twice,
+// it leaves the instances as done once.
+//
+// The order of the steps of a failover is the one that keeps a client
+// Service from ever routing writes to two servers: the primary role label
+// leaves the old primary (and the Service with it) before anything is
+// promoted, and is given to the new primary only once it has left recovery.
+package ha
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Role is the role label of an instance's pod.
+type Role string
+
+const (
+	RolePrimary Role = "primary"
+	RoleReplica Role = "replica"
+	RoleNone    Role = ""
+)
+
+// Instance is what the controller observed of one instance: its pod, and
+// over SQL through the headless Service, its server.
+type Instance struct {
+	// Name is the pod's name; Ordinal its StatefulSet ordinal.
+	Name    string
+	Ordinal int
+	// Role is the role label the pod carries now.
+	Role Role
+	// Ready is the pod's Ready condition.
+	Ready bool
+	// Reachable says the server answered; the fields below are known only then.
+	Reachable bool
+	// InRecovery is pg_is_in_recovery(): true for a replica.
+	InRecovery bool
+	// Timeline is the timeline of the server's last checkpoint.
+	Timeline uint32
+	// ReceivedLSN and ReplayedLSN are, for a replica, the WAL received from
+	// its upstream and replayed: pg_last_wal_receive_lsn() and
+	// pg_last_wal_replay_lsn().
+	ReceivedLSN, ReplayedLSN uint64
+	// Upstream is the instance its WAL receiver streams from ("" when it
+	// does not stream).
+	Upstream string
+}
+
+// Serving reports whether the instance serves as a primary: its pod is
+// ready and its server answers out of recovery.
+func (i Instance) Serving() bool { return i.Ready && i.Reachable && !i.InRecovery }
+
+// Observation is the input of Next.
+type Observation struct {
+	Now time.Time
+	// Instances observed, one per pod that exists.
+	Instances []Instance
+	// Primary is status.primary: the instance the controller last made
+	// primary, "" before the first.
+	Primary string
+	// Target is status.targetPrimary: the instance a failover or switchover
+	// in progress makes primary, "" when none is.
+	Target string
+	// PrimaryLostSince is when the controller first saw Primary not
+	// serving, zero while it serves.
+	PrimaryLostSince time.Time
+	// Requested is the instance a person asked to be primary
+	// (spec.replication.primary), "" for any.
+	Requested string
+	// FailoverDelay is how long Primary may not serve before a failover.
+	FailoverDelay time.Duration
+}
+
+// Kind is what an Action does.
+type Kind string
+
+const (
+	// ActionNone: nothing to do; Reason may say what is waited for.
+	ActionNone Kind = "None"
+	// ActionWait: look again after Action.After.
+	ActionWait Kind = "Wait"
+	// ActionRecordTarget: write Action.Instance as status.targetPrimary, and
+	// nothing else; the next steps read it back.
+	ActionRecordTarget Kind = "RecordTarget"
+	// ActionUnlabel: remove the primary role label from Action.Instance, so
+	// that the client Service stops routing to it.
+	ActionUnlabel Kind = "Unlabel"
+	// ActionFence: stop Action.Instance from serving writes (it is a former
+	// primary that still runs out of recovery): restart it as a replica
+	// of the primary, rewound, or cloned again if it cannot be.
+	ActionFence Kind = "Fence"
+	// ActionPromote: promote Action.Instance (pg_promote()).
+	ActionPromote Kind = "Promote"
+	// ActionLabel: give Action.Instance the primary role label.
+	ActionLabel Kind = "Label"
+	// ActionCompleteTarget: status.primary becomes the target, and the
+	// target is cleared.
+	ActionCompleteTarget Kind = "CompleteTarget"
+	// ActionRepoint: make replica Action.Instance stream from the primary.
+	ActionRepoint Kind = "Repoint"
+	// ActionLabelReplica: give Action.Instance the replica role label.
+	ActionLabelReplica Kind = "LabelReplica"
+)
+
+// Action is the next step.
+type Action struct {
+	Kind     Kind
+	Instance string
+	// After is how long to wait, for ActionWait.
+	After time.Duration
+	// Reason says why, in words for a person (status and events).
+	Reason string
+}
+
+// Next returns the next step for o.
+func Next(o Observation) Action {
+	byName := map[string]Instance{}
+	for _, i := range o.Instances {
+		byName[i.Name] = i
+	}
+	if len(o.Instances) == 0 {
+		return Action{Kind: ActionNone, Reason: "no instance exists"}
+	}
+	if o.Target != "" {
+		return toTarget(o, byName)
+	}
+	if o.Primary == "" {
+		return bootstrap(o)
+	}
+	primary, exists := byName[o.Primary]
+	switch {
+	case exists && primary.Serving():
+		return steady(o, primary)
+	case exists && primary.Reachable && primary.InRecovery:
+		// Never made a replica by the controller: a person did this. Its
+		// replicas cannot follow it; choose again.
+		return failover(o, fmt.Sprintf("primary %s is in recovery", o.Primary))
+	}
+	lost := o.Now.Sub(o.PrimaryLostSince)
+	if o.PrimaryLostSince.IsZero() {
+		lost = 0
+	}
+	if lost < o.FailoverDelay {
+		return Action{Kind: ActionWait, After: o.FailoverDelay - lost,
+			Reason: fmt.Sprintf("primary %s does not serve; failing over if it does not serve again within %s", o.Primary, o.FailoverDelay)}
+	}
+	return failover(o, fmt.Sprintf("primary %s has not served for %s", o.Primary, lost.Round(time.Second)))
+}
+
+// bootstrap makes the first primary: the one instance out of recovery, or
+// else the lowest ordinal, which initialises the data.
+func bootstrap(o Observation) Action {
+	for _, i := range o.Instances {
+		if i.Reachable && !i.InRecovery {
+			return Action{Kind: ActionRecordTarget, Instance: i.Name, Reason: "first primary: " + i.Name + " runs out of recovery"}
+		}
+	}
+	first := slices.MinFunc(o.Instances, func(a, b Instance) int { return cmp.Compare(a.Ordinal, b.Ordinal) })
+	return Action{Kind: ActionRecordTarget, Instance: first.Name, Reason: "first primary: " + first.Name + " initialises the data"}
+}
+
+// failover records the most advanced replica as the target.
+func failover(o Observation, why string) Action {
+	var best *Instance
+	for k := range o.Instances {
+		c := &o.Instances[k]
+		if c.Name == o.Primary || !c.Reachable || !c.InRecovery {
+			continue
+		}
+		if best == nil || moreAdvanced(*c, *best) {
+			best = c
+		}
+	}
+	if best == nil {
+		return Action{Kind: ActionNone, Reason: why + ", and no replica answers to be promoted"}
+	}
+	return Action{Kind: ActionRecordTarget, Instance: best.Name, Reason: why + "; failing over to " + best.Name + ", the replica with the most WAL received"}
+}
+
+// moreAdvanced orders candidates: most WAL received, then replayed, then
+// the lower ordinal, so that the choice is stable.
+func moreAdvanced(a, b Instance) bool {
+	if a.ReceivedLSN != b.ReceivedLSN {
+		return a.ReceivedLSN > b.ReceivedLSN
+	}
+	if a.ReplayedLSN != b.ReplayedLSN {
+		return a.ReplayedLSN > b.ReplayedLSN
+	}
+	return a.Ordinal < b.Ordinal
+}
+
+// toTarget is the next step of a failover or switchover to o.Target, in the
+// order that never lets two instances serve writes under the label.
+func toTarget(o Observation, byName map[string]Instance) Action {
+	target, exists := byName[o.Target]
+	if !exists {
+		return Action{Kind: ActionNone, Reason: "the new primary " + o.Target + " does not exist"}
+	}
+	// 1. The label leaves every other instance first.
+	for _, i := range sortedByOrdinal(o.Instances) {
+		if i.Name != o.Target && i.Role == RolePrimary {
+			return Action{Kind: ActionUnlabel, Instance: i.Name, Reason: "removing the primary role from " + i.Name + " before " + o.Target + " is promoted"}
+		}
+	}
+	// 2. No other instance may still accept writes: a switchover's old
+	// primary, or one that came back.
+	for _, i := range sortedByOrdinal(o.Instances) {
+		if i.Name != o.Target && i.Reachable && !i.InRecovery {
+			return Action{Kind: ActionFence, Instance: i.Name, Reason: i.Name + " still accepts writes; it becomes a replica before " + o.Target + " is promoted"}
+		}
+	}
+	if !target.Reachable {
+		return Action{Kind: ActionNone, Reason: "waiting for the new primary " + o.Target + " to answer"}
+	}
+	// 3. Promote, 4. label, 5. record.
+	if target.InRecovery {
+		return Action{Kind: ActionPromote, Instance: o.Target, Reason: "promoting " + o.Target}
+	}
+	if target.Role != RolePrimary {
+		return Action{Kind: ActionLabel, Instance: o.Target, Reason: o.Target + " left recovery; the client Service follows it"}
+	}
+	return Action{Kind: ActionCompleteTarget, Instance: o.Target, Reason: o.Target + " is the primary"}
+}
+
+// steady keeps a serving primary's cluster in shape: labels, replicas that
+// follow it, and a switchover when one is asked for.
+func steady(o Observation, primary Instance) Action {
+	others := slices.DeleteFunc(sortedByOrdinal(o.Instances), func(i Instance) bool { return i.Name == primary.Name })
+	for _, i := range others {
+		if i.Role == RolePrimary {
+			return Action{Kind: ActionUnlabel, Instance: i.Name, Reason: i.Name + " is not the primary"}
+		}
+	}
+	if primary.Role != RolePrimary {
+		return Action{Kind: ActionLabel, Instance: primary.Name, Reason: primary.Name + " is the primary"}
+	}
+	for _, i := range others {
+		switch {
+		case i.Reachable && !i.InRecovery:
+			return Action{Kind: ActionFence, Instance: i.Name, Reason: i.Name + " runs as a second primary; it rejoins as a replica of " + primary.Name}
+		case i.Reachable && i.Upstream != primary.Name:
+			return Action{Kind: ActionRepoint, Instance: i.Name, Reason: i.Name + " does not stream from " + primary.Name}
+		case i.Reachable && i.Role != RoleReplica:
+			return Action{Kind: ActionLabelReplica, Instance: i.Name, Reason: i.Name + " streams from " + primary.Name}
+		}
+	}
+	if o.Requested != "" && o.Requested != primary.Name {
+		r, exists := byNameOf(o.Instances, o.Requested)
+		switch {
+		case !exists:
+			return Action{Kind: ActionNone, Reason: "switchover to " + o.Requested + " asked for, and no such instance exists"}
+		case !r.Reachable || r.Upstream != primary.Name:
+			return Action{Kind: ActionNone, Reason: "switchover to " + o.Requested + " waits until it streams from " + primary.Name}
+		}
+		return Action{Kind: ActionRecordTarget, Instance: o.Requested, Reason: "switchover to " + o.Requested + " as asked"}
+	}
+	return Action{Kind: ActionNone}
+}
+
+func byNameOf(instances []Instance, name string) (Instance, bool) {
+	for _, i := range instances {
+		if i.Name == name {
+			return i, true
+		}
+	}
+	return Instance{}, false
+}
+
+func sortedByOrdinal(instances []Instance) []Instance {
+	return slices.SortedFunc(slices.Values(instances), func(a, b Instance) int { return cmp.Compare(a.Ordinal, b.Ordinal) })
+}

@@ -1,0 +1,173 @@
+package ha
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// Instances in the states a test needs: a serving primary, a streaming
+// replica, a replica whose WAL receiver stopped, an unreachable pod.
+func primary(name string, ordinal int) Instance {
+	return Instance{Name: name, Ordinal: ordinal, Role: RolePrimary, Ready: true, Reachable: true, Timeline: 1}
+}
+
+func replica(name string, ordinal int, upstream string, received uint64) Instance {
+	return Instance{Name: name, Ordinal: ordinal, Role: RoleReplica, Ready: true, Reachable: true, InRecovery: true,
+		Timeline: 1, Upstream: upstream, ReceivedLSN: received, ReplayedLSN: received}
+}
+
+func down(name string, ordinal int, role Role) Instance {
+	return Instance{Name: name, Ordinal: ordinal, Role: role}
+}
+
+func with(i Instance, f func(*Instance)) Instance {
+	f(&i)
+	return i
+}
+
+func TestNext(t *testing.T) {
+	healthy := []Instance{primary("db-0", 0), replica("db-1", 1, "db-0", 100), replica("db-2", 2, "db-0", 100)}
+	primaryDown := []Instance{down("db-0", 0, RolePrimary), replica("db-1", 1, "", 90), replica("db-2", 2, "", 120)}
+	tests := []struct {
+		name string
+		o    Observation
+		want Action
+	}{
+		{"no instance", Observation{}, Action{Kind: ActionNone}},
+
+		// The first primary.
+		{"bootstrap: the lowest ordinal initialises the data",
+			Observation{Instances: []Instance{down("db-1", 1, RoleNone), down("db-0", 0, RoleNone)}},
+			Action{Kind: ActionRecordTarget, Instance: "db-0"}},
+		{"bootstrap: the one out of recovery (a restored or upgraded single instance)",
+			Observation{Instances: []Instance{with(replica("db-0", 0, "", 0), func(i *Instance) { i.Role = RoleNone }), with(primary("db-1", 1), func(i *Instance) { i.Role = RoleNone })}},
+			Action{Kind: ActionRecordTarget, Instance: "db-1"}},
+
+		// The steady state.
+		{"healthy: nothing to do", Observation{Instances: healthy, Primary: "db-0"}, Action{Kind: ActionNone}},
+		{"primary not labelled yet",
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone })}, Primary: "db-0"},
+			Action{Kind: ActionLabel, Instance: "db-0"}},
+		{"a replica labelled primary loses the label",
+			Observation{Instances: []Instance{primary("db-0", 0), with(replica("db-1", 1, "db-0", 1), func(i *Instance) { i.Role = RolePrimary })}, Primary: "db-0"},
+			Action{Kind: ActionUnlabel, Instance: "db-1"}},
+		{"a former primary back out of recovery is fenced, never left as a second primary",
+			Observation{Instances: []Instance{primary("db-1", 1), with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone })}, Primary: "db-1"},
+			Action{Kind: ActionFence, Instance: "db-0"}},
+		{"a replica streaming from the old primary is re-pointed",
+			Observation{Instances: []Instance{primary("db-1", 1), replica("db-2", 2, "db-0", 5)}, Primary: "db-1"},
+			Action{Kind: ActionRepoint, Instance: "db-2"}},
+		{"a new streaming replica gets the replica label",
+			Observation{Instances: []Instance{primary("db-0", 0), with(replica("db-1", 1, "db-0", 5), func(i *Instance) { i.Role = RoleNone })}, Primary: "db-0"},
+			Action{Kind: ActionLabelReplica, Instance: "db-1"}},
+
+		// Failover.
+		{"primary lost for less than the delay: wait out the rest (a pod restart is no failover)",
+			Observation{Now: t0.Add(4 * time.Second), Instances: primaryDown, Primary: "db-0", PrimaryLostSince: t0, FailoverDelay: 10 * time.Second},
+			Action{Kind: ActionWait, After: 6 * time.Second}},
+		{"primary lost for the delay: the replica with the most WAL received is the target",
+			Observation{Now: t0.Add(10 * time.Second), Instances: primaryDown, Primary: "db-0", PrimaryLostSince: t0, FailoverDelay: 10 * time.Second},
+			Action{Kind: ActionRecordTarget, Instance: "db-2"}},
+		{"equal WAL received: more replayed wins",
+			Observation{Now: t0.Add(time.Minute), Instances: []Instance{down("db-0", 0, RolePrimary), replica("db-1", 1, "", 100),
+				with(replica("db-2", 2, "", 100), func(i *Instance) { i.ReplayedLSN = 90 })}, Primary: "db-0", PrimaryLostSince: t0},
+			Action{Kind: ActionRecordTarget, Instance: "db-1"}},
+		{"equal WAL: the lower ordinal, for a stable choice",
+			Observation{Now: t0.Add(time.Minute), Instances: []Instance{down("db-0", 0, RolePrimary), replica("db-2", 2, "", 100), replica("db-1", 1, "", 100)},
+				Primary: "db-0", PrimaryLostSince: t0},
+			Action{Kind: ActionRecordTarget, Instance: "db-1"}},
+		{"no replica answers: nothing to promote",
+			Observation{Now: t0.Add(time.Minute), Instances: []Instance{down("db-0", 0, RolePrimary), down("db-1", 1, RoleReplica)}, Primary: "db-0", PrimaryLostSince: t0},
+			Action{Kind: ActionNone}},
+		{"the primary's pod is gone: same as not serving",
+			Observation{Now: t0.Add(time.Minute), Instances: []Instance{replica("db-1", 1, "", 7)}, Primary: "db-0", PrimaryLostSince: t0, FailoverDelay: 10 * time.Second},
+			Action{Kind: ActionRecordTarget, Instance: "db-1"}},
+		{"a primary not ready is not serving, although it answers",
+			Observation{Now: t0.Add(time.Second), Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Ready = false }), replica("db-1", 1, "db-0", 7)},
+				Primary: "db-0", PrimaryLostSince: t0, FailoverDelay: 10 * time.Second},
+			Action{Kind: ActionWait, After: 9 * time.Second}},
+
+		// Following a recorded target, in order.
+		{"target: the old primary's label goes first, even while it is down",
+			Observation{Instances: primaryDown, Primary: "db-0", Target: "db-2"},
+			Action{Kind: ActionUnlabel, Instance: "db-0"}},
+		{"target: an old primary that still accepts writes is fenced before the promotion",
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone }), replica("db-1", 1, "db-0", 100)}, Primary: "db-0", Target: "db-1"},
+			Action{Kind: ActionFence, Instance: "db-0"}},
+		{"target: promote",
+			Observation{Instances: []Instance{down("db-0", 0, RoleNone), replica("db-2", 2, "", 120)}, Primary: "db-0", Target: "db-2"},
+			Action{Kind: ActionPromote, Instance: "db-2"}},
+		{"target: promoted, then labelled",
+			Observation{Instances: []Instance{down("db-0", 0, RoleNone), with(primary("db-2", 2), func(i *Instance) { i.Role = RoleReplica })}, Primary: "db-0", Target: "db-2"},
+			Action{Kind: ActionLabel, Instance: "db-2"}},
+		{"target: labelled, then recorded as the primary",
+			Observation{Instances: []Instance{down("db-0", 0, RoleNone), primary("db-2", 2)}, Primary: "db-0", Target: "db-2"},
+			Action{Kind: ActionCompleteTarget, Instance: "db-2"}},
+		{"target: a restarted controller finds the target recorded and goes on, whatever the delay",
+			Observation{Now: t0, Instances: []Instance{down("db-0", 0, RoleNone), replica("db-2", 2, "", 120)}, Primary: "db-0", Target: "db-2",
+				PrimaryLostSince: t0, FailoverDelay: time.Hour},
+			Action{Kind: ActionPromote, Instance: "db-2"}},
+		{"target: not answering, wait",
+			Observation{Instances: []Instance{down("db-0", 0, RoleNone), down("db-2", 2, RoleReplica)}, Primary: "db-0", Target: "db-2"},
+			Action{Kind: ActionNone}},
+
+		// Switchover.
+		{"switchover asked: recorded once the replica streams from the primary",
+			Observation{Instances: healthy, Primary: "db-0", Requested: "db-2"},
+			Action{Kind: ActionRecordTarget, Instance: "db-2"}},
+		{"switchover to a replica that does not stream: waits",
+			Observation{Instances: []Instance{primary("db-0", 0), with(replica("db-1", 1, "db-0", 1), func(i *Instance) { i.Reachable = false })}, Primary: "db-0", Requested: "db-1"},
+			Action{Kind: ActionNone}},
+		{"switchover to an instance that does not exist: nothing",
+			Observation{Instances: healthy, Primary: "db-0", Requested: "db-7"},
+			Action{Kind: ActionNone}},
+		{"switchover to the primary: nothing", Observation{Instances: healthy, Primary: "db-0", Requested: "db-0"}, Action{Kind: ActionNone}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Next(tt.o)
+			if got.Kind != tt.want.Kind || got.Instance != tt.want.Instance || got.After != tt.want.After {
+				t.Fatalf("Next = %+v, want %s %q after %s", got, tt.want.Kind, tt.want.Instance, tt.want.After)
+			}
+			if got.Kind != ActionNone && got.Reason == "" {
+				t.Fatalf("Next = %+v: an action without a reason", got)
+			}
+		})
+	}
+}
+
+// Whatever is observed, no step leaves two instances labelled primary, and
+// none promotes or labels while another instance carries the label or
+// accepts writes.
+func TestNextNeverMakesTwoPrimaries(t *testing.T) {
+	roles := []Role{RoleNone, RolePrimary, RoleReplica}
+	for mask := range 1 << 9 {
+		var instances []Instance
+		for k := range 3 {
+			bits := mask >> (3 * k) & 7
+			i := Instance{Name: []string{"db-0", "db-1", "db-2"}[k], Ordinal: k, Role: roles[bits%3], Ready: true,
+				Reachable: bits&4 != 0 || bits == 1, InRecovery: bits&2 != 0}
+			instances = append(instances, i)
+		}
+		for _, target := range []string{"", "db-0", "db-1", "db-2"} {
+			o := Observation{Now: t0.Add(time.Hour), Instances: instances, Primary: "db-0", Target: target, PrimaryLostSince: t0}
+			a := Next(o)
+			if a.Kind != ActionLabel && a.Kind != ActionPromote {
+				continue
+			}
+			for _, other := range instances {
+				if other.Name == a.Instance {
+					continue
+				}
+				if other.Role == RolePrimary {
+					t.Errorf("%+v: %s %s while %s is labelled primary", o, a.Kind, a.Instance, other.Name)
+				}
+				if a.Kind == ActionPromote && other.Reachable && !other.InRecovery {
+					t.Errorf("%+v: promotes %s while %s accepts writes", o, a.Instance, other.Name)
+				}
+			}
+		}
+	}
+}
