@@ -128,6 +128,11 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	if err := backups.Informer().AddIndexers(cache.Indexers{backup.IndexDatabase: backup.IndexByDatabase}); err != nil {
 		return nil, err
 	}
+	for _, inf := range []cache.SharedIndexInformer{claims.Informer(), pods.Informer(), jobs.Informer()} {
+		if err := inf.AddIndexers(cache.Indexers{reconcile.IndexInstance: reconcile.IndexByInstance}); err != nil {
+			return nil, err
+		}
+	}
 
 	c := &Controller{
 		databasesLister: databases.Lister(),
@@ -146,10 +151,12 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			StatefulSets: statefulSets.Lister(),
 			Services:     services.Lister(),
 			Secrets:      secrets.Lister(),
-			Claims:       claims.Lister(),
-			Pods:         pods.Lister(),
 			Jobs:         jobs.Lister(),
 			Backups:      backups.Lister(),
+			ClaimIndex:   claims.Informer().GetIndexer(),
+			PodIndex:     pods.Informer().GetIndexer(),
+			JobIndex:     jobs.Informer().GetIndexer(),
+			BackupIndex:  backups.Informer().GetIndexer(),
 			Recorder:     cfg.Recorder,
 			Clock:        cfg.Clock,
 			Random:       cfg.Random,

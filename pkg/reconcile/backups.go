@@ -36,7 +36,7 @@ func (p *pass) backupCondition() (*metav1.Condition, *metav1.Time, error) {
 		return cond, nil, nil
 	}
 	sel := labels.SelectorFromSet(labels.Set{names.LabelInstance: db.Name, dbv1alpha1.LabelBackupTrigger: dbv1alpha1.BackupTriggerSchedule})
-	scheduled, err := p.r.backups.DatabaseBackups(db.Namespace).List(sel)
+	scheduled, err := p.r.index.backupsOf(db, sel)
 	if err != nil {
 		return nil, nil, err
 	}

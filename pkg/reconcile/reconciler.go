@@ -31,12 +31,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -76,11 +76,14 @@ type Config struct {
 	StatefulSets appslisters.StatefulSetLister
 	Services     corelisters.ServiceLister
 	Secrets      corelisters.SecretLister
-	Claims       corelisters.PersistentVolumeClaimLister
-	Pods         corelisters.PodLister
 	Jobs         batchlisters.JobLister
 	// Backups lists DatabaseBackups: the final one, and the one restored.
 	Backups dblisters.DatabaseBackupLister
+	// The indexers of the claims, pods and Jobs informers (limited as the
+	// listers are), with IndexInstance, and of the DatabaseBackups
+	// informer, with backup.IndexDatabase: a Database's own objects are
+	// read through them.
+	ClaimIndex, PodIndex, JobIndex, BackupIndex cache.Indexer
 	// Recorder emits events on Databases.
 	Recorder record.EventRecorder
 	// Clock stamps condition transitions and ages the expectations.
@@ -98,10 +101,9 @@ type Reconciler struct {
 	statefulSets statefulSetAdapter
 	services     serviceAdapter
 	secrets      corelisters.SecretLister
-	claims       corelisters.PersistentVolumeClaimLister
-	pods         corelisters.PodLister
 	jobs         batchlisters.JobLister
 	backups      dblisters.DatabaseBackupLister
+	index        indexes
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
 	random       io.Reader
@@ -141,10 +143,9 @@ func New(cfg Config) *Reconciler {
 		statefulSets: statefulSetAdapter{client: cfg.KubeClient, lister: cfg.StatefulSets},
 		services:     serviceAdapter{client: cfg.KubeClient, lister: cfg.Services},
 		secrets:      cfg.Secrets,
-		claims:       cfg.Claims,
-		pods:         cfg.Pods,
 		jobs:         cfg.Jobs,
 		backups:      cfg.Backups,
+		index:        indexes{claims: cfg.ClaimIndex, pods: cfg.PodIndex, jobs: cfg.JobIndex, backups: cfg.BackupIndex},
 		recorder:     cfg.Recorder,
 		clock:        cfg.Clock,
 		random:       cfg.Random,
@@ -249,8 +250,7 @@ func (p *pass) run(ctx context.Context) error {
 	}
 	p.statefulSet = observed.StatefulSet
 	p.claims = observed.Claims
-	selector := labels.SelectorFromSet(names.SelectorLabels(p.db))
-	if p.pods, err = p.r.pods.Pods(p.db.Namespace).List(selector); err != nil {
+	if p.pods, err = p.r.index.ownPods(p.db); err != nil {
 		return err
 	}
 	if p.db.DeletionTimestamp == nil {
@@ -300,7 +300,7 @@ func (p *pass) observe() (plan.Observed, error) {
 	case err != nil && !apierrors.IsNotFound(err):
 		return observed, err
 	}
-	claims, err := p.r.claims.PersistentVolumeClaims(p.db.Namespace).List(labels.SelectorFromSet(names.SelectorLabels(p.db)))
+	claims, err := p.r.index.ownClaims(p.db)
 	if err != nil {
 		return observed, err
 	}

@@ -5,7 +5,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
@@ -55,15 +54,13 @@ func (r *Reconciler) fingerprint(db *dbv1alpha1.Database) (sum uint64, ok bool) 
 		f.addGot("DatabaseBackup", db.Spec.Restore.Backup, b, err)
 	}
 
-	selector := labels.SelectorFromSet(names.SelectorLabels(db))
-	claims, err := r.claims.PersistentVolumeClaims(db.Namespace).List(selector)
+	claims, err := r.index.ownClaims(db)
 	addListed(&f, "PersistentVolumeClaim", claims, err)
-	pods, err := r.pods.Pods(db.Namespace).List(selector)
+	pods, err := r.index.ownPods(db)
 	addListed(&f, "Pod", pods, err)
-	instance := labels.SelectorFromSet(labels.Set{names.LabelInstance: db.Name})
-	jobs, err := r.jobs.Jobs(db.Namespace).List(instance)
+	jobs, err := r.index.jobsOf(db)
 	addListed(&f, "Job", jobs, err)
-	backups, err := r.backups.DatabaseBackups(db.Namespace).List(instance)
+	backups, err := r.index.backupsOf(db, nil)
 	addListed(&f, "DatabaseBackup", backups, err)
 	return f.sum + f.set, f.ok
 }
