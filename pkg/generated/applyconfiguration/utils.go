@@ -48,6 +48,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.DatabaseSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DatabaseStatus"):
 		return &dbcontrollerv1alpha1.DatabaseStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("InstanceStatus"):
+		return &dbcontrollerv1alpha1.InstanceStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationSpec"):
+		return &dbcontrollerv1alpha1.ReplicationSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationStatus"):
+		return &dbcontrollerv1alpha1.ReplicationStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RestoreSpec"):
 		return &dbcontrollerv1alpha1.RestoreSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RestoreStatus"):

@@ -68,6 +68,23 @@ const (
 	// Completed, False when the schedule is not valid or the last scheduled
 	// backup failed; it is absent when spec.backup is not set.
 	ConditionBackup = "Backup"
+	// ConditionReplicating is, for a replicated PostgreSQL Database, True
+	// when a primary serves and every other replica streams from it, and
+	// False with the reason otherwise (a failover or a switchover in
+	// progress, a replica that does not stream); it is absent for a
+	// Database that is not replicated.
+	ConditionReplicating = "Replicating"
+)
+
+// LabelRole is the role label the controller gives each pod of a
+// replicated Database: RolePrimary or RoleReplica. The client Service
+// selects the primary by it, and the read-only Service the replicas.
+const LabelRole = "dbcontroller.io/role"
+
+// The values of LabelRole.
+const (
+	RolePrimary = "primary"
+	RoleReplica = "replica"
 )
 
 // Finalizers the controller sets.
@@ -104,10 +121,13 @@ const (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].reason"
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=".status.endpoint",priority=1
+// +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=".status.replication.primary",priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].message",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 52",message="metadata.name must be a DNS-1035 label of at most 52 characters (lowercase letters, digits and '-', starting with a letter), so that the Services and the StatefulSet's pods can carry it"
 // +kubebuilder:validation:XValidation:rule="has(self.spec.restore) == has(oldSelf.spec.restore) && (!has(self.spec.restore) || self.spec.restore.backup == oldSelf.spec.restore.backup)",message="spec.restore is immutable: it says where the data came from when the Database was created"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || self.spec.engine == 'postgresql'",message="spec.replication is for PostgreSQL only: MySQL and MongoDB replication are not supported yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || !has(self.spec.replication.primary) || self.spec.replication.primary.startsWith(self.metadata.name + '-')",message="spec.replication.primary names a pod of this Database: <name>-<ordinal>"
 
 // Database is a PostgreSQL, MySQL or MongoDB server run by database-controller.
 type Database struct {
@@ -185,6 +205,35 @@ type DatabaseSpec struct {
 	// it first serves. It cannot be changed after creation.
 	// +optional
 	Restore *RestoreSpec `json:"restore,omitempty"`
+
+	// Replication tunes PostgreSQL streaming replication, which every
+	// PostgreSQL Database with replicas >= 2 runs: one primary, behind the
+	// client Service, and replicas >= 1 streaming from it, behind the
+	// read-only Service <name>-ro. PostgreSQL only.
+	// +optional
+	Replication *ReplicationSpec `json:"replication,omitempty"`
+}
+
+// ReplicationSpec tunes a replicated PostgreSQL Database.
+type ReplicationSpec struct {
+	// Primary names the pod that should be the primary, such as "db-1".
+	// While another pod is the primary and this one streams from it, the
+	// controller switches over: the old primary stops accepting writes and
+	// shuts down cleanly, sending its last WAL to the replicas, and this
+	// pod is promoted. Unset: the controller keeps whichever pod is the
+	// primary, and chooses one on failover.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?-[0-9]+$`
+	Primary string `json:"primary,omitempty"`
+
+	// FailoverDelaySeconds is how long the primary may not serve before the
+	// controller promotes a replica. A restarted pod that serves again
+	// within it causes no failover. Default 30.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	FailoverDelaySeconds *int32 `json:"failoverDelaySeconds,omitempty"`
 }
 
 // BackupSpec sets up backups of a Database.
@@ -309,12 +358,54 @@ type DatabaseStatus struct {
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
 
+	// Replication reports a replicated PostgreSQL Database: which pod is the
+	// primary, a failover or switchover in progress, and each replica.
+	// +optional
+	Replication *ReplicationStatus `json:"replication,omitempty"`
+
 	// Conditions are the latest observations: Ready, Progressing,
-	// VersionSupported, FeatureCompatibility and Backup.
+	// VersionSupported, FeatureCompatibility, Backup and Replicating.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ReplicationStatus reports a replicated Database.
+type ReplicationStatus struct {
+	// Primary is the pod the controller last made primary.
+	// +optional
+	Primary string `json:"primary,omitempty"`
+	// TargetPrimary is the pod that a failover or switchover in progress
+	// makes primary. It is recorded before the controller acts, so that a
+	// restarted controller finishes the same failover.
+	// +optional
+	TargetPrimary string `json:"targetPrimary,omitempty"`
+	// PrimaryLostSince is when the controller first saw the primary not
+	// serving; the failover delay counts from it.
+	// +optional
+	PrimaryLostSince *metav1.Time `json:"primaryLostSince,omitempty"`
+	// Instances are the pods and what their servers answered.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Instances []InstanceStatus `json:"instances,omitempty"`
+}
+
+// InstanceStatus is one pod of a replicated Database.
+type InstanceStatus struct {
+	// Name is the pod's name.
+	Name string `json:"name"`
+	// Role is primary, replica, or empty while the server does not answer.
+	// +optional
+	Role string `json:"role,omitempty"`
+	// Streaming says a replica receives WAL from the primary now.
+	// +optional
+	Streaming bool `json:"streaming,omitempty"`
+	// LagBytes is how much WAL the primary has written that a streaming
+	// replica has not replayed yet.
+	// +optional
+	LagBytes *int64 `json:"lagBytes,omitempty"`
 }
 
 // RestoreStatus reports a restore.

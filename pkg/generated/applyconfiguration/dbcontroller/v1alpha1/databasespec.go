@@ -60,6 +60,11 @@ type DatabaseSpecApplyConfiguration struct {
 	// Restore initialises a new Database's data from a DatabaseBackup before
 	// it first serves. It cannot be changed after creation.
 	Restore *RestoreSpecApplyConfiguration `json:"restore,omitempty"`
+	// Replication tunes PostgreSQL streaming replication, which every
+	// PostgreSQL Database with replicas >= 2 runs: one primary, behind the
+	// client Service, and replicas >= 1 streaming from it, behind the
+	// read-only Service <name>-ro. PostgreSQL only.
+	Replication *ReplicationSpecApplyConfiguration `json:"replication,omitempty"`
 }
 
 // DatabaseSpecApplyConfiguration constructs a declarative configuration of the DatabaseSpec type for use with
@@ -145,5 +150,13 @@ func (b *DatabaseSpecApplyConfiguration) WithBackup(value *BackupSpecApplyConfig
 // If called multiple times, the Restore field is set to the value of the last call.
 func (b *DatabaseSpecApplyConfiguration) WithRestore(value *RestoreSpecApplyConfiguration) *DatabaseSpecApplyConfiguration {
 	b.Restore = value
+	return b
+}
+
+// WithReplication sets the Replication field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Replication field is set to the value of the last call.
+func (b *DatabaseSpecApplyConfiguration) WithReplication(value *ReplicationSpecApplyConfiguration) *DatabaseSpecApplyConfiguration {
+	b.Replication = value
 	return b
 }

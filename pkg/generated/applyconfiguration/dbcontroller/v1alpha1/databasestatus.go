@@ -55,8 +55,11 @@ type DatabaseStatusApplyConfiguration struct {
 	// LastScheduleTime is the last time the backup schedule fired: the
 	// scheduled backup made then is named after it.
 	LastScheduleTime *v1.Time `json:"lastScheduleTime,omitempty"`
+	// Replication reports a replicated PostgreSQL Database: which pod is the
+	// primary, a failover or switchover in progress, and each replica.
+	Replication *ReplicationStatusApplyConfiguration `json:"replication,omitempty"`
 	// Conditions are the latest observations: Ready, Progressing,
-	// VersionSupported, FeatureCompatibility and Backup.
+	// VersionSupported, FeatureCompatibility, Backup and Replicating.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
@@ -151,6 +154,14 @@ func (b *DatabaseStatusApplyConfiguration) WithRestore(value *RestoreStatusApply
 // If called multiple times, the LastScheduleTime field is set to the value of the last call.
 func (b *DatabaseStatusApplyConfiguration) WithLastScheduleTime(value v1.Time) *DatabaseStatusApplyConfiguration {
 	b.LastScheduleTime = &value
+	return b
+}
+
+// WithReplication sets the Replication field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Replication field is set to the value of the last call.
+func (b *DatabaseStatusApplyConfiguration) WithReplication(value *ReplicationStatusApplyConfiguration) *DatabaseStatusApplyConfiguration {
+	b.Replication = value
 	return b
 }
 
