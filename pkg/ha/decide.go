@@ -50,11 +50,15 @@ type Instance struct {
 	Timeline uint32
 	// ReceivedLSN and ReplayedLSN are, for a replica, the WAL received from
 	// its upstream and replayed: pg_last_wal_receive_lsn() and
-	// pg_last_wal_replay_lsn().
-	ReceivedLSN, ReplayedLSN uint64
-	// Upstream is the instance its WAL receiver streams from ("" when it
-	// does not stream).
+	// pg_last_wal_replay_lsn(). WrittenLSN is, for a server out of
+	// recovery, its current WAL position: pg_current_wal_lsn().
+	ReceivedLSN, ReplayedLSN, WrittenLSN uint64
+	// Upstream is the instance that streams WAL to it, as that instance's
+	// pg_stat_replication says ("" when none does).
 	Upstream string
+	// Fenced says the controller fenced the server (ActionFence): it
+	// refuses writes, and rejoins as a replica at its next start.
+	Fenced bool
 }
 
 // Serving reports whether the instance serves as a primary: its pod is
@@ -97,9 +101,13 @@ const (
 	// that the client Service stops routing to it.
 	ActionUnlabel Kind = "Unlabel"
 	// ActionFence: stop Action.Instance from serving writes (it is a former
-	// primary that still runs out of recovery): restart it as a replica
-	// of the primary, rewound, or cloned again if it cannot be.
+	// primary that still runs out of recovery): it refuses writes from now
+	// on, its sessions end, and it is marked to rejoin as a replica at its
+	// next start, rewound, or cloned again if it cannot be.
 	ActionFence Kind = "Fence"
+	// ActionStop: restart the fenced Action.Instance, so that it rejoins
+	// as a replica (its pod is deleted; the StatefulSet makes it again).
+	ActionStop Kind = "Stop"
 	// ActionPromote: promote Action.Instance (pg_promote()).
 	ActionPromote Kind = "Promote"
 	// ActionLabel: give Action.Instance the primary role label.
@@ -107,8 +115,6 @@ const (
 	// ActionCompleteTarget: status.primary becomes the target, and the
 	// target is cleared.
 	ActionCompleteTarget Kind = "CompleteTarget"
-	// ActionRepoint: make replica Action.Instance stream from the primary.
-	ActionRepoint Kind = "Repoint"
 	// ActionLabelReplica: give Action.Instance the replica role label.
 	ActionLabelReplica Kind = "LabelReplica"
 )
@@ -214,11 +220,20 @@ func toTarget(o Observation, byName map[string]Instance) Action {
 		}
 	}
 	// 2. No other instance may still accept writes: a switchover's old
-	// primary, or one that came back.
+	// primary, or one that came back. It is fenced; a switchover's old
+	// primary then stops once the target has received all the WAL it
+	// wrote, so that no acknowledged write is lost.
 	for _, i := range sortedByOrdinal(o.Instances) {
-		if i.Name != o.Target && i.Reachable && !i.InRecovery {
-			return Action{Kind: ActionFence, Instance: i.Name, Reason: i.Name + " still accepts writes; it becomes a replica before " + o.Target + " is promoted"}
+		if i.Name == o.Target || !i.Reachable || i.InRecovery {
+			continue
 		}
+		switch {
+		case !i.Fenced:
+			return Action{Kind: ActionFence, Instance: i.Name, Reason: i.Name + " still accepts writes; it is fenced before " + o.Target + " is promoted"}
+		case i.Name == o.Primary && target.Reachable && target.InRecovery && target.ReceivedLSN < i.WrittenLSN:
+			return Action{Kind: ActionWait, After: time.Second, Reason: fmt.Sprintf("waiting for %s to receive the WAL of %s up to %s before it is promoted", o.Target, i.Name, lsn(i.WrittenLSN))}
+		}
+		return Action{Kind: ActionStop, Instance: i.Name, Reason: i.Name + " is fenced; it restarts to rejoin as a replica"}
 	}
 	if !target.Reachable {
 		return Action{Kind: ActionNone, Reason: "waiting for the new primary " + o.Target + " to answer"}
@@ -247,11 +262,14 @@ func steady(o Observation, primary Instance) Action {
 	}
 	for _, i := range others {
 		switch {
+		case i.Reachable && !i.InRecovery && !i.Fenced:
+			return Action{Kind: ActionFence, Instance: i.Name, Reason: i.Name + " runs as a second primary; it is fenced, to rejoin as a replica of " + primary.Name}
 		case i.Reachable && !i.InRecovery:
-			return Action{Kind: ActionFence, Instance: i.Name, Reason: i.Name + " runs as a second primary; it rejoins as a replica of " + primary.Name}
-		case i.Reachable && i.Upstream != primary.Name:
-			return Action{Kind: ActionRepoint, Instance: i.Name, Reason: i.Name + " does not stream from " + primary.Name}
-		case i.Reachable && i.Role != RoleReplica:
+			return Action{Kind: ActionStop, Instance: i.Name, Reason: i.Name + " is fenced; it restarts to rejoin as a replica of " + primary.Name}
+		case i.Reachable && i.Upstream == primary.Name && i.Role != RoleReplica:
+			// A replica that does not stream yet is left as it is: it
+			// streams through the client Service, and follows the primary
+			// by itself once it reconnects.
 			return Action{Kind: ActionLabelReplica, Instance: i.Name, Reason: i.Name + " streams from " + primary.Name}
 		}
 	}
@@ -267,6 +285,9 @@ func steady(o Observation, primary Instance) Action {
 	}
 	return Action{Kind: ActionNone}
 }
+
+// lsn formats a WAL position as PostgreSQL does.
+func lsn(n uint64) string { return fmt.Sprintf("%X/%X", n>>32, uint32(n)) }
 
 func byNameOf(instances []Instance, name string) (Instance, bool) {
 	for _, i := range instances {
