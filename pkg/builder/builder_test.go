@@ -161,7 +161,7 @@ var wantOwnerReferences = []metav1.OwnerReference{{
 func buildStatefulSet(t *testing.T, db *dbv1alpha1.Database, p engine.Engine, image string, storage Storage) *appsv1.StatefulSet {
 	t.Helper()
 	var sts appsv1.StatefulSet
-	if err := Convert(NewStatefulSet(db, p, image, storage, nil), &sts); err != nil {
+	if err := Convert(NewStatefulSet(db, p, image, storage, nil, false), &sts); err != nil {
 		t.Fatalf("Convert(StatefulSet): %v", err)
 	}
 	return &sts
@@ -600,6 +600,11 @@ func TestNewSecret(t *testing.T) {
 				"port":     strconv.Itoa(int(tc.port)),
 				"uri":      tc.uri,
 			}
+			if tc.engine == dbv1alpha1.EnginePostgreSQL {
+				// The read-only Service's, which a replicated Database has.
+				want["ro-host"] = "orders-ro.default.svc"
+				want["ro-uri"] = "postgresql://postgres:" + testPassword + "@orders-ro.default.svc:5432/orders"
+			}
 			if got := stringData(secret.Data); !reflect.DeepEqual(got, want) {
 				t.Errorf("data = %q, want %q", got, want)
 			}
@@ -652,6 +657,10 @@ func TestNewSecretDashedName(t *testing.T) {
 				"port":     tt.wantPort,
 				"uri":      tt.wantURI,
 			}
+			if tt.engine == dbv1alpha1.EnginePostgreSQL {
+				want["ro-host"] = "order-history-v2-ro.shop.svc"
+				want["ro-uri"] = "postgresql://postgres:pw@order-history-v2-ro.shop.svc:5432/order_history_v2"
+			}
 			if got := stringData(secret.Data); !reflect.DeepEqual(got, want) {
 				t.Errorf("data = %q, want %q", got, want)
 			}
@@ -688,7 +697,7 @@ func TestServices(t *testing.T) {
 			},
 			{
 				name:     "client",
-				build:    func(db *dbv1alpha1.Database, p engine.Engine) any { return NewService(db, p) },
+				build:    func(db *dbv1alpha1.Database, p engine.Engine) any { return NewService(db, p, false) },
 				wantName: "orders",
 				wantType: corev1.ServiceTypeClusterIP,
 			},
@@ -744,7 +753,7 @@ func TestServicePortsTargetContainerPort(t *testing.T) {
 			for _, cp := range c.Ports {
 				declared[cp.Name] = cp.ContainerPort
 			}
-			for _, ac := range []any{NewHeadlessService(db, p), NewService(db, p)} {
+			for _, ac := range []any{NewHeadlessService(db, p), NewService(db, p, false)} {
 				var svc corev1.Service
 				if err := Convert(ac, &svc); err != nil {
 					t.Fatalf("Convert(Service): %v", err)
@@ -779,8 +788,8 @@ func TestOwnerReferencesOnEveryObject(t *testing.T) {
 			}{
 				"Secret":          {NewSecret(db, p, testPassword), &corev1.Secret{}},
 				"HeadlessService": {NewHeadlessService(db, p), &corev1.Service{}},
-				"Service":         {NewService(db, p), &corev1.Service{}},
-				"StatefulSet":     {NewStatefulSet(db, p, tc.catalogImage, StorageOf(db), nil), &appsv1.StatefulSet{}},
+				"Service":         {NewService(db, p, false), &corev1.Service{}},
+				"StatefulSet":     {NewStatefulSet(db, p, tc.catalogImage, StorageOf(db), nil, false), &appsv1.StatefulSet{}},
 			}
 			for kind, o := range objects {
 				if err := Convert(o.ac, o.into); err != nil {

@@ -37,7 +37,7 @@ func TestStatefulSetGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := yaml.Marshal(NewStatefulSet(db, e, image, StorageOf(db), nil))
+			got, err := yaml.Marshal(NewStatefulSet(db, e, image, StorageOf(db), nil, false))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +101,7 @@ func TestBackupGolden(t *testing.T) {
 			}
 			compareGolden(t, filepath.Join("testdata", "job-backup-"+string(tc.engine)+".golden.yaml"), job)
 			src := &RestoreSource{Backup: "nightly", Claim: "source-backups", Path: "nightly." + e.Runtime().Backup.Extension, SourceDatabase: "source"}
-			sts, err := yaml.Marshal(NewStatefulSet(db, e, image, StorageOf(db), src))
+			sts, err := yaml.Marshal(NewStatefulSet(db, e, image, StorageOf(db), src, false))
 			if err != nil {
 				t.Fatal(err)
 			}

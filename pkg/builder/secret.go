@@ -25,16 +25,25 @@ func NewSecret(db *dbv1alpha1.Database, e engine.Engine, password string) *corev
 		Host:   host + ":" + port,
 		Path:   "/" + database,
 	}
+	data := map[string][]byte{
+		engine.SecretKeyUsername: []byte(rt.Username),
+		engine.SecretKeyPassword: []byte(password),
+		engine.SecretKeyDatabase: []byte(database),
+		engine.SecretKeyHost:     []byte(host),
+		engine.SecretKeyPort:     []byte(port),
+		engine.SecretKeyURI:      []byte(uri.String() + rt.URIQuery),
+	}
+	if rt.Replication != nil {
+		// The read-only Service exists once the Database is replicated; the
+		// keys are here from the start, as the Secret is never rewritten.
+		ro := uri
+		ro.Host = names.ReadOnlyHost(db) + ":" + port
+		data[engine.SecretKeyReadOnlyHost] = []byte(names.ReadOnlyHost(db))
+		data[engine.SecretKeyReadOnlyURI] = []byte(ro.String() + rt.URIQuery)
+	}
 	return corev1ac.Secret(names.SecretName(db), db.Namespace).
 		WithLabels(names.Labels(db)).
 		WithOwnerReferences(ownerReference(db)).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{
-			engine.SecretKeyUsername: []byte(rt.Username),
-			engine.SecretKeyPassword: []byte(password),
-			engine.SecretKeyDatabase: []byte(database),
-			engine.SecretKeyHost:     []byte(host),
-			engine.SecretKeyPort:     []byte(port),
-			engine.SecretKeyURI:      []byte(uri.String() + rt.URIQuery),
-		})
+		WithData(data)
 }

@@ -9,13 +9,31 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
-// NewService builds the client Service.
-func NewService(db *dbv1alpha1.Database, e engine.Engine) *corev1ac.ServiceApplyConfiguration {
+// NewService builds the client Service. With primaryOnly, it routes only to
+// the pod labelled primary: a replicated Database's clients always write to
+// the one primary.
+func NewService(db *dbv1alpha1.Database, e engine.Engine, primaryOnly bool) *corev1ac.ServiceApplyConfiguration {
+	selector := names.SelectorLabels(db)
+	if primaryOnly {
+		selector = names.RoleSelectorLabels(db, dbv1alpha1.RolePrimary)
+	}
 	return corev1ac.Service(names.ServiceName(db), db.Namespace).
 		WithLabels(names.Labels(db)).
 		WithOwnerReferences(ownerReference(db)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeClusterIP).
-			WithSelector(names.SelectorLabels(db)).
+			WithSelector(selector).
+			WithPorts(servicePort(e.Runtime())))
+}
+
+// NewReadOnlyService builds the read-only Service of a replicated Database:
+// it routes to the pods labelled replica, which serve reads.
+func NewReadOnlyService(db *dbv1alpha1.Database, e engine.Engine) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(names.ReadOnlyServiceName(db), db.Namespace).
+		WithLabels(names.Labels(db)).
+		WithOwnerReferences(ownerReference(db)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(names.RoleSelectorLabels(db, dbv1alpha1.RoleReplica)).
 			WithPorts(servicePort(e.Runtime())))
 }

@@ -44,8 +44,9 @@ const startupPeriodSeconds = 10
 
 // NewStatefulSet builds the StatefulSet that runs the database server.
 // With a restore source, its pods first initialise their data from that
-// backup (see withRestore).
-func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, storage Storage, restore *RestoreSource) *appsv1ac.StatefulSetApplyConfiguration {
+// backup (see withRestore). Replicated, its servers run as one primary and
+// replicas that stream from it (see withReplication).
+func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, storage Storage, restore *RestoreSource, replicated bool) *appsv1ac.StatefulSetApplyConfiguration {
 	p := e.Runtime()
 	replicas := int32(1)
 	if db.Spec.Replicas != nil {
@@ -128,6 +129,9 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 			WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(volumes...)
+	if replicated && p.Replication != nil {
+		withReplication(podSpec, container, db, e, image, env, mounts, restore != nil)
+	}
 	if restore != nil {
 		withRestore(podSpec, container, e, image, env, dataMount, restore)
 	}

@@ -80,6 +80,30 @@ type Runtime struct {
 	UID int64
 	// Backup is how a backup is taken and restored with the image's own tools.
 	Backup BackupTool
+	// Replication is how the engine's servers replicate when a Database
+	// has more than one replica; nil for an engine whose replicas are
+	// still independent servers.
+	Replication *Replication
+}
+
+// Replication is how an engine runs one primary and replicas that stream
+// from it, with the image's own tools. The controller decides the roles;
+// the pods learn theirs by asking the client Service, which routes only to
+// the pod labelled primary.
+type Replication struct {
+	// ServerArgs are the server container's arguments (the image's
+	// entrypoint stays): the settings replication needs.
+	ServerArgs []string
+	// InitScript runs in an init container before every start of the
+	// server, with the server's environment, POD_NAME and DBC_PRIMARY_HOST
+	// (the client Service): it clones an empty data directory from the
+	// primary, or rejoins a former primary as a replica, or leaves the data
+	// as it is. It writes FirstInitScript into $DBC_INITDB_DIR.
+	InitScript string
+	// FenceMarker is the file, on the data volume beside the data
+	// directory, whose presence tells InitScript that the controller fenced
+	// this server: it must rejoin as a replica, and never start as a primary.
+	FenceMarker string
 }
 
 // BackupTool is how an engine's image dumps one database to a file and
@@ -138,6 +162,10 @@ const (
 	SecretKeyHost     = "host"
 	SecretKeyPort     = "port"
 	SecretKeyURI      = "uri"
+	// SecretKeyReadOnlyHost and SecretKeyReadOnlyURI reach the read-only
+	// Service of an engine that replicates: the replicas, once there are.
+	SecretKeyReadOnlyHost = "ro-host"
+	SecretKeyReadOnlyURI  = "ro-uri"
 )
 
 // DatabaseName is the name of the database created inside the server: the

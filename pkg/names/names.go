@@ -32,8 +32,36 @@ func HeadlessServiceName(db *dbv1alpha1.Database) string { return db.Name + "-he
 // ServiceName is the name of the client Service.
 func ServiceName(db *dbv1alpha1.Database) string { return db.Name }
 
+// ReadOnlyServiceName is the name of the read-only Service of a replicated
+// Database, which routes to the replicas.
+func ReadOnlyServiceName(db *dbv1alpha1.Database) string { return db.Name + "-ro" }
+
+// ReadOnlyHost is the cluster DNS name of the read-only Service.
+func ReadOnlyHost(db *dbv1alpha1.Database) string {
+	return fmt.Sprintf("%s.%s.svc", ReadOnlyServiceName(db), db.Namespace)
+}
+
 // StatefulSetName is the name of the StatefulSet.
 func StatefulSetName(db *dbv1alpha1.Database) string { return db.Name }
+
+// PodName is the name of the StatefulSet's pod of ordinal.
+func PodName(db *dbv1alpha1.Database, ordinal int) string {
+	return StatefulSetName(db) + "-" + strconv.Itoa(ordinal)
+}
+
+// Ordinal is the ordinal of pod, a pod of db's StatefulSet, and false for
+// a name that is not one.
+func Ordinal(db *dbv1alpha1.Database, pod string) (int, bool) {
+	prefix := StatefulSetName(db) + "-"
+	if len(pod) <= len(prefix) || pod[:len(prefix)] != prefix {
+		return 0, false
+	}
+	n, err := strconv.Atoi(pod[len(prefix):])
+	if err != nil || n < 0 || strconv.Itoa(n) != pod[len(prefix):] {
+		return 0, false
+	}
+	return n, true
+}
 
 // ClaimPrefix starts the name of every data volume claim that the
 // StatefulSet controller makes from the claim template: the ordinal follows.
@@ -67,6 +95,14 @@ func SelectorLabels(db *dbv1alpha1.Database) map[string]string {
 		LabelName:     string(db.Spec.Engine),
 		LabelInstance: db.Name,
 	}
+}
+
+// RoleSelectorLabels select the pods of db that carry role
+// (dbv1alpha1.RolePrimary or RoleReplica).
+func RoleSelectorLabels(db *dbv1alpha1.Database, role string) map[string]string {
+	l := SelectorLabels(db)
+	l[dbv1alpha1.LabelRole] = role
+	return l
 }
 
 // Selector is the pod selector of db as a string, for the scale subresource.

@@ -64,6 +64,11 @@ type Plan struct {
 	HeadlessService *corev1ac.ServiceApplyConfiguration
 	Service         *corev1ac.ServiceApplyConfiguration
 	StatefulSet     *appsv1ac.StatefulSetApplyConfiguration
+	// Replicated says the Database runs one primary and replicas that
+	// stream from it (see Replicated); ReadOnlyService, then, is the
+	// Service of the replicas.
+	Replicated      bool
+	ReadOnlyService *corev1ac.ServiceApplyConfiguration
 	// Grow lists the data volume claims below spec.storage.size.
 	Grow []ClaimGrowth
 }
@@ -120,11 +125,50 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 			storage = existing
 		}
 	}
+	p.Replicated = Replicated(db, e)
 	p.HeadlessService = stamp(builder.NewHeadlessService(db, e))
-	p.Service = stamp(builder.NewService(db, e))
-	p.StatefulSet = stamp(builder.NewStatefulSet(db, e, image, storage, observed.Restore))
+	// The client Service selects the primary's role label once the
+	// controller has given it: until then, the one server that exists.
+	primaryOnly := p.Replicated && db.Status.Replication != nil && db.Status.Replication.Primary != ""
+	p.Service = stamp(builder.NewService(db, e, primaryOnly))
+	if p.Replicated {
+		p.ReadOnlyService = stamp(builder.NewReadOnlyService(db, e))
+	}
+	sts := builder.NewStatefulSet(db, e, image, storage, observed.Restore, p.Replicated)
+	if keep := replicasToKeep(db); keep > *sts.Spec.Replicas {
+		// Scaling down never removes the primary: the StatefulSet keeps it
+		// until a switchover has moved the role to a lower ordinal.
+		sts.Spec.WithReplicas(keep)
+	}
+	p.StatefulSet = stamp(sts)
 	p.Grow = claimsToGrow(db, observed.Claims)
 	return p
+}
+
+// Replicated reports whether db runs as one primary and replicas that
+// stream from it: an engine that replicates, with two replicas or more
+// asked for, or once it was replicated (scaled down to one, or to zero and
+// back, it keeps its primary).
+func Replicated(db *dbv1alpha1.Database, e engine.Engine) bool {
+	if e.Runtime().Replication == nil {
+		return false
+	}
+	return (db.Spec.Replicas != nil && *db.Spec.Replicas >= 2) || db.Status.Replication != nil
+}
+
+// replicasToKeep is how many replicas the StatefulSet keeps so that the
+// primary is not removed by a scale-down: its ordinal plus one, while
+// spec.replicas is lower but not zero (zero stops every server, the
+// primary with the others, and keeps it primary).
+func replicasToKeep(db *dbv1alpha1.Database) int32 {
+	if db.Spec.Replicas == nil || *db.Spec.Replicas == 0 || db.Status.Replication == nil {
+		return 0
+	}
+	ordinal, ok := names.Ordinal(db, db.Status.Replication.Primary)
+	if !ok {
+		return 0
+	}
+	return int32(ordinal) + 1
 }
 
 // annotatable is an apply configuration that takes annotations.

@@ -57,6 +57,7 @@ var base = engine.Base{
 			DataDirectory: `"$PGDATA"`,
 			Initialised:   `[ -s "$PGDATA/PG_VERSION" ]`,
 		},
+		Replication: &replication,
 	},
 }
 
