@@ -31,6 +31,7 @@ import (
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	listers "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
@@ -69,6 +70,9 @@ type Config struct {
 	Random io.Reader
 	// Metrics is told the outcome of every sync; nothing when nil.
 	Metrics SyncObserver
+	// SQL talks to the servers of replicated PostgreSQL Databases;
+	// pgsql.New() when nil.
+	SQL pgsql.Client
 }
 
 // Controller feeds Databases to the reconciler: shared informers put their
@@ -160,6 +164,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			Recorder:     cfg.Recorder,
 			Clock:        cfg.Clock,
 			Random:       cfg.Random,
+			SQL:          cfg.SQL,
 		}),
 		backups: backup.New(backup.Config{
 			KubeClient:   cfg.KubeClient,
@@ -388,9 +393,14 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 		problem *status.Problem
 		recheck *reconcile.RecheckError
 	)
-	if errors.As(err, &recheck) || (errors.As(err, &problem) && problem.Recheck) {
+	switch {
+	case errors.As(err, &recheck) && recheck.After > 0:
+		// A steady pace, not a backoff: a replicated Database's servers.
+		c.recheck.Forget(objectRef)
+		c.workqueue.AddAfter(objectRef, recheck.After)
+	case recheck != nil || (errors.As(err, &problem) && problem.Recheck):
 		c.workqueue.AddAfter(objectRef, c.recheck.When(objectRef))
-	} else {
+	default:
 		c.recheck.Forget(objectRef)
 	}
 	switch {

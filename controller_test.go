@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/plan"
 	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/status"
@@ -80,10 +82,12 @@ type fixture struct {
 	clock *testclock.FakePassiveClock
 	// reactors are added to the Database API's fake clientset.
 	reactors []func(*fake.Clientset)
+	// sql answers for the servers of replicated Databases.
+	sql *fakeSQL
 }
 
 func newFixture(t *testing.T) *fixture {
-	return &fixture{t: t, clock: testclock.NewFakePassiveClock(testNow)}
+	return &fixture{t: t, clock: testclock.NewFakePassiveClock(testNow), sql: &fakeSQL{}}
 }
 
 // passwordSource gives a fixed, known password: "AAAA...".
@@ -255,6 +259,7 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 		Recorder:      recorder,
 		Clock:         f.clock,
 		Random:        passwordSource(),
+		SQL:           f.sql,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -539,7 +544,7 @@ func TestCreatesEverythingForANewDatabase(t *testing.T) {
 }
 
 func TestSteadyStateMakesNoWrites(t *testing.T) {
-	for _, replicas := range []int32{1, 3, 0} {
+	for _, replicas := range []int32{1, 0} {
 		t.Run(fmt.Sprintf("replicas=%d", replicas), func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t)
@@ -549,6 +554,26 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 			f.run(ctx, ref(db))
 		})
 	}
+	t.Run("replicas=3, replicated", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 3)
+		f.convergedReplicated(db)
+		// One read: the credentials to ask the servers with, read once
+		// per version of the Secret. No write, no event.
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.run(ctx, ref(db))
+		want := []string{"probe 192.0.2.10 as postgres", "probe 192.0.2.11 as postgres", "probe 192.0.2.12 as postgres"}
+		if got := sortedCopy(f.sql.calls); !reflect.DeepEqual(got, want) {
+			t.Errorf("SQL calls = %q, want %q", got, want)
+		}
+	})
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	slices.Sort(out)
+	return out
 }
 
 func TestSteadyStateToleratesServerDefaultsAndOthersFields(t *testing.T) {
@@ -719,7 +744,7 @@ func TestScaling(t *testing.T) {
 		{
 			name: "up from 1 to 3", from: 1, to: 3,
 			wantStatus: func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus {
-				return wantStatus(db, "Updating", 1, 1, "16",
+				return wantStatus(db, "Updating", 1, 1, "8.4",
 					"False", "ReplicasNotReady", "1/3 replicas are ready",
 					"True", "Scaling", "scaling from 1 to 3 replicas: 1 ready")
 			},
@@ -727,7 +752,7 @@ func TestScaling(t *testing.T) {
 		{
 			name: "down from 3 to 0", from: 3, to: 0,
 			wantStatus: func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus {
-				return wantStatus(db, "Updating", 3, 3, "16",
+				return wantStatus(db, "Updating", 3, 3, "8.4",
 					"False", "Stopping", "stopping: 3 replicas still running",
 					"True", "Stopping", "stopping: 3 replicas still running")
 			},
@@ -737,7 +762,10 @@ func TestScaling(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t)
-			db := newDatabase("orders", "postgresql", "16", tt.from)
+			// MySQL's replicas are independent servers: this is the
+			// StatefulSet's scaling alone (TestReplication* cover
+			// PostgreSQL's, which has a primary to keep).
+			db := newDatabase("orders", "mysql", "8.4", tt.from)
 			f.converged(db)
 			db.Spec.Replicas = ptr.To(tt.to)
 			db.Generation = 2
@@ -1275,7 +1303,7 @@ func claim(db *dbv1alpha1.Database, ordinal int, size string) *corev1.Persistent
 func TestStorageGrowthExpandsClaims(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
-	db := newDatabase("orders", "postgresql", "16", 2)
+	db := newDatabase("orders", "mysql", "8.4", 2)
 	f.converged(db)
 	db.Spec.Storage.Size = resource.MustParse("5Gi")
 	db.Generation = 2
@@ -2214,4 +2242,323 @@ func TestClaimEventsAreReadOncePerGrace(t *testing.T) {
 	f.clock.SetTime(testNow.Add(status.VolumeGrace + time.Second))
 	f.kubeactions = []core.Action{eventsList}
 	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+}
+
+// fakeSQL answers for the servers of replicated Databases, by pod address,
+// and records what was asked of them.
+type fakeSQL struct {
+	servers map[string]*pgsql.Facts
+	calls   []string
+}
+
+func (s *fakeSQL) server(host string) (*pgsql.Facts, error) {
+	f, ok := s.servers[host]
+	if !ok {
+		return nil, fmt.Errorf("dial tcp %s:5432: connect: connection refused", host)
+	}
+	return f, nil
+}
+
+func (s *fakeSQL) Probe(_ context.Context, host string, _ int32, cred pgsql.Credentials) (pgsql.Facts, error) {
+	s.calls = append(s.calls, "probe "+host+" as "+cred.User)
+	f, err := s.server(host)
+	if err != nil {
+		return pgsql.Facts{}, err
+	}
+	return *f, nil
+}
+
+func (s *fakeSQL) Promote(_ context.Context, host string, _ int32, _ pgsql.Credentials) error {
+	s.calls = append(s.calls, "promote "+host)
+	f, err := s.server(host)
+	if err != nil {
+		return err
+	}
+	f.InRecovery, f.Timeline, f.WrittenLSN, f.Receiving = false, f.Timeline+1, f.ReceivedLSN, false
+	return nil
+}
+
+func (s *fakeSQL) Fence(_ context.Context, host string, _ int32, _ pgsql.Credentials, marker string) error {
+	s.calls = append(s.calls, "fence "+host+" marking "+marker)
+	f, err := s.server(host)
+	if err != nil {
+		return err
+	}
+	f.Fenced = true
+	return nil
+}
+
+// podIP is the address of the fixture's pod of ordinal k.
+func podIP(k int) string { return fmt.Sprintf("192.0.2.%d", 10+k) }
+
+// replicatedPod is pod k of db, ready or not, with the role label role.
+func replicatedPod(db *dbv1alpha1.Database, k int, role string, ready bool) *corev1.Pod {
+	labels := names.SelectorLabels(db)
+	if role != "" {
+		labels[dbv1alpha1.LabelRole] = role
+	}
+	cond := corev1.ConditionFalse
+	if ready {
+		cond = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: names.PodName(db, k), Namespace: db.Namespace, UID: types.UID(fmt.Sprintf("%s-%d-uid", db.Name, k)),
+			Labels: labels, ResourceVersion: "7"},
+		Status: corev1.PodStatus{PodIP: podIP(k), Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}}},
+	}
+}
+
+// primaryFacts and replicaFacts are servers as they answer: a primary at
+// WAL position lsn that streams to the replicas named, and a replica that
+// received and replayed up to lsn.
+func primaryFacts(name string, lsn uint64, standbys ...string) *pgsql.Facts {
+	f := &pgsql.Facts{Name: name, Timeline: 1, WrittenLSN: lsn}
+	for _, s := range standbys {
+		f.Standbys = append(f.Standbys, pgsql.Standby{Name: s, Streaming: true})
+	}
+	return f
+}
+
+func replicaFacts(name string, lsn uint64, receiving bool) *pgsql.Facts {
+	return &pgsql.Facts{Name: name, InRecovery: true, Timeline: 1, ReceivedLSN: lsn, ReplayedLSN: lsn, Receiving: receiving}
+}
+
+// convergedReplicated seeds a replicated PostgreSQL Database that reached
+// Running with orders-0 as its primary and every other pod streaming from
+// it, as the controller last wrote it, and its servers answering so.
+func (f *fixture) convergedReplicated(db *dbv1alpha1.Database) {
+	n := int(*db.Spec.Replicas)
+	rs := &dbv1alpha1.ReplicationStatus{Primary: names.PodName(db, 0)}
+	f.sql.servers = map[string]*pgsql.Facts{}
+	var standbys []string
+	for k := range n {
+		name := names.PodName(db, k)
+		is := dbv1alpha1.InstanceStatus{Name: name, Role: dbv1alpha1.RolePrimary}
+		role := dbv1alpha1.RolePrimary
+		if k > 0 {
+			role = dbv1alpha1.RoleReplica
+			is = dbv1alpha1.InstanceStatus{Name: name, Role: dbv1alpha1.RoleReplica, Streaming: true, LagBytes: ptr.To[int64](0)}
+			standbys = append(standbys, name)
+			f.sql.servers[podIP(k)] = replicaFacts(name, 100, true)
+		}
+		rs.Instances = append(rs.Instances, is)
+		f.seed(replicatedPod(db, k, role, true))
+	}
+	f.sql.servers[podIP(0)] = primaryFacts(names.PodName(db, 0), 100, standbys...)
+	db.Status.Replication = rs
+	p := desired(f.t, db)
+	ro := &corev1.Service{}
+	if err := builder.Convert(p.ReadOnlyService, ro); err != nil {
+		f.t.Fatal(err)
+	}
+	sts, _, _, _ := f.converged(db)
+	replicating := &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: metav1.ConditionTrue, Reason: status.ReasonStreaming,
+		Message: fmt.Sprintf("orders-0 is the primary; %d replicas stream from it", n-1)}
+	e := profile(f.t, db)
+	image, _ := e.Image(db.Spec.Version, db.Spec.Image)
+	db.Status = status.Compute(status.Input{Database: db, Endpoint: names.Endpoint(db, e.Runtime().Port), StatefulSet: sts, Image: image,
+		Replication: rs, Replicating: replicating, Now: metav1.NewTime(testNow.Add(-time.Hour))})
+	ro.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	f.seed(ro)
+}
+
+// expectPodRole expects the role label of pod k of db set (or removed, with
+// ""), on that pod's UID.
+func (f *fixture) expectPodRole(db *dbv1alpha1.Database, k int, role string) {
+	var value any
+	if role != "" {
+		value = role
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": fmt.Sprintf("%s-%d-uid", db.Name, k), "labels": map[string]any{dbv1alpha1.LabelRole: value}}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(podsResource, db.Namespace, names.PodName(db, k), types.MergePatchType, patch))
+}
+
+var podsResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// replicatedStatus is the status the controller writes for a replicated
+// Database whose pods are all ready at spec.version.
+func replicatedStatus(db *dbv1alpha1.Database, phase dbv1alpha1.Phase, rs *dbv1alpha1.ReplicationStatus,
+	readyStatus metav1.ConditionStatus, readyReason, readyMsg string,
+	progStatus metav1.ConditionStatus, progReason, progMsg string,
+	replStatus metav1.ConditionStatus, replReason, replMsg string) dbv1alpha1.DatabaseStatus {
+	n := *db.Spec.Replicas
+	st := wantStatus(db, phase, n, n, db.Spec.Version, readyStatus, readyReason, readyMsg, progStatus, progReason, progMsg)
+	st.Replication = rs
+	st.Conditions = append(st.Conditions, metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: replStatus, Reason: replReason,
+		Message: replMsg, ObservedGeneration: db.Generation, LastTransitionTime: metav1.NewTime(testNow)})
+	return st
+}
+
+// The first sync of a new replicated Database whose pods serve: orders-0
+// out of recovery is recorded as the target before any label is given,
+// then labelled primary, recorded as the primary, and the replicas that
+// stream from it labelled replica.
+func TestReplicationFirstPrimary(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	f.convergedReplicated(db)
+	// As created: no role labels, no replication status yet, never Running.
+	db.Status.Replication = nil
+	db.Status.CurrentVersion = ""
+	db.Status.Conditions = db.Status.Conditions[:2]
+	for _, pod := range f.podLister {
+		delete(pod.Labels, dbv1alpha1.LabelRole)
+	}
+	// The plan of the first sync: the client Service selects every pod
+	// until a primary is recorded; the children are as that plan makes them.
+	f.serviceLister[1].Spec.Selector = names.SelectorLabels(db)
+	f.serviceLister[1].Annotations = expectedService(t, db).Annotations
+	f.statefulSetLister[0].Annotations = expectedStatefulSet(t, db).Annotations
+
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	target := &dbv1alpha1.ReplicationStatus{TargetPrimary: "orders-0"}
+	f.expectStatusUpdate(db, replicatedStatus(db, "Provisioning", target,
+		"False", "FailingOver", "making orders-0 the primary",
+		"True", "FailingOver", "making orders-0 the primary",
+		"False", "FailingOver", "making orders-0 the primary"))
+	f.expectPodRole(db, 0, "primary")
+	f.expectPodRole(db, 1, "replica")
+	f.expectPodRole(db, 2, "replica")
+	done := &dbv1alpha1.ReplicationStatus{Primary: "orders-0", Instances: []dbv1alpha1.InstanceStatus{
+		{Name: "orders-0", Role: "primary"},
+		{Name: "orders-1", Role: "replica", Streaming: true, LagBytes: ptr.To[int64](0)},
+		{Name: "orders-2", Role: "replica", Streaming: true, LagBytes: ptr.To[int64](0)},
+	}}
+	f.expectStatusUpdate(db, replicatedStatus(db, "Running", done,
+		"True", "AllReplicasReady", "3/3 replicas are ready",
+		"False", "Converged", "the Database matches its spec",
+		"True", "Streaming", "orders-0 is the primary; 2 replicas stream from it"))
+	f.events = []string{"Normal PrimaryChosen first primary: orders-0 runs out of recovery", "Normal Running"}
+	f.run(ctx, ref(db))
+}
+
+// The primary's pod stopped answering 40 s ago, past the default delay of
+// 30 s: the replica with the most WAL received is recorded as the target,
+// the old primary loses its label before anything is promoted, the target
+// is promoted, labelled, and recorded as the primary.
+func TestReplicationFailover(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	f.convergedReplicated(db)
+	lost := metav1.NewTime(testNow.Add(-40 * time.Second))
+	db.Status.Replication.PrimaryLostSince = &lost
+	f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
+	delete(f.sql.servers, podIP(0))
+	f.sql.servers[podIP(1)] = replicaFacts("orders-1", 90, false)
+	f.sql.servers[podIP(2)] = replicaFacts("orders-2", 120, false)
+
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	target := db.Status.Replication.DeepCopy()
+	target.TargetPrimary = "orders-2"
+	f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
+		"False", "FailingOver", "making orders-2 the primary",
+		"True", "FailingOver", "making orders-2 the primary",
+		"False", "FailingOver", "making orders-2 the primary"))
+	f.expectPodRole(db, 0, "")
+	f.expectPodRole(db, 2, "primary")
+	done := &dbv1alpha1.ReplicationStatus{Primary: "orders-2", Instances: []dbv1alpha1.InstanceStatus{
+		{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "primary"},
+	}}
+	st := replicatedStatus(db, "Running", done,
+		"True", "AllReplicasReady", "3/3 replicas are ready",
+		"False", "Converged", "the Database matches its spec",
+		"False", "ReplicasNotStreaming", "orders-2 is the primary; [orders-0 orders-1] do not stream from it yet")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{
+		"Warning FailingOver primary orders-0 has not served for 40s; failing over to orders-2, the replica with the most WAL received",
+		"Normal PrimaryChanged orders-2 is the primary, in place of orders-0",
+		"Normal Running",
+	}
+	f.run(ctx, ref(db))
+	want := []string{"probe 192.0.2.10 as postgres", "probe 192.0.2.11 as postgres", "probe 192.0.2.12 as postgres", "promote 192.0.2.12", "probe 192.0.2.12 as postgres"}
+	if got := append(sortedCopy(f.sql.calls[:3]), f.sql.calls[3:]...); !reflect.DeepEqual(got, want) {
+		t.Errorf("SQL calls = %q, want %q", got, want)
+	}
+}
+
+// The primary stopped answering just now (a restart): no failover; the
+// time is recorded, the Database is not Running, and it is looked at again
+// when the delay ends.
+func TestReplicationPrimaryRestartIsNoFailover(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 2)
+	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{FailoverDelaySeconds: ptr.To[int32](20)}
+	f.convergedReplicated(db)
+	f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
+	delete(f.sql.servers, podIP(0))
+	f.sql.servers[podIP(1)] = replicaFacts("orders-1", 100, false)
+
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	now := metav1.NewTime(testNow)
+	rs := &dbv1alpha1.ReplicationStatus{Primary: "orders-0", PrimaryLostSince: &now, Instances: []dbv1alpha1.InstanceStatus{
+		{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}}}
+	msg := "primary orders-0 does not serve; failing over if it does not serve again within 20s"
+	f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
+	c, _, _, recorder := f.newController(ctx)
+	f.client.ClearActions()
+	f.kubeclient.ClearActions()
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+	if got := c.workqueue.Len(); got != 0 {
+		t.Errorf("queue length right after the sync = %d, want 0 (looked at again after the delay, not at once)", got)
+	}
+}
+
+// A switchover to orders-1, as asked: no acknowledged write may be lost, so
+// the old primary is fenced (it refuses writes and is marked to rejoin as a
+// replica) and stopped only once orders-1 has received all it wrote; then
+// orders-1 is promoted.
+func TestReplicationSwitchover(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		received uint64
+	}{{"the replica has all the WAL", 100}, {"the replica lags behind", 90}} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 2)
+			db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Primary: "orders-1"}
+			f.convergedReplicated(db)
+			db.Generation = 2
+			f.sql.servers[podIP(1)].ReceivedLSN = tt.received
+
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			target := db.Status.Replication.DeepCopy()
+			target.TargetPrimary = "orders-1"
+			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
+				"False", "FailingOver", "making orders-1 the primary",
+				"True", "FailingOver", "making orders-1 the primary",
+				"False", "FailingOver", "making orders-1 the primary"))
+			f.expectPodRole(db, 0, "")
+			f.events = []string{"Normal SwitchingOver switchover to orders-1 as asked",
+				"Normal Fenced orders-0 still accepts writes; it is fenced before orders-1 is promoted"}
+			if tt.received < 100 {
+				// It waits for the WAL: the old primary runs on, fenced.
+				rs := target.DeepCopy()
+				// orders-0 is still the primary, fenced, and orders-1 streams from it.
+				rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0", Role: "primary"},
+					{Name: "orders-1", Role: "replica", Streaming: true, LagBytes: ptr.To[int64](0)}}
+				msg := "making orders-1 the primary: waiting for orders-1 to receive the WAL of orders-0 up to 0/64 before it is promoted"
+				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+				f.run(ctx, ref(db))
+				return
+			}
+			f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
+				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
+			f.expectPodRole(db, 1, "primary")
+			done := &dbv1alpha1.ReplicationStatus{Primary: "orders-1", Instances: []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "primary"}}}
+			f.expectStatusUpdate(db, replicatedStatus(db, "Running", done,
+				"True", "AllReplicasReady", "2/2 replicas are ready",
+				"False", "Converged", "the Database matches its spec",
+				"False", "ReplicasNotStreaming", "orders-1 is the primary; [orders-0] do not stream from it yet"))
+			f.events = append(f.events, "Normal PrimaryChanged orders-1 is the primary, in place of orders-0", "Normal Running")
+			f.run(ctx, ref(db))
+		})
+	}
 }

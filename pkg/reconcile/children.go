@@ -13,9 +13,14 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/drift"
 )
 
-// ensureServices brings the headless and the client Service to the plan.
+// ensureServices brings the headless and the client Service to the plan,
+// and the read-only Service of a replicated Database.
 func (p *pass) ensureServices(ctx context.Context) error {
-	for _, desired := range []*corev1ac.ServiceApplyConfiguration{p.plan.HeadlessService, p.plan.Service} {
+	services := []*corev1ac.ServiceApplyConfiguration{p.plan.HeadlessService, p.plan.Service}
+	if p.plan.ReadOnlyService != nil {
+		services = append(services, p.plan.ReadOnlyService)
+	}
+	for _, desired := range services {
 		if _, err := ensureChild(ctx, p, p.r.services, desired, *desired.Name); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -26,6 +27,9 @@ func (e *WaitingError) Error() string {
 // claim: the Database is to be looked at again on a capped backoff.
 type RecheckError struct {
 	Why string
+	// After, when set, is when to look again, in place of the backoff: a
+	// replicated Database's servers are asked at a steady pace.
+	After time.Duration
 }
 
 func (e *RecheckError) Error() string { return "look again: " + e.Why }

@@ -46,6 +46,7 @@ import (
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dblisters "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/plan"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
@@ -90,6 +91,8 @@ type Config struct {
 	Clock clock.PassiveClock
 	// Random is the source of generated passwords: crypto/rand in production.
 	Random io.Reader
+	// SQL talks to the servers of replicated Databases; pgsql.New() when nil.
+	SQL pgsql.Client
 }
 
 // Reconciler runs sync passes. It is safe for concurrent use by several
@@ -125,6 +128,10 @@ type Reconciler struct {
 	// settled remembers, for each Database whose last pass settled, the
 	// fingerprint of what that pass read (settled.go).
 	settled *ttlSet[settledKey, uint64]
+	// sql talks to the servers of replicated Databases, with the
+	// credentials creds read from their Secrets when they change.
+	sql   pgsql.Client
+	creds credentialsCache
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -135,6 +142,9 @@ const memoryTTL = time.Hour
 func New(cfg Config) *Reconciler {
 	if cfg.EventsClient == nil {
 		cfg.EventsClient = cfg.KubeClient
+	}
+	if cfg.SQL == nil {
+		cfg.SQL = pgsql.New()
 	}
 	return &Reconciler{
 		kube:         cfg.KubeClient,
@@ -155,6 +165,7 @@ func New(cfg Config) *Reconciler {
 		refusedGrowth: newTTLSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
 		claimEvents:   newTTLSet[types.UID, string](cfg.Clock, status.VolumeGrace),
 		settled:       newTTLSet[settledKey, uint64](cfg.Clock, SettledTTL),
+		sql:           cfg.SQL,
 	}
 }
 
@@ -183,6 +194,12 @@ type pass struct {
 	// holds with its finalizer; released says it let the Database go.
 	terminating *status.Termination
 	released    bool
+	// replication and replicating are, for a replicated Database, its
+	// replication status and Replicating condition; pollAfter is when to
+	// ask its servers again.
+	replication *dbv1alpha1.ReplicationStatus
+	replicating *metav1.Condition
+	pollAfter   time.Duration
 }
 
 // Sync brings db's children to its spec and writes its status when it
@@ -236,6 +253,9 @@ func (r *Reconciler) sync(ctx context.Context, db *dbv1alpha1.Database) error {
 	if err == nil && p.recheck != "" {
 		return &RecheckError{Why: p.recheck}
 	}
+	if err == nil && p.pollAfter > 0 {
+		return &RecheckError{Why: "asking the replicated servers again", After: p.pollAfter}
+	}
 	return err
 }
 
@@ -279,6 +299,7 @@ func (p *pass) run(ctx context.Context) error {
 		p.ensureSecret,
 		p.ensureServices,
 		p.ensureStatefulSet,
+		p.ensureReplication,
 		p.replaceUnscheduledPods,
 		p.growClaims,
 		p.ensureFeatureCompatibility,

@@ -16,6 +16,25 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
+// replicationStatus is the replication status to write: this pass's, or,
+// when the pass did not reach the replication step, the stored one.
+func (p *pass) replicationStatus() *dbv1alpha1.ReplicationStatus {
+	if p.replication != nil {
+		return p.replication
+	}
+	return p.db.Status.Replication
+}
+
+// replicatingCondition is the Replicating condition to write: this
+// pass's, or the stored one while the Database is replicated and the pass
+// did not reach the replication step.
+func (p *pass) replicatingCondition() *metav1.Condition {
+	if p.replicating != nil || p.replicationStatus() == nil {
+		return p.replicating
+	}
+	return meta.FindStatusCondition(p.db.Status.Conditions, dbv1alpha1.ConditionReplicating)
+}
+
 // writeStatus writes the status computed from the pass when it differs from
 // the stored one, and emits events for the transitions that matter to a
 // person: a new problem (Warning), and reaching Running.
@@ -49,6 +68,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 		Restore:                        p.restoreInput(),
 		Backup:                         backupCond,
 		LastScheduleTime:               lastSchedule,
+		Replication:                    p.replicationStatus(),
+		Replicating:                    p.replicatingCondition(),
 	})
 	if equality.Semantic.DeepEqual(db.Status, newStatus) {
 		return nil
@@ -61,9 +82,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 		return err
 	}
 	ac := dbapply.Database(db.Name, db.Namespace).WithStatus(st)
-	if _, err := r.dbs.DbcontrollerV1alpha1().Databases(db.Namespace).ApplyStatus(ctx, ac, repairOptions); err != nil {
+	updated, err := r.dbs.DbcontrollerV1alpha1().Databases(db.Namespace).ApplyStatus(ctx, ac, repairOptions)
+	if err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	// A later write in the same pass compares with what is stored now.
+	stored := p.db.DeepCopy()
+	stored.Status = updated.Status
+	p.db = stored
 
 	oldReady := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
 	newReady := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReady)

@@ -43,6 +43,12 @@ const (
 	ReasonBackupsReady          = "BackupsReady"
 	ReasonScheduleInvalid       = "ScheduleInvalid"
 	ReasonScheduledBackupFailed = "ScheduledBackupFailed"
+	// Reasons of the Replicating condition. NoPrimary and FailingOver
+	// are also the Ready condition's while no primary serves.
+	ReasonStreaming            = "Streaming"
+	ReasonNoPrimary            = "NoPrimary"
+	ReasonFailingOver          = "FailingOver"
+	ReasonReplicasNotStreaming = "ReplicasNotStreaming"
 )
 
 // Restore is what Compute reads of a restore.
@@ -118,6 +124,13 @@ type Input struct {
 	Termination *Termination
 	// Restore, when set, is the restore of spec.restore.backup.
 	Restore *Restore
+	// Replication, for a replicated Database, is what the controller
+	// observed of its instances, and Replicating its condition (nil for a
+	// Database that is not replicated). While Replicating says that no
+	// primary serves (ReasonNoPrimary, ReasonFailingOver), the Database
+	// is not Running, whatever its pods' readiness.
+	Replication *dbv1alpha1.ReplicationStatus
+	Replicating *metav1.Condition
 	// Now stamps conditions whose status changes.
 	Now metav1.Time
 }
@@ -135,6 +148,7 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		ObservedGeneration:          db.Generation,
 		Conditions:                  append([]metav1.Condition(nil), old.Conditions...),
 		LastScheduleTime:            in.LastScheduleTime,
+		Replication:                 in.Replication,
 	}
 	desired := int32(1)
 	if db.Spec.Replicas != nil {
@@ -208,6 +222,13 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 			ready.Reason, ready.Message = in.Cause.Reason, ready.Message+": "+in.Cause.Message
 		}
 		progressing.Reason, progressing.Message = ReasonRestoring, ready.Message
+	case rolledOut && noPrimary(in.Replicating):
+		st.Phase = dbv1alpha1.PhaseUpdating
+		if old.CurrentVersion == "" {
+			st.Phase = dbv1alpha1.PhaseProvisioning
+		}
+		ready.Reason, ready.Message = in.Replicating.Reason, in.Replicating.Message
+		progressing.Reason, progressing.Message = in.Replicating.Reason, in.Replicating.Message
 	case rolledOut:
 		st.Phase = dbv1alpha1.PhaseRunning
 		ready.Status = metav1.ConditionTrue
@@ -261,6 +282,11 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, dbv1alpha1.ConditionBackup)
 	}
+	if in.Replicating != nil {
+		conditions = append(conditions, *in.Replicating)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, dbv1alpha1.ConditionReplicating)
+	}
 	for _, c := range conditions {
 		c.ObservedGeneration = db.Generation
 		c.LastTransitionTime = in.Now
@@ -268,6 +294,12 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	return st
+}
+
+// noPrimary reports whether replicating says that no primary serves.
+func noPrimary(replicating *metav1.Condition) bool {
+	return replicating != nil && replicating.Status == metav1.ConditionFalse &&
+		(replicating.Reason == ReasonNoPrimary || replicating.Reason == ReasonFailingOver)
 }
 
 // RolledOut reports whether sts has settled at the desired replica count

@@ -53,7 +53,7 @@ var controllerPermissions = map[grant][]string{
 	{Group: "", Resource: "services"}:                                  verbs("get", "list", "watch", "create", "patch"),
 	{Group: "", Resource: "secrets"}:                                   verbs("get", "list", "watch", "create", "patch"),
 	{Group: "", Resource: "persistentvolumeclaims"}:                    verbs("get", "list", "watch", "create", "patch"),
-	{Group: "", Resource: "pods"}:                                      verbs("get", "list", "watch", "delete"),
+	{Group: "", Resource: "pods"}:                                      verbs("get", "list", "watch", "patch", "delete"),
 	{Group: "batch", Resource: "jobs"}:                                 verbs("get", "list", "watch", "create", "delete"),
 	{Group: "", Resource: "events"}:                                    verbs("create", "patch", "list"),
 }
@@ -154,17 +154,20 @@ func TestRBACSecretsAreNeverRewrittenOrDeleted(t *testing.T) {
 	}
 }
 
-// Pods are read, to say why a replica is not ready, and deleted only when
-// they never ran (see pkg/reconcile/pods.go); never created, changed or
-// exec'd into: the StatefulSet controller manages them.
+// Pods are read, to say why a replica is not ready; deleted only when they
+// never ran (see pkg/reconcile/pods.go) or to restart a fenced former
+// PostgreSQL primary as a replica; and patched for one thing, the role
+// label of a replicated Database's pods (pkg/reconcile/replication.go),
+// which RBAC cannot narrow to one label. Never created, updated or exec'd
+// into: the StatefulSet controller manages them.
 func TestRBACPodsAreReadAndDeletedOnly(t *testing.T) {
 	for _, r := range allRoles(t) {
 		for g, vs := range permissions(r.rules) {
 			if g.Resource != "pods" && !strings.HasPrefix(g.Resource, "pods/") {
 				continue
 			}
-			if g.Group != "" || g.Resource != "pods" || !slices.Equal(vs, verbs("get", "list", "watch", "delete")) {
-				t.Errorf("%s grants %v on %s in group %q: the controller only reads pods and deletes some", r.obj, vs, g.Resource, g.Group)
+			if g.Group != "" || g.Resource != "pods" || !slices.Equal(vs, verbs("get", "list", "watch", "patch", "delete")) {
+				t.Errorf("%s grants %v on %s in group %q: the controller only reads pods, labels their role and deletes some", r.obj, vs, g.Resource, g.Group)
 			}
 		}
 	}

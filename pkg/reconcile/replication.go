@@ -1,0 +1,405 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/pgsql"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+const (
+	// DefaultFailoverDelay is how long a primary may not serve before a
+	// replica is promoted, when spec.replication.failoverDelaySeconds is
+	// not set. A pod that restarts in place (its server crashed, or the pod
+	// was deleted) serves again within a few seconds, plus its crash
+	// recovery: 30 s leaves room for that, as Patroni's default TTL does,
+	// while a primary that is really gone is replaced within a minute.
+	DefaultFailoverDelay = 30 * time.Second
+	// ReplicationPoll is how often a replicated Database's servers are
+	// asked what they are, besides every change of its pods: it bounds how
+	// long a primary that hangs while its pod stays ready goes unnoticed,
+	// and how stale the replicas' lag in the status is.
+	ReplicationPoll = 10 * time.Second
+	// maxStepsPerPass bounds the actions one pass takes; each is followed
+	// by a fresh look at the servers it changed.
+	maxStepsPerPass = 8
+)
+
+// Reasons of the events of replication.
+const (
+	ReasonFailingOver    = "FailingOver"
+	ReasonSwitchingOver  = "SwitchingOver"
+	ReasonPrimaryChosen  = "PrimaryChosen"
+	ReasonPrimaryChanged = "PrimaryChanged"
+	ReasonFenced         = "Fenced"
+)
+
+// credentialsCache holds the superuser credentials read from each
+// Database's Secret, by the Secret's UID and resourceVersion: the Secret is
+// read again only when it changed. The informer's cache holds no Secret data.
+type credentialsCache struct {
+	mu sync.Mutex
+	m  map[types.UID]cachedCredentials
+}
+
+type cachedCredentials struct {
+	resourceVersion string
+	cred            pgsql.Credentials
+}
+
+// credentials returns the superuser credentials of db, from its Secret.
+func (p *pass) credentials(ctx context.Context) (pgsql.Credentials, error) {
+	r := p.r
+	name := names.SecretName(p.db)
+	cached, err := r.secrets.Secrets(p.db.Namespace).Get(name)
+	if err != nil {
+		return pgsql.Credentials{}, err
+	}
+	r.creds.mu.Lock()
+	c, ok := r.creds.m[cached.UID]
+	r.creds.mu.Unlock()
+	if ok && c.resourceVersion == cached.ResourceVersion {
+		return c.cred, nil
+	}
+	live, err := r.kube.CoreV1().Secrets(p.db.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return pgsql.Credentials{}, fmt.Errorf("reading the credentials to talk to the servers: %w", err)
+	}
+	cred := pgsql.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword])}
+	r.creds.mu.Lock()
+	if r.creds.m == nil {
+		r.creds.m = map[types.UID]cachedCredentials{}
+	}
+	r.creds.m[live.UID] = cachedCredentials{resourceVersion: live.ResourceVersion, cred: cred}
+	r.creds.mu.Unlock()
+	return cred, nil
+}
+
+// instance is one pod of a replicated Database as the pass sees it: the
+// pod, what its server answered, and what the decision reads.
+type instance struct {
+	pod   *corev1.Pod
+	facts pgsql.Facts
+	ha    ha.Instance
+}
+
+// ensureReplication keeps a replicated Database's roles: it asks every
+// server what it is, and takes the steps package ha decides, one after the
+// other, each recorded before it is acted on where a restart must find it
+// (the target of a failover or switchover, in the status).
+func (p *pass) ensureReplication(ctx context.Context) error {
+	if !p.plan.Replicated {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	db := p.db
+	rs := &dbv1alpha1.ReplicationStatus{}
+	if db.Status.Replication != nil {
+		rs = db.Status.Replication.DeepCopy()
+	}
+	p.replication = rs
+	p.pollAfter = ReplicationPoll
+	cred, err := p.credentials(ctx)
+	if err != nil {
+		return err
+	}
+	port := p.plan.Engine.Runtime().Port
+	instances := p.probeAll(ctx, cred, port)
+
+	var last ha.Action
+	for step := 0; ; step++ {
+		o := p.observation(rs, instances)
+		last = ha.Next(o)
+		if last.Kind == ha.ActionNone || last.Kind == ha.ActionWait || step == maxStepsPerPass {
+			break
+		}
+		logger.V(2).Info("Replication step", "action", last.Kind, "instance", last.Instance, "reason", last.Reason)
+		target := instances[last.Instance]
+		switch last.Kind {
+		case ha.ActionRecordTarget:
+			rs.TargetPrimary = last.Instance
+			reason, kind := ReasonFailingOver, corev1.EventTypeWarning
+			switch {
+			case rs.Primary == "":
+				reason, kind = ReasonPrimaryChosen, corev1.EventTypeNormal
+			case !primaryLost(rs):
+				reason, kind = ReasonSwitchingOver, corev1.EventTypeNormal
+			}
+			p.replicating = replicatingCondition(rs, instances, last)
+			// Recorded before anything is done for it: a controller
+			// restarted from here on finishes this failover, not another.
+			if err := p.r.writeStatus(ctx, p, nil); err != nil {
+				return err
+			}
+			p.r.recorder.Event(db, kind, reason, last.Reason)
+		case ha.ActionUnlabel:
+			if err := p.setRole(ctx, target, ""); err != nil {
+				return err
+			}
+		case ha.ActionLabel:
+			if err := p.setRole(ctx, target, dbv1alpha1.RolePrimary); err != nil {
+				return err
+			}
+		case ha.ActionLabelReplica:
+			if err := p.setRole(ctx, target, dbv1alpha1.RoleReplica); err != nil {
+				return err
+			}
+		case ha.ActionFence:
+			if err := p.r.sql.Fence(ctx, target.pod.Status.PodIP, port, cred, p.plan.Engine.Runtime().Replication.FenceMarker); err != nil {
+				return fmt.Errorf("fencing %s: %w", last.Instance, err)
+			}
+			p.r.recorder.Event(db, corev1.EventTypeNormal, ReasonFenced, last.Reason)
+			target.ha.Fenced = true
+		case ha.ActionStop:
+			uid := target.pod.UID
+			err := p.r.kube.CoreV1().Pods(db.Namespace).Delete(ctx, target.pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil {
+				return fmt.Errorf("restarting %s to rejoin as a replica: %w", last.Instance, err)
+			}
+			target.ha.Reachable, target.ha.Ready = false, false
+		case ha.ActionPromote:
+			if err := p.r.sql.Promote(ctx, target.pod.Status.PodIP, port, cred); err != nil {
+				return fmt.Errorf("promoting %s: %w", last.Instance, err)
+			}
+			p.probe(ctx, target, cred, port)
+		case ha.ActionCompleteTarget:
+			was := rs.Primary
+			rs.Primary, rs.TargetPrimary, rs.PrimaryLostSince = last.Instance, "", nil
+			if was != "" && was != last.Instance {
+				p.r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonPrimaryChanged, "%s is the primary, in place of %s", last.Instance, was)
+			}
+		}
+	}
+	if last.Kind == ha.ActionWait && last.After < p.pollAfter {
+		p.pollAfter = last.After
+	}
+	if rs.TargetPrimary != "" {
+		// A failover or switchover goes on: look again soon.
+		p.pollAfter = min(p.pollAfter, time.Second)
+	}
+	rs.Instances = instanceStatuses(rs, instances)
+	p.replicating = replicatingCondition(rs, instances, last)
+	return nil
+}
+
+// primaryLost reports whether the recorded primary was lost: a failover,
+// not a switchover.
+func primaryLost(rs *dbv1alpha1.ReplicationStatus) bool { return rs.PrimaryLostSince != nil }
+
+// observation is what the decision reads, and keeps the time the primary
+// was first seen not serving.
+func (p *pass) observation(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) ha.Observation {
+	now := p.r.clock.Now()
+	o := ha.Observation{Now: now, Primary: rs.Primary, Target: rs.TargetPrimary, FailoverDelay: DefaultFailoverDelay}
+	for _, name := range sortedNames(instances) {
+		o.Instances = append(o.Instances, instances[name].ha)
+	}
+	if spec := p.db.Spec.Replication; spec != nil {
+		o.Requested = spec.Primary
+		if spec.FailoverDelaySeconds != nil {
+			o.FailoverDelay = time.Duration(*spec.FailoverDelaySeconds) * time.Second
+		}
+	}
+	if want := p.db.Spec.Replicas; want != nil && *want > 0 && o.Requested == "" {
+		// Scaling down below the primary: move the role to the first pod.
+		if ordinal, ok := names.Ordinal(p.db, rs.Primary); ok && int32(ordinal) >= *want {
+			o.Requested = names.PodName(p.db, 0)
+		}
+	}
+	if rs.Primary != "" && rs.TargetPrimary == "" {
+		if i, ok := instances[rs.Primary]; ok && i.ha.Serving() {
+			rs.PrimaryLostSince = nil
+		} else if rs.PrimaryLostSince == nil {
+			t := metav1.NewTime(now)
+			rs.PrimaryLostSince = &t
+		}
+	}
+	if rs.PrimaryLostSince != nil {
+		o.PrimaryLostSince = rs.PrimaryLostSince.Time
+	}
+	return o
+}
+
+// probeAll asks every pod's server, at once, what it is.
+func (p *pass) probeAll(ctx context.Context, cred pgsql.Credentials, port int32) map[string]*instance {
+	instances := map[string]*instance{}
+	var wg sync.WaitGroup
+	for _, pod := range p.pods {
+		ordinal, ok := names.Ordinal(p.db, pod.Name)
+		if !ok {
+			continue
+		}
+		i := &instance{pod: pod, ha: ha.Instance{Name: pod.Name, Ordinal: ordinal, Role: ha.Role(pod.Labels[dbv1alpha1.LabelRole]),
+			Ready: podReady(pod) && pod.DeletionTimestamp == nil}}
+		instances[pod.Name] = i
+		wg.Go(func() { p.probe(ctx, i, cred, port) })
+	}
+	wg.Wait()
+	// A replica streams from the primary when the primary says so.
+	for _, i := range instances {
+		if !i.ha.Reachable || i.ha.InRecovery {
+			continue
+		}
+		for _, s := range i.facts.Standbys {
+			if r, ok := instances[s.Name]; ok && s.Streaming && r.ha.InRecovery {
+				r.ha.Upstream = i.ha.Name
+			}
+		}
+	}
+	return instances
+}
+
+// probe asks i's server what it is; a server that does not answer, or
+// answers as another pod, is not reachable.
+func (p *pass) probe(ctx context.Context, i *instance, cred pgsql.Credentials, port int32) {
+	i.ha.Reachable = false
+	if i.pod.Status.PodIP == "" || i.pod.DeletionTimestamp != nil {
+		return
+	}
+	facts, err := p.r.sql.Probe(ctx, i.pod.Status.PodIP, port, cred)
+	if err != nil {
+		klog.FromContext(ctx).V(4).Info("Server does not answer", "pod", klog.KObj(i.pod), "err", err)
+		return
+	}
+	if facts.Name != "" && facts.Name != i.pod.Name {
+		// The address is another pod's now: a stale cache.
+		return
+	}
+	i.facts = facts
+	i.ha.Reachable, i.ha.InRecovery, i.ha.Timeline = true, facts.InRecovery, facts.Timeline
+	i.ha.ReceivedLSN, i.ha.ReplayedLSN, i.ha.WrittenLSN, i.ha.Fenced = facts.ReceivedLSN, facts.ReplayedLSN, facts.WrittenLSN, facts.Fenced
+}
+
+// setRole sets (or with "" removes) the role label of i's pod, on the pod
+// the decision was made on (its UID), and records it for the next step.
+func (p *pass) setRole(ctx context.Context, i *instance, role string) error {
+	var value interface{}
+	if role != "" {
+		value = role
+	}
+	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
+		"uid":    i.pod.UID,
+		"labels": map[string]interface{}{dbv1alpha1.LabelRole: value},
+	}})
+	if err != nil {
+		return err
+	}
+	if _, err := p.r.kube.CoreV1().Pods(i.pod.Namespace).Patch(ctx, i.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("setting the role label of %s: %w", i.pod.Name, err)
+	}
+	i.ha.Role = ha.Role(role)
+	return nil
+}
+
+// instanceStatuses reports each pod in the status, by name.
+func instanceStatuses(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) []dbv1alpha1.InstanceStatus {
+	lag := map[string]int64{}
+	if pr, ok := instances[rs.Primary]; ok && pr.ha.Reachable && !pr.ha.InRecovery {
+		for _, s := range pr.facts.Standbys {
+			lag[s.Name] = s.LagBytes
+		}
+	}
+	out := make([]dbv1alpha1.InstanceStatus, 0, len(instances))
+	for _, name := range sortedNames(instances) {
+		i := instances[name]
+		st := dbv1alpha1.InstanceStatus{Name: name}
+		switch {
+		case !i.ha.Reachable:
+		case !i.ha.InRecovery && name == rs.Primary:
+			st.Role = dbv1alpha1.RolePrimary
+		case i.ha.InRecovery:
+			st.Role = dbv1alpha1.RoleReplica
+		}
+		if i.ha.Reachable && i.ha.InRecovery && i.ha.Upstream == rs.Primary && rs.Primary != "" {
+			st.Streaming = true
+			if l, ok := lag[name]; ok {
+				st.LagBytes = &l
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// replicatingCondition is the Replicating condition of what was observed,
+// and of the last step decided.
+func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance, last ha.Action) *metav1.Condition {
+	c := &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: metav1.ConditionFalse}
+	primary, exists := instances[rs.Primary]
+	switch {
+	case rs.TargetPrimary != "":
+		c.Reason = status.ReasonFailingOver
+		c.Message = fmt.Sprintf("making %s the primary", rs.TargetPrimary)
+		if last.Reason != "" && last.Kind != ha.ActionRecordTarget {
+			c.Message += ": " + last.Reason
+		}
+	case rs.Primary == "":
+		c.Reason, c.Message = status.ReasonNoPrimary, "no primary yet"
+		if last.Reason != "" {
+			c.Message += ": " + last.Reason
+		}
+	case !exists || !primary.ha.Serving():
+		c.Reason = status.ReasonNoPrimary
+		c.Message = fmt.Sprintf("the primary %s does not serve", rs.Primary)
+		if last.Kind == ha.ActionWait || last.Kind == ha.ActionNone && last.Reason != "" {
+			c.Message = last.Reason
+		}
+	default:
+		var lagging []string
+		streaming := 0
+		for _, name := range sortedNames(instances) {
+			if name == rs.Primary {
+				continue
+			}
+			if instances[name].ha.Upstream == rs.Primary {
+				streaming++
+			} else {
+				lagging = append(lagging, name)
+			}
+		}
+		if len(lagging) > 0 {
+			c.Reason = status.ReasonReplicasNotStreaming
+			c.Message = fmt.Sprintf("%s is the primary; %v do not stream from it yet", rs.Primary, lagging)
+			break
+		}
+		c.Status, c.Reason = metav1.ConditionTrue, status.ReasonStreaming
+		c.Message = fmt.Sprintf("%s is the primary; %d replicas stream from it", rs.Primary, streaming)
+	}
+	return c
+}
+
+func sortedNames(instances map[string]*instance) []string {
+	out := make([]string, 0, len(instances))
+	for name := range instances {
+		out = append(out, name)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		ia, ib := instances[out[a]].ha.Ordinal, instances[out[b]].ha.Ordinal
+		return ia < ib
+	})
+	return out
+}
+
+// podReady reports whether pod's Ready condition is True.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
