@@ -67,11 +67,15 @@ func TestCreate(t *testing.T) {
 	}
 }
 
+// TestScale scales a MySQL Database, whose replicas are independent
+// servers: on kwok's fake nodes no server answers, and a replicated
+// PostgreSQL Database is never Running without one (the real-node suite
+// covers it).
 func TestScale(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
-	createDB(t, ns, dbYAML("scaled", "postgresql", "16", 1, ""))
+	createDB(t, ns, dbYAML("scaled", "mysql", "8.4", 1, ""))
 	waitRunning(t, ns, "scaled", converge)
 
 	kubectl(t, "-n", ns, "scale", "db/scaled", "--replicas=3")
@@ -480,9 +484,10 @@ func TestStorageGrowth(t *testing.T) {
 	ns := newNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	// hack/local-up.sh installs kwok-expandable, which kwok provisions and
-	// which allows volume expansion.
+	// which allows volume expansion. Two MySQL replicas: a replicated
+	// PostgreSQL Database needs servers that answer (see TestScale).
 	class := "kwok-expandable"
-	createDB(t, ns, dbYAML("grows", "postgresql", "16", 2, "  storage:\n    size: 1Gi\n    storageClassName: "+class+"\n"))
+	createDB(t, ns, dbYAML("grows", "mysql", "8.4", 2, "  storage:\n    size: 1Gi\n    storageClassName: "+class+"\n"))
 	createDB(t, ns, dbYAML("fixed", "postgresql", "16", 1, "  storage:\n    size: 1Gi\n"))
 	waitRunning(t, ns, "grows", converge)
 	waitRunning(t, ns, "fixed", converge)

@@ -63,7 +63,9 @@ func TestLeastPrivilege(t *testing.T) {
 		{[]string{"delete", "namespaces"}, "no"},
 		{[]string{"create", "pods", "-n", "default"}, "no"},
 		{[]string{"delete", "pods", "-n", "default"}, "yes"},
-		{[]string{"patch", "pods", "-n", "default"}, "no"},
+		// The role label of a replicated PostgreSQL Database's pods.
+		{[]string{"patch", "pods", "-n", "default"}, "yes"},
+		{[]string{"update", "pods", "-n", "default"}, "no"},
 		{[]string{"update", "jobs.batch", "-n", "default"}, "no"},
 		{[]string{"create", "pods/exec", "-n", "default"}, "no"},
 		{[]string{"delete", "statefulsets.apps", "-n", "default"}, "no"},

@@ -393,26 +393,26 @@ func secretValue(t testing.TB, ns, db, key string) string {
 
 // runClient runs script with sh in a pod of image that gets every key of
 // the Database's credentials Secret as an environment variable of the
-// same name in capitals (URI, USERNAME, PASSWORD, HOST, PORT, DATABASE),
-// straight from the Secret, and returns its output. The test fails if the
-// script fails.
-func runClient(t testing.TB, ns, db, image, script string) string {
+// same name in capitals (URI, USERNAME, PASSWORD, HOST, PORT, DATABASE,
+// and the extra keys asked for, with "-" as "_": RO_URI), straight from
+// the Secret, and returns its output. The test fails if the script fails.
+func runClient(t testing.TB, ns, db, image, script string, extraKeys ...string) string {
 	t.Helper()
-	out, err := tryClient(t, ns, db, image, script)
+	out, err := tryClient(t, ns, db, image, script, extraKeys...)
 	if err != nil {
 		t.Fatalf("client of %s/%s: %v\n%s", ns, db, err, out)
 	}
 	return out
 }
 
-func tryClient(t testing.TB, ns, db, image, script string) (string, error) {
+func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) (string, error) {
 	t.Helper()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	name := "client-" + hex.EncodeToString(b)
 	var env strings.Builder
-	for _, k := range []string{"uri", "username", "password", "host", "port", "database"} {
-		fmt.Fprintf(&env, "    - name: %s\n      valueFrom: {secretKeyRef: {name: %s-credentials, key: %s}}\n", strings.ToUpper(k), db, k)
+	for _, k := range append([]string{"uri", "username", "password", "host", "port", "database"}, extraKeys...) {
+		fmt.Fprintf(&env, "    - name: %s\n      valueFrom: {secretKeyRef: {name: %s-credentials, key: %s}}\n", strings.ToUpper(strings.ReplaceAll(k, "-", "_")), db, k)
 	}
 	kubectlIn(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod

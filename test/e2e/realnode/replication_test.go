@@ -1,0 +1,280 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
+// writerScript inserts 1, 2, 3, ... through the Secret's URI, one
+// connection per row, for seconds, and prints each row's outcome with the
+// time: "ok N T" once the server acknowledged the commit, "fail N T"
+// otherwise. It is what a client that retries sees during a failover.
+const writerScript = `end=$(( $(date +%%s) + %d ))
+i=0
+while [ "$(date +%%s)" -lt "$end" ]; do
+  i=$((i + 1))
+  if PGCONNECT_TIMEOUT=1 psql "$URI" -v ON_ERROR_STOP=1 -qtAc "INSERT INTO w VALUES ($i)" >/dev/null 2>&1; then
+    echo "ok $i $(date +%%s.%%N)"
+  else
+    echo "fail $i $(date +%%s.%%N)"; sleep 0.1
+  fi
+done`
+
+// writeLog is what a writer printed.
+type writeLog struct {
+	acked []int
+	// at is when each row's attempt ended, and ok its outcome.
+	at []float64
+	ok []bool
+}
+
+func parseWrites(t testing.TB, out string) writeLog {
+	var w writeLog
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		n, err1 := strconv.Atoi(f[1])
+		at, err2 := strconv.ParseFloat(f[2], 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("writer line %q", line)
+		}
+		w.at, w.ok = append(w.at, at), append(w.ok, f[0] == "ok")
+		if f[0] == "ok" {
+			w.acked = append(w.acked, n)
+		}
+	}
+	return w
+}
+
+// outage is the first run of failed writes after since: from the last
+// acknowledged write before it to the first one after it (since and since
+// when no write failed).
+func (w writeLog) outage(since float64) (from, to float64) {
+	lastOK := since
+	for k := range w.at {
+		if w.at[k] < since || w.ok[k] {
+			if w.ok[k] {
+				lastOK = w.at[k]
+			}
+			continue
+		}
+		for j := k + 1; j < len(w.at); j++ {
+			if w.ok[j] {
+				return lastOK, w.at[j]
+			}
+		}
+		return lastOK, w.at[len(w.at)-1]
+	}
+	return since, since
+}
+
+// labelSampler reads the role labels of a Database's pods every 200 ms and
+// records every sample that has two pods labelled primary.
+type labelSampler struct {
+	stop    chan struct{}
+	done    sync.WaitGroup
+	mu      sync.Mutex
+	samples int
+	twice   []string
+}
+
+func sampleLabels(ns, db string) *labelSampler {
+	s := &labelSampler{stop: make(chan struct{})}
+	s.done.Go(func() {
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			out, err := kubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db,
+				"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.labels.dbcontroller\.io/role} {end}`)
+			if err != nil {
+				continue
+			}
+			var primaries []string
+			for _, f := range strings.Fields(string(out)) {
+				if strings.HasSuffix(f, "="+dbv1alpha1.RolePrimary) {
+					primaries = append(primaries, f)
+				}
+			}
+			s.mu.Lock()
+			s.samples++
+			if len(primaries) > 1 {
+				s.twice = append(s.twice, strings.Join(primaries, " "))
+			}
+			s.mu.Unlock()
+		}
+	})
+	return s
+}
+
+func (s *labelSampler) finish(t testing.TB) {
+	close(s.stop)
+	s.done.Wait()
+	if len(s.twice) > 0 {
+		t.Errorf("pods labelled primary at once, in %d of %d samples: %q", len(s.twice), s.samples, s.twice)
+	}
+	t.Logf("role labels sampled %d times: never two primaries", s.samples)
+}
+
+// replicated waits until the Database is Running with primary as its
+// primary and every other pod streaming from it, and returns it.
+func waitReplicating(t testing.TB, ns, name, why string) *dbv1alpha1.Database {
+	t.Helper()
+	var db *dbv1alpha1.Database
+	eventually(t, 3*converge, why, func() (bool, string) {
+		db = getDB(t, ns, name)
+		running, msg := isRunning(db)
+		st, reason, rmsg := condition(db, dbv1alpha1.ConditionReplicating)
+		return running && st == "True", fmt.Sprintf("%s; Replicating=%s/%s (%s)", msg, st, reason, rmsg)
+	})
+	return db
+}
+
+// A 3-replica PostgreSQL Database on real servers: rows written to the
+// primary are read from the replicas through the read-only Service; the
+// primary's pod is deleted, a replica is promoted and the client Service
+// follows it, and the old primary comes back as a replica; a switchover to
+// a named replica loses no acknowledged write; and no two pods are ever
+// labelled primary at once.
+func TestReplicationFailoverAndSwitchover(t *testing.T) {
+	ns := newNamespace(t)
+	kubectlIn(t, dbYAML("ha", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
+	start := time.Now()
+	db := waitReplicating(t, ns, "ha", "three replicas, one primary and two streaming")
+	t.Logf("3 replicas Running and replicating after %s; primary %s", time.Since(start).Round(time.Second), db.Status.Replication.Primary)
+	if got := db.Status.Replication.Primary; got != "ha-0" {
+		t.Errorf("first primary = %q, want ha-0 (it initialises the data)", got)
+	}
+	sampler := sampleLabels(ns, "ha")
+	defer sampler.finish(t)
+
+	// 1. Written to the primary, read from the replicas.
+	runClient(t, ns, "ha", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)" -c "CREATE TABLE seeded (n int)" -c "INSERT INTO seeded SELECT generate_series(1, 1000)"`)
+	written := time.Now()
+	out := runClient(t, ns, "ha", postgresImage, `for i in $(seq 100); do
+  got=$(psql "$RO_URI" -tAc "SELECT count(*) FROM seeded" 2>/dev/null); [ "$got" = 1000 ] && { echo "read $got; in recovery $(psql "$RO_URI" -tAc "SELECT pg_is_in_recovery()")"; exit 0; }
+  sleep 0.1
+done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
+	t.Logf("rows written to the primary read through the read-only Service %s later: %s", time.Since(written).Round(100*time.Millisecond), strings.TrimSpace(out))
+	if !strings.Contains(out, "in recovery t") {
+		t.Errorf("the read-only Service reached a server out of recovery: %s", out)
+	}
+
+	// 2. Failover: the primary's pod is deleted while a client writes.
+	writer := startWriter(t, ns, "ha", 75)
+	time.Sleep(5 * time.Second)
+	old := getDB(t, ns, "ha").Status.Replication.Primary
+	killed := time.Now()
+	kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
+	eventually(t, converge, "a new primary", func() (bool, string) {
+		rs := getDB(t, ns, "ha").Status.Replication
+		return rs != nil && rs.Primary != old && rs.Primary != "", fmt.Sprintf("%+v", rs)
+	})
+	t.Logf("deleted primary %s; %s is the primary %s later", old, getDB(t, ns, "ha").Status.Replication.Primary, time.Since(killed).Round(100*time.Millisecond))
+	db = waitReplicating(t, ns, "ha", "the old primary to come back as a replica that streams")
+	for _, i := range db.Status.Replication.Instances {
+		if i.Name == old && (i.Role != dbv1alpha1.RoleReplica || !i.Streaming) {
+			t.Errorf("the old primary %s: %+v, want a streaming replica", old, i)
+		}
+	}
+	t.Logf("%s streams from %s %s after the delete", old, db.Status.Replication.Primary, time.Since(killed).Round(100*time.Millisecond))
+
+	// 3. Switchover to a named replica, while the client writes.
+	var to string
+	for _, i := range db.Status.Replication.Instances {
+		if i.Name != db.Status.Replication.Primary {
+			to = i.Name
+		}
+	}
+	asked := time.Now()
+	kubectl(t, "-n", ns, "patch", "db/ha", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replication":{"primary":%q}}}`, to))
+	eventually(t, converge, "the switchover to "+to, func() (bool, string) {
+		rs := getDB(t, ns, "ha").Status.Replication
+		return rs != nil && rs.Primary == to && rs.TargetPrimary == "", fmt.Sprintf("%+v", rs)
+	})
+	t.Logf("switchover to %s done %s after it was asked", to, time.Since(asked).Round(100*time.Millisecond))
+	waitReplicating(t, ns, "ha", "every replica streaming from "+to)
+
+	w := parseWrites(t, writer.wait(t))
+	from, until := w.outage(float64(killed.UnixNano()) / 1e9)
+	t.Logf("failover: writes failed for %.1f s (from %.1f s to %.1f s after the delete)", until-from, from-float64(killed.UnixNano())/1e9, until-float64(killed.UnixNano())/1e9)
+	from, until = w.outage(float64(asked.UnixNano()) / 1e9)
+	t.Logf("switchover: writes failed for %.1f s", until-from)
+
+	// Every acknowledged write is there: the pod was deleted, so the old
+	// primary shut down cleanly and sent its last WAL; and a switchover
+	// waits for the target to receive it all.
+	rows := runClient(t, ns, "ha", postgresImage, psql+`-c "SELECT string_agg(n::text, ' ' ORDER BY n) FROM w"`)
+	have := map[int]bool{}
+	for _, f := range strings.Fields(rows) {
+		n, _ := strconv.Atoi(f)
+		have[n] = true
+	}
+	var lost []int
+	for _, n := range w.acked {
+		if !have[n] {
+			lost = append(lost, n)
+		}
+	}
+	sort.Ints(lost)
+	t.Logf("%d writes acknowledged, %d attempts in all; %d acknowledged writes lost: %v", len(w.acked), len(w.at), len(lost), lost)
+	if len(lost) > 0 {
+		t.Errorf("acknowledged writes lost across a graceful failover and a switchover: %v", lost)
+	}
+	if len(w.acked) < 50 {
+		t.Errorf("only %d writes acknowledged: the writer did not run", len(w.acked))
+	}
+}
+
+// writer is a client pod that runs writerScript.
+type writer struct {
+	ns, pod string
+}
+
+func startWriter(t testing.TB, ns, db string, seconds int) *writer {
+	t.Helper()
+	name := "writer-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10)
+	kubectlIn(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  containers:
+  - name: writer
+    image: %s
+    command: ["sh", "-c", %q]
+    env:
+    - name: URI
+      valueFrom: {secretKeyRef: {name: %s-credentials, key: uri}}
+`, name, postgresImage, fmt.Sprintf(writerScript, seconds), db), "-n", ns, "create", "-f", "-")
+	eventually(t, converge, "writer pod "+name+" to run", func() (bool, string) {
+		phase := strings.TrimSpace(kubectl(t, "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}"))
+		return phase == "Running" || phase == "Succeeded", "phase " + phase
+	})
+	return &writer{ns: ns, pod: name}
+}
+
+// wait waits for the writer to end and returns what it printed.
+func (w *writer) wait(t testing.TB) string {
+	t.Helper()
+	eventually(t, 3*converge, "writer pod "+w.pod+" to end", func() (bool, string) {
+		phase := strings.TrimSpace(kubectl(t, "-n", w.ns, "get", "pod", w.pod, "-o", "jsonpath={.status.phase}"))
+		return phase == "Succeeded" || phase == "Failed", "phase " + phase
+	})
+	return kubectl(t, "-n", w.ns, "logs", w.pod)
+}
