@@ -36,8 +36,8 @@
 
 # The binaries and packages the node needs.
 NODE_BINARIES=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr coredns netnsproxy)
-NODE_DEBIAN_PACKAGES=(runc:runc containernetworking-plugins:/usr/lib/cni/bridge iptables:iptables
-  conntrack:conntrack iproute2:ip util-linux:nsenter)
+# shellcheck source=hack/lib/node-packages.sh
+source "$(dirname "${BASH_SOURCE[0]}")/node-packages.sh"
 # The host paths that the node's programs create outside $LOCAL_DIR/node.
 NODE_HOST_PATHS=(/var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/containerd
   /run/netns /var/run/cdi /etc/cdi /opt/containerd /usr/libexec/kubernetes)

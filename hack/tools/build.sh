@@ -149,6 +149,14 @@ build_group coredns "$(stamp_of "$TOOLS/coredns/go.mod" "$TOOLS/coredns/go.sum" 
 build_group node-tools "$(stamp_of "$TOOLS/node/go.mod" "$TOOLS/node/go.sum" "$TOOLS"/node/*/*.go)" \
   '(cd "$TOOLS/node" && go build -ldflags "-s -w" -o "$BIN/" ./ociarchive ./netnsproxy)' ociarchive netnsproxy
 
+# The node's Debian packages (runc, the CNI plugins, iptables, ...),
+# installed with the node rather than at its first start.
+if wanted containerd; then
+  # shellcheck source=hack/lib/node-packages.sh
+  source "$ROOT/hack/lib/node-packages.sh"
+  "$ROOT/hack/tools/debian-deps.sh" "${NODE_DEBIAN_PACKAGES[@]}"
+fi
+
 # The node's images: hack/images/build.sh keeps stamps of its own, per image.
 if wanted images; then
   "$ROOT/hack/images/build.sh"
