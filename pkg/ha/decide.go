@@ -42,6 +42,9 @@ type Instance struct {
 	Role Role
 	// Ready is the pod's Ready condition.
 	Ready bool
+	// Terminating says the pod is being deleted: its server is shutting
+	// down, and sends the WAL it wrote to its replicas before it stops.
+	Terminating bool
 	// Reachable says the server answered; the fields below are known only then.
 	Reachable bool
 	// InRecovery is pg_is_in_recovery(): true for a replica.
@@ -129,6 +132,11 @@ type Action struct {
 	Reason string
 }
 
+// ShutdownGrace bounds how long a failover waits for a primary whose pod is
+// being deleted to end its shutdown: the pods' default termination grace
+// period.
+const ShutdownGrace = 30 * time.Second
+
 // Next returns the next step for o.
 func Next(o Observation) Action {
 	byName := map[string]Instance{}
@@ -156,6 +164,13 @@ func Next(o Observation) Action {
 	lost := o.Now.Sub(o.PrimaryLostSince)
 	if o.PrimaryLostSince.IsZero() {
 		lost = 0
+	}
+	if exists && primary.Terminating && lost < ShutdownGrace {
+		// A clean shutdown sends the replicas every WAL record the primary
+		// wrote: promoting before it ends would lose what it had not sent.
+		// Bounded, for a pod whose node is gone and never ends.
+		return Action{Kind: ActionWait, After: time.Second,
+			Reason: fmt.Sprintf("primary %s is shutting down; waiting up to %s for it to send its last WAL to the replicas", o.Primary, ShutdownGrace)}
 	}
 	if lost < o.FailoverDelay {
 		return Action{Kind: ActionWait, After: o.FailoverDelay - lost,

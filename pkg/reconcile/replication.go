@@ -244,7 +244,7 @@ func (p *pass) probeAll(ctx context.Context, cred pgsql.Credentials, port int32)
 			continue
 		}
 		i := &instance{pod: pod, ha: ha.Instance{Name: pod.Name, Ordinal: ordinal, Role: ha.Role(pod.Labels[dbv1alpha1.LabelRole]),
-			Ready: podReady(pod) && pod.DeletionTimestamp == nil}}
+			Ready: podReady(pod) && pod.DeletionTimestamp == nil, Terminating: pod.DeletionTimestamp != nil}}
 		instances[pod.Name] = i
 		wg.Go(func() { p.probe(ctx, i, cred, port) })
 	}
