@@ -12,8 +12,9 @@
 # host's. The API server keeps listening on the host's loopback only:
 # netnsproxy listens on 127.0.0.1:<API server port> inside the namespace and
 # forwards to it. The API server reaches the kubelet at the node's veth
-# address. Pods get routes to their own subnet and to the Service range,
-# nothing else, and cluster DNS (CoreDNS on the bridge's gateway address)
+# address. The host routes the pod range through the veth pair. Pods get
+# routes to their own subnet, to the Service range and to the host's end of
+# the veth pair, nothing else, and cluster DNS (CoreDNS on the bridge's gateway address)
 # answers only the cluster domain, with no forwarding: no pod traffic leaves
 # the machine.
 #
@@ -170,10 +171,10 @@ node::gateway() {
   printf '%s.%d\n' "${ip%.*}" $((${ip##*.} + 1))
 }
 
-# node::write_configs HOST_IP NODE_IP writes containerd's, the CNI's, the
+# node::write_configs NODE_IP HOST_IP writes containerd's, the CNI's, the
 # kubelet's, kube-proxy's and CoreDNS's configuration.
 node::write_configs() {
-  local node_ip=$1 gw
+  local node_ip=$1 host_ip=$2 gw
   gw=$(node::gateway)
   mkdir -p "$NODE_DIR"/{containerd,cni/conf,cni/networks,runc,kubelet,pod-logs,volumes,config}
   cat > "$NODE_DIR/config/containerd.toml" <<EOF
@@ -231,7 +232,7 @@ EOF
         "type": "host-local",
         "dataDir": "$NODE_DIR/cni/networks",
         "ranges": [[{"subnet": "$NODE_POD_CIDR", "gateway": "$gw"}]],
-        "routes": [{"dst": "$SERVICE_CIDR"}]
+        "routes": [{"dst": "$SERVICE_CIDR"}, {"dst": "$host_ip/32"}]
       }
     },
     {"type": "portmap", "capabilities": {"portMappings": true}},
@@ -360,6 +361,15 @@ node::up() {
   node::in_netns ip link add cni0 type bridge
   node::in_netns ip addr add "$gw/${NODE_POD_CIDR#*/}" dev cni0
   node::in_netns ip link set cni0 up
+  # The host reaches the pods through the veth pair, as a cluster node's
+  # host reaches its pod network: a controller run on the host talks to
+  # its servers (PostgreSQL replication), and the pods route the replies
+  # back through the bridge (the CNI's route to the host's end). The route
+  # goes with the veth pair.
+  # Another node of this machine with the same pod range has the route
+  # already: then this node's pods are not reachable from the host.
+  ip route add "$NODE_POD_CIDR" via "$node_ip" dev "$NODE_VETH_HOST" 2>/dev/null ||
+    echo "[local-up] the pod range $NODE_POD_CIDR is routed to another node already: this node's pods are not reachable from the host (set LOCAL_REAL_NODE_POD_CIDR)" >&2
 
   # The kubelet's cgroup root, in every hierarchy (cpuset needs its cpus and
   # mems before a process can join).
@@ -373,7 +383,7 @@ node::up() {
     fi
   done
 
-  node::write_configs "$node_ip"
+  node::write_configs "$node_ip" "$host_ip"
   done_step "real node network and cgroups" "ready"
 
   begin "containerd (real node)"
