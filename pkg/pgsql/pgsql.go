@@ -56,7 +56,8 @@ type Facts struct {
 type Client interface {
 	// Probe asks the server at host:port what it is.
 	Probe(ctx context.Context, host string, port int32, cred Credentials) (Facts, error)
-	// Promote ends a replica's recovery, and waits until it has.
+	// Promote ends a replica's recovery, waits until it has, and
+	// checkpoints, so that a former primary can be rewound from it.
 	Promote(ctx context.Context, host string, port int32, cred Credentials) error
 	// Fence makes a primary refuse writes from now on, ends its clients'
 	// sessions, and writes marker beside its data directory, so that at
@@ -152,6 +153,14 @@ func (pgxClient) Promote(ctx context.Context, host string, port int32, cred Cred
 	}
 	if !promoted {
 		return fmt.Errorf("promoting %s: recovery did not end within 5 s", host)
+	}
+	// Until its first checkpoint, a promoted server's control file still
+	// names the old timeline, and pg_rewind from it (a former primary
+	// rejoining) takes the wrong divergence point: the rewound server then
+	// never starts ("requested timeline does not contain minimum recovery
+	// point"). Checkpoint now.
+	if _, err := conn.Exec(ctx, `CHECKPOINT`); err != nil {
+		return fmt.Errorf("checkpointing %s after its promotion: %w", host, err)
 	}
 	return nil
 }

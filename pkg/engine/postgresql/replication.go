@@ -97,6 +97,8 @@ while :; do
     if [ -f "$PGDATA/standby.signal" ]; then follow; say "starting as a replica"; exit 0; fi
     if [ -n "$p" ]; then
       say "$p is the primary: rewinding this former primary"
+      # A just-promoted primary names its new timeline only after a checkpoint.
+      psql -X -w -d "$conninfo dbname=postgres" -qc CHECKPOINT || true
       if pg_rewind -D "$PGDATA" --source-server="$conninfo dbname=postgres"; then
         follow; say "rewound; starting as a replica"; exit 0
       fi
