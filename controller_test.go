@@ -2353,7 +2353,7 @@ func (f *fixture) convergedReplicated(db *dbv1alpha1.Database) {
 	}
 	sts, _, _, _ := f.converged(db)
 	replicating := &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: metav1.ConditionTrue, Reason: status.ReasonStreaming,
-		Message: fmt.Sprintf("orders-0 is the primary; %d replicas stream from it", n-1)}
+		Message: fmt.Sprintf("orders-0 is the primary; %d/%d replicas stream from it", n-1, n-1)}
 	e := profile(f.t, db)
 	image, _ := e.Image(db.Spec.Version, db.Spec.Image)
 	db.Status = status.Compute(status.Input{Database: db, Endpoint: names.Endpoint(db, e.Runtime().Port), StatefulSet: sts, Image: image,
@@ -2432,7 +2432,7 @@ func TestReplicationFirstPrimary(t *testing.T) {
 	f.expectStatusUpdate(db, replicatedStatus(db, "Running", done,
 		"True", "AllReplicasReady", "3/3 replicas are ready",
 		"False", "Converged", "the Database matches its spec",
-		"True", "Streaming", "orders-0 is the primary; 2 replicas stream from it"))
+		"True", "Streaming", "orders-0 is the primary; 2/2 replicas stream from it"))
 	f.events = []string{"Normal PrimaryChosen first primary: orders-0 runs out of recovery", "Normal Running"}
 	f.run(ctx, ref(db))
 }
@@ -2468,7 +2468,7 @@ func TestReplicationFailover(t *testing.T) {
 	st := replicatedStatus(db, "Running", done,
 		"True", "AllReplicasReady", "3/3 replicas are ready",
 		"False", "Converged", "the Database matches its spec",
-		"False", "ReplicasNotStreaming", "orders-2 is the primary; [orders-0 orders-1] do not stream from it yet")
+		"False", "ReplicasNotStreaming", "orders-2 is the primary; 0/2 replicas stream from it; not streaming yet: orders-0, orders-1")
 	f.expectStatusUpdate(db, st)
 	f.events = []string{
 		"Warning FailingOver primary orders-0 has not served for 40s; failing over to orders-2, the replica with the most WAL received",
@@ -2549,16 +2549,41 @@ func TestReplicationSwitchover(t *testing.T) {
 				f.run(ctx, ref(db))
 				return
 			}
+			// Stopped: its clean shutdown sends its last WAL, its shutdown
+			// checkpoint included, before anything is promoted.
 			f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
-			f.expectPodRole(db, 1, "primary")
-			done := &dbv1alpha1.ReplicationStatus{Primary: "orders-1", Instances: []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "primary"}}}
-			f.expectStatusUpdate(db, replicatedStatus(db, "Running", done,
-				"True", "AllReplicasReady", "2/2 replicas are ready",
-				"False", "Converged", "the Database matches its spec",
-				"False", "ReplicasNotStreaming", "orders-1 is the primary; [orders-0] do not stream from it yet"))
-			f.events = append(f.events, "Normal PrimaryChanged orders-1 is the primary, in place of orders-0", "Normal Running")
+			rs := target.DeepCopy()
+			rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica", Streaming: true}}
+			msg := "making orders-1 the primary: waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
+			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
 			f.run(ctx, ref(db))
 		})
 	}
+	t.Run("the old primary has shut down", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 2)
+		db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Primary: "orders-1"}
+		f.convergedReplicated(db)
+		db.Status.Replication.TargetPrimary = "orders-1"
+		f.podLister = f.podLister[1:]
+		delete(f.sql.servers, podIP(0))
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.expectPodRole(db, 1, "primary")
+		done := &dbv1alpha1.ReplicationStatus{Primary: "orders-1", Instances: []dbv1alpha1.InstanceStatus{{Name: "orders-1", Role: "primary"}}}
+		st := replicatedStatus(db, "Running", done,
+			"True", "AllReplicasReady", "2/2 replicas are ready",
+			"False", "Converged", "the Database matches its spec",
+			"False", "ReplicasNotStreaming", "orders-1 is the primary; 0/1 replicas stream from it")
+		keepTransitionTime(&st, "Ready")
+		keepTransitionTime(&st, "Progressing")
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal PrimaryChanged orders-1 is the primary, in place of orders-0"}
+		f.run(ctx, ref(db))
+		if want := []string{"probe 192.0.2.11 as postgres", "promote 192.0.2.11", "probe 192.0.2.11 as postgres"}; !reflect.DeepEqual(f.sql.calls, want) {
+			t.Errorf("SQL calls = %q, want %q", f.sql.calls, want)
+		}
+	})
 }

@@ -42,8 +42,9 @@ type Instance struct {
 	Role Role
 	// Ready is the pod's Ready condition.
 	Ready bool
-	// Terminating says the pod is being deleted: its server is shutting
-	// down, and sends the WAL it wrote to its replicas before it stops.
+	// Terminating says the pod is being deleted and its grace period has
+	// not run out: its server is shutting down, and sends the WAL it wrote
+	// to its replicas before it stops.
 	Terminating bool
 	// Reachable says the server answered; the fields below are known only then.
 	Reachable bool
@@ -132,11 +133,6 @@ type Action struct {
 	Reason string
 }
 
-// ShutdownGrace bounds how long a failover waits for a primary whose pod is
-// being deleted to end its shutdown: the pods' default termination grace
-// period.
-const ShutdownGrace = 30 * time.Second
-
 // Next returns the next step for o.
 func Next(o Observation) Action {
 	byName := map[string]Instance{}
@@ -165,12 +161,8 @@ func Next(o Observation) Action {
 	if o.PrimaryLostSince.IsZero() {
 		lost = 0
 	}
-	if exists && primary.Terminating && lost < ShutdownGrace {
-		// A clean shutdown sends the replicas every WAL record the primary
-		// wrote: promoting before it ends would lose what it had not sent.
-		// Bounded, for a pod whose node is gone and never ends.
-		return Action{Kind: ActionWait, After: time.Second,
-			Reason: fmt.Sprintf("primary %s is shutting down; waiting up to %s for it to send its last WAL to the replicas", o.Primary, ShutdownGrace)}
+	if exists && primary.Terminating {
+		return waitShutdown(o.Primary)
 	}
 	if lost < o.FailoverDelay {
 		return Action{Kind: ActionWait, After: o.FailoverDelay - lost,
@@ -250,6 +242,9 @@ func toTarget(o Observation, byName map[string]Instance) Action {
 		}
 		return Action{Kind: ActionStop, Instance: i.Name, Reason: i.Name + " is fenced; it restarts to rejoin as a replica"}
 	}
+	if old, exists := byName[o.Primary]; exists && old.Name != o.Target && old.Terminating {
+		return waitShutdown(o.Primary)
+	}
 	if !target.Reachable {
 		return Action{Kind: ActionNone, Reason: "waiting for the new primary " + o.Target + " to answer"}
 	}
@@ -299,6 +294,17 @@ func steady(o Observation, primary Instance) Action {
 		return Action{Kind: ActionRecordTarget, Instance: o.Requested, Reason: "switchover to " + o.Requested + " as asked"}
 	}
 	return Action{Kind: ActionNone}
+}
+
+// waitShutdown waits for a primary whose pod is being deleted: its clean
+// shutdown sends the replicas every WAL record it wrote, its shutdown
+// checkpoint included, so that nothing is lost and it rejoins with no
+// rewind. Promoting before would cut that short. The wait is bounded by
+// the pod's grace period (see Instance.Terminating), for a node that is
+// gone.
+func waitShutdown(name string) Action {
+	return Action{Kind: ActionWait, After: time.Second,
+		Reason: "waiting for the former primary " + name + " to shut down cleanly, sending its last WAL to the replicas"}
 }
 
 // lsn formats a WAL position as PostgreSQL does.

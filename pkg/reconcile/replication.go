@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,7 +140,7 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 			case !primaryLost(rs):
 				reason, kind = ReasonSwitchingOver, corev1.EventTypeNormal
 			}
-			p.replicating = replicatingCondition(rs, instances, last)
+			p.replicating = replicatingCondition(rs, instances, last, p.desiredReplicas())
 			// Recorded before anything is done for it: a controller
 			// restarted from here on finishes this failover, not another.
 			if err := p.r.writeStatus(ctx, p, nil); err != nil {
@@ -170,7 +171,7 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("restarting %s to rejoin as a replica: %w", last.Instance, err)
 			}
-			target.ha.Reachable, target.ha.Ready = false, false
+			target.ha.Reachable, target.ha.Ready, target.ha.Terminating = false, false, true
 		case ha.ActionPromote:
 			if err := p.r.sql.Promote(ctx, target.pod.Status.PodIP, port, cred); err != nil {
 				return fmt.Errorf("promoting %s: %w", last.Instance, err)
@@ -192,8 +193,16 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 		p.pollAfter = min(p.pollAfter, time.Second)
 	}
 	rs.Instances = instanceStatuses(rs, instances)
-	p.replicating = replicatingCondition(rs, instances, last)
+	p.replicating = replicatingCondition(rs, instances, last, p.desiredReplicas())
 	return nil
+}
+
+// desiredReplicas is spec.replicas, 1 when unset.
+func (p *pass) desiredReplicas() int32 {
+	if p.db.Spec.Replicas == nil {
+		return 1
+	}
+	return *p.db.Spec.Replicas
 }
 
 // primaryLost reports whether the recorded primary was lost: a failover,
@@ -244,7 +253,7 @@ func (p *pass) probeAll(ctx context.Context, cred pgsql.Credentials, port int32)
 			continue
 		}
 		i := &instance{pod: pod, ha: ha.Instance{Name: pod.Name, Ordinal: ordinal, Role: ha.Role(pod.Labels[dbv1alpha1.LabelRole]),
-			Ready: podReady(pod) && pod.DeletionTimestamp == nil, Terminating: pod.DeletionTimestamp != nil}}
+			Ready: podReady(pod) && pod.DeletionTimestamp == nil, Terminating: terminating(pod, p.r.clock.Now())}}
 		instances[pod.Name] = i
 		wg.Go(func() { p.probe(ctx, i, cred, port) })
 	}
@@ -337,7 +346,7 @@ func instanceStatuses(rs *dbv1alpha1.ReplicationStatus, instances map[string]*in
 
 // replicatingCondition is the Replicating condition of what was observed,
 // and of the last step decided.
-func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance, last ha.Action) *metav1.Condition {
+func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance, last ha.Action, desired int32) *metav1.Condition {
 	c := &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: metav1.ConditionFalse}
 	primary, exists := instances[rs.Primary]
 	switch {
@@ -371,13 +380,16 @@ func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string
 				lagging = append(lagging, name)
 			}
 		}
-		if len(lagging) > 0 {
+		want := int(max(desired-1, 0))
+		c.Message = fmt.Sprintf("%s is the primary; %d/%d replicas stream from it", rs.Primary, streaming, want)
+		if len(lagging) > 0 || streaming < want {
 			c.Reason = status.ReasonReplicasNotStreaming
-			c.Message = fmt.Sprintf("%s is the primary; %v do not stream from it yet", rs.Primary, lagging)
+			if len(lagging) > 0 {
+				c.Message += "; not streaming yet: " + strings.Join(lagging, ", ")
+			}
 			break
 		}
 		c.Status, c.Reason = metav1.ConditionTrue, status.ReasonStreaming
-		c.Message = fmt.Sprintf("%s is the primary; %d replicas stream from it", rs.Primary, streaming)
 	}
 	return c
 }
@@ -392,6 +404,13 @@ func sortedNames(instances map[string]*instance) []string {
 		return ia < ib
 	})
 	return out
+}
+
+// terminating reports whether pod is being deleted and its grace period
+// has not run out (its deletionTimestamp is when it should be gone): a pod
+// on a node that is gone stays in the API for ever, and is not waited for.
+func terminating(pod *corev1.Pod, now time.Time) bool {
+	return pod.DeletionTimestamp != nil && now.Before(pod.DeletionTimestamp.Add(5*time.Second))
 }
 
 // podReady reports whether pod's Ready condition is True.
