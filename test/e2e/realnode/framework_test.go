@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,7 +50,37 @@ var (
 	root       string
 	localDir   string
 	kubectlBin string
+	// controller is the suite's one controller process.
+	controller struct {
+		mu    sync.Mutex
+		cmd   *exec.Cmd
+		start func() (*exec.Cmd, error)
+	}
 )
+
+// killController kills the suite's controller with SIGKILL, as a crash
+// would: it finishes nothing it was doing.
+func killController(t testing.TB) {
+	t.Helper()
+	controller.mu.Lock()
+	defer controller.mu.Unlock()
+	if err := controller.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("killing the controller: %v", err)
+	}
+	_ = controller.cmd.Wait()
+}
+
+// startController starts the suite's controller again, after killController.
+func startController(t testing.TB) {
+	t.Helper()
+	controller.mu.Lock()
+	defer controller.mu.Unlock()
+	cmd, err := controller.start()
+	if err != nil {
+		t.Fatalf("starting the controller again: %v", err)
+	}
+	controller.cmd = cmd
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(runSuite(m))
@@ -117,16 +148,21 @@ func runSuite(m *testing.M) (code int) {
 		return 1
 	}
 	defer logFile.Close()
-	ctrl := exec.Command(controllerBin, "--kubeconfig="+filepath.Join(localDir, "kubeconfig"),
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "-v=2")
-	ctrl.Stdout, ctrl.Stderr = logFile, logFile
-	if err := ctrl.Start(); err != nil {
+	controller.start = func() (*exec.Cmd, error) {
+		ctrl := exec.Command(controllerBin, "--kubeconfig="+filepath.Join(localDir, "kubeconfig"),
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "-v=2")
+		ctrl.Stdout, ctrl.Stderr = logFile, logFile
+		return ctrl, ctrl.Start()
+	}
+	if controller.cmd, err = controller.start(); err != nil {
 		logf("starting the controller: %v", err)
 		return 1
 	}
 	defer func() {
-		_ = ctrl.Process.Signal(syscall.SIGTERM)
-		_ = ctrl.Wait()
+		controller.mu.Lock()
+		defer controller.mu.Unlock()
+		_ = controller.cmd.Process.Signal(syscall.SIGTERM)
+		_ = controller.cmd.Wait()
 	}()
 	suiteStart := time.Now()
 	code = m.Run()

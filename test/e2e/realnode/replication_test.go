@@ -4,10 +4,13 @@ package realnode
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -277,4 +280,115 @@ func (w *writer) wait(t testing.TB) string {
 		return phase == "Succeeded" || phase == "Failed", "phase " + phase
 	})
 	return kubectl(t, "-n", w.ns, "logs", w.pod)
+}
+
+// killPostmaster kills the PostgreSQL server of pod with SIGKILL, from the
+// host, as a crash would: the postmaster is the process whose command line
+// is the server's arguments with that pod's cluster_name.
+func killPostmaster(t testing.TB, pod string) {
+	t.Helper()
+	want := "postgres\x00-c\x00wal_log_hints=on\x00-c\x00wal_keep_size=256MB\x00-c\x00cluster_name=" + pod + "\x00"
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != want {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Split(p, "/")[2])
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("killing the server of %s (pid %d): %v", pod, pid, err)
+		}
+		t.Logf("killed the server of %s (pid %d) with SIGKILL", pod, pid)
+		return
+	}
+	t.Fatalf("no server process of %s on this host", pod)
+}
+
+func primaryOf(t testing.TB, ns, name string) string {
+	t.Helper()
+	if rs := getDB(t, ns, name).Status.Replication; rs != nil {
+		return rs.Primary
+	}
+	return ""
+}
+
+// The primary's node is unavailable (cordoned, so that its pod, deleted,
+// cannot come back) and the controller is killed with SIGKILL while the
+// failover delay runs: the restarted controller reads from the status when
+// the primary was lost and finishes the failover. Then the new primary's
+// server is killed with SIGKILL: a replica is promoted at once (delay 0),
+// the old primary rejoins, and the acknowledged writes lost to the
+// asynchronous replication are counted.
+func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
+	ns := newNamespace(t)
+	kubectlIn(t, dbYAML("crash", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 8\n", "-n", ns, "create", "-f", "-")
+	waitReplicating(t, ns, "crash", "three replicas, one primary and two streaming")
+	runClient(t, ns, "crash", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
+	sampler := sampleLabels(ns, "crash")
+	defer sampler.finish(t)
+	writer := startWriter(t, ns, "crash", 100)
+	time.Sleep(5 * time.Second)
+
+	// 1. The node is lost to the primary; the controller dies mid-way.
+	old := primaryOf(t, ns, "crash")
+	kubectl(t, "cordon", "real-node")
+	t.Cleanup(func() { _, _ = kubectlRun("", "uncordon", "real-node") })
+	lostAt := time.Now()
+	kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
+	eventually(t, converge, "the controller to record that the primary was lost", func() (bool, string) {
+		rs := getDB(t, ns, "crash").Status.Replication
+		return rs != nil && rs.PrimaryLostSince != nil, fmt.Sprintf("%+v", rs)
+	})
+	killController(t)
+	t.Logf("controller killed with SIGKILL %s after the primary's pod was deleted, during the failover delay", time.Since(lostAt).Round(100*time.Millisecond))
+	time.Sleep(2 * time.Second)
+	startController(t)
+	eventually(t, converge, "a new primary after the controller's restart", func() (bool, string) {
+		p := primaryOf(t, ns, "crash")
+		return p != "" && p != old, "primary " + p
+	})
+	t.Logf("%s is the primary %s after %s's pod was deleted (delay 8 s, controller down 2 s)", primaryOf(t, ns, "crash"), time.Since(lostAt).Round(100*time.Millisecond), old)
+	kubectl(t, "uncordon", "real-node")
+	waitReplicating(t, ns, "crash", "the old primary to come back as a replica that streams")
+
+	// 2. A crash of the primary's server, failing over at once.
+	kubectl(t, "-n", ns, "patch", "db/crash", "--type=merge", "-p", `{"spec":{"replication":{"failoverDelaySeconds":0}}}`)
+	time.Sleep(3 * time.Second)
+	crashed := primaryOf(t, ns, "crash")
+	crashAt := time.Now()
+	killPostmaster(t, crashed)
+	eventually(t, converge, "a new primary after the crash", func() (bool, string) {
+		p := primaryOf(t, ns, "crash")
+		return p != "" && p != crashed, "primary " + p
+	})
+	t.Logf("%s is the primary %s after the server of %s was killed", primaryOf(t, ns, "crash"), time.Since(crashAt).Round(100*time.Millisecond), crashed)
+	waitReplicating(t, ns, "crash", "the crashed primary to come back as a replica that streams")
+
+	w := parseWrites(t, writer.wait(t))
+	from, until := w.outage(float64(lostAt.UnixNano()) / 1e9)
+	t.Logf("node loss with the controller killed: writes failed for %.1f s", until-from)
+	crashSec := float64(crashAt.UnixNano()) / 1e9
+	from, until = w.outage(crashSec)
+	t.Logf("server crash: writes failed for %.1f s (%.1f s to %.1f s after the kill)", until-from, from-crashSec, until-crashSec)
+
+	rows := runClient(t, ns, "crash", postgresImage, psql+`-c "SELECT string_agg(n::text, ' ' ORDER BY n) FROM w"`)
+	have := map[int]bool{}
+	for _, f := range strings.Fields(rows) {
+		n, _ := strconv.Atoi(f)
+		have[n] = true
+	}
+	// The writer numbers its attempts from 1: attempt k wrote row k+1.
+	var lost, lostBeforeCrash []int
+	for k := range w.at {
+		if n := k + 1; w.ok[k] && !have[n] {
+			lost = append(lost, n)
+			if w.at[k] < crashSec-1 {
+				lostBeforeCrash = append(lostBeforeCrash, n)
+			}
+		}
+	}
+	t.Logf("%d writes acknowledged; %d lost in all (asynchronous replication: a crash may lose what the primary had not sent): %v", len(w.acked), len(lost), lost)
+	if len(lostBeforeCrash) > 0 {
+		t.Errorf("acknowledged writes lost that were made more than 1 s before the crash (the node loss was a clean shutdown): %v", lostBeforeCrash)
+	}
 }
