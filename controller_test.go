@@ -2294,6 +2294,8 @@ func podIP(k int) string { return fmt.Sprintf("192.0.2.%d", 10+k) }
 // replicatedPod is pod k of db, ready or not, with the role label role.
 func replicatedPod(db *dbv1alpha1.Database, k int, role string, ready bool) *corev1.Pod {
 	labels := names.SelectorLabels(db)
+	// The revision rolledOut gives the StatefulSet.
+	labels["controller-revision-hash"] = "rev-1"
 	if role != "" {
 		labels[dbv1alpha1.LabelRole] = role
 	}
@@ -2586,4 +2588,85 @@ func TestReplicationSwitchover(t *testing.T) {
 			t.Errorf("SQL calls = %q, want %q", f.sql.calls, want)
 		}
 	})
+}
+
+// rollingStatus is the status of a replicated Database of 3 ready pods
+// while a rollout has updated updated of them.
+func rollingStatus(db *dbv1alpha1.Database, rs *dbv1alpha1.ReplicationStatus, updated int,
+	replStatus metav1.ConditionStatus, replReason, replMsg string) dbv1alpha1.DatabaseStatus {
+	st := replicatedStatus(db, "Updating", rs,
+		"False", "ReplicasNotReady", "3/3 replicas are ready",
+		"True", "RollingUpdate", fmt.Sprintf("rolling out: %d/3 replicas updated, 3 ready", updated),
+		replStatus, replReason, replMsg)
+	if replStatus == "True" {
+		keepTransitionTime(&st, dbv1alpha1.ConditionReplicating)
+	}
+	return st
+}
+
+// A rollout of a replicated Database (its StatefulSet updates OnDelete):
+// the replica of the highest ordinal is restarted first, one pod per
+// settled Database; once only the primary runs the earlier revision, the
+// controller switches over to an updated replica, and the switchover stops
+// the old primary: it restarts last, and once.
+func TestReplicationRollout(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		outdated []int
+		expect   func(f *fixture, db *dbv1alpha1.Database)
+	}{
+		{name: "every pod outdated: the replica of the highest ordinal first", outdated: []int{0, 1, 2},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-2",
+					metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-2-uid"))}}))
+				f.expectStatusUpdate(db, rollingStatus(db, db.Status.Replication, 0,
+					"True", "Streaming", "orders-0 is the primary; 2/2 replicas stream from it"))
+				f.events = []string{"Normal RollingOut Restarting orders-2 at the new revision of the pods"}
+			}},
+		{name: "a replica not streaming: nothing restarted", outdated: []int{0, 1},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.sql.servers[podIP(0)].Standbys = f.sql.servers[podIP(0)].Standbys[:1]
+				rs := db.Status.Replication.DeepCopy()
+				rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2", Role: "replica"}
+				f.expectStatusUpdate(db, rollingStatus(db, rs, 1,
+					"False", "ReplicasNotStreaming", "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2"))
+			}},
+		{name: "only the primary outdated: switch over to the most advanced replica", outdated: []int{0},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.sql.servers[podIP(2)].ReceivedLSN = 100
+				f.sql.servers[podIP(1)].ReceivedLSN = 99
+				target := db.Status.Replication.DeepCopy()
+				target.TargetPrimary = "orders-2"
+				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
+					"False", "FailingOver", "making orders-2 the primary",
+					"True", "FailingOver", "making orders-2 the primary",
+					"False", "FailingOver", "making orders-2 the primary"))
+				f.expectPodRole(db, 0, "")
+				f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
+					metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
+				rs := target.DeepCopy()
+				rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica", Streaming: true}, {Name: "orders-2", Role: "replica", Streaming: true}}
+				msg := "making orders-2 the primary: waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
+				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+				f.events = []string{"Normal SwitchingOver switchover to orders-2 as asked",
+					"Normal Fenced orders-0 still accepts writes; it is fenced before orders-2 is promoted"}
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 3)
+			f.convergedReplicated(db)
+			f.statefulSetLister[0].Status.UpdateRevision = "rev-2"
+			f.statefulSetLister[0].Status.UpdatedReplicas = int32(3 - len(tt.outdated))
+			for _, k := range []int{0, 1, 2} {
+				if !slices.Contains(tt.outdated, k) {
+					f.podLister[k].Labels["controller-revision-hash"] = "rev-2"
+				}
+			}
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			tt.expect(f, db)
+			f.run(ctx, ref(db))
+		})
+	}
 }

@@ -228,10 +228,10 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 }
 
 // notServing says why db cannot be backed up now, or "": the Job dumps
-// replica 0, so its pod must be ready. (Its readiness, not the Database's
-// status, which this very sync may have just written.)
+// names.BackupSourcePod, so its pod must be ready. (Its readiness, not the
+// Database's status, which this very sync may have just written.)
 func (r *Runner) notServing(db *dbv1alpha1.Database) (string, error) {
-	name := names.StatefulSetName(db) + "-0"
+	name := names.BackupSourcePod(db)
 	pod, err := r.cfg.Pods.Pods(db.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return fmt.Sprintf("waiting for Database %s to serve: its pod %s does not exist", db.Name, name), nil

@@ -61,7 +61,8 @@ func backupOwner(b *dbv1alpha1.DatabaseBackup) *metav1ac.OwnerReferenceApplyConf
 
 // NewBackupJob builds the Job that dumps db's database to the backup
 // volume with the engine's own tool from the Database's image, as the
-// credentials Secret's user, from replica 0 through the headless Service.
+// credentials Secret's user, from names.BackupSourcePod (a streaming replica
+// of a replicated Database) through the headless Service.
 // It writes the file under a temporary name and renames it once complete,
 // and ends with "size=<bytes>" in its termination message, or with the
 // tool's last error line.
@@ -84,7 +85,7 @@ echo "backed up to %[1]s"`, shellQuote(file), rt.Backup.Dump)
 	secret := func(key string) *corev1ac.EnvVarSourceApplyConfiguration {
 		return corev1ac.EnvVarSource().WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(names.SecretName(db)).WithKey(key))
 	}
-	host := fmt.Sprintf("%s-0.%s.%s.svc", names.StatefulSetName(db), names.HeadlessServiceName(db), db.Namespace)
+	host := fmt.Sprintf("%s.%s.%s.svc", names.BackupSourcePod(db), names.HeadlessServiceName(db), db.Namespace)
 	container := toolContainer(JobBackup, image, script).
 		WithEnv(
 			corev1ac.EnvVar().WithName("HOME").WithValue("/tmp"),

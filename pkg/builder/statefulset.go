@@ -129,8 +129,12 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 			WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(volumes...)
+	update := appsv1.RollingUpdateStatefulSetStrategyType
 	if replicated && p.Replication != nil {
 		withReplication(podSpec, container, db, e, image, env, mounts, restore != nil)
+		// The controller rolls a replicated Database out itself: replicas
+		// first, then a switchover, so that the primary restarts last, once.
+		update = appsv1.OnDeleteStatefulSetStrategyType
 	}
 	if restore != nil {
 		withRestore(podSpec, container, e, image, env, dataMount, restore)
@@ -153,7 +157,7 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 			WithServiceName(names.HeadlessServiceName(db)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(names.SelectorLabels(db))).
 			WithPodManagementPolicy(appsv1.OrderedReadyPodManagement).
-			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
+			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(update)).
 			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
 				WithWhenDeleted(whenDeleted).
 				WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)).

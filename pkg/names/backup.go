@@ -63,3 +63,21 @@ func jobName(backup, suffix string) string {
 	sum := sha256.Sum256([]byte(backup))
 	return backup[:63-len(suffix)-9] + "-" + hex.EncodeToString(sum[:])[:8] + suffix
 }
+
+// BackupSourcePod is the pod a backup of db dumps: of a replicated
+// Database, the first replica that streams from the primary as the status
+// last reported it, so that the primary is not loaded, or else the
+// primary; otherwise pod 0.
+func BackupSourcePod(db *dbv1alpha1.Database) string {
+	if rs := db.Status.Replication; rs != nil {
+		for _, i := range rs.Instances {
+			if i.Role == dbv1alpha1.RoleReplica && i.Streaming {
+				return i.Name
+			}
+		}
+		if rs.Primary != "" {
+			return rs.Primary
+		}
+	}
+	return PodName(db, 0)
+}

@@ -44,3 +44,28 @@ func TestBackupDeleteJobNameFitsALabel(t *testing.T) {
 		t.Errorf("a name that fits was changed: %q", n)
 	}
 }
+
+func TestBackupSourcePod(t *testing.T) {
+	replica := func(name string, streaming bool) dbv1alpha1.InstanceStatus {
+		return dbv1alpha1.InstanceStatus{Name: name, Role: dbv1alpha1.RoleReplica, Streaming: streaming}
+	}
+	for _, tc := range []struct {
+		name string
+		rs   *dbv1alpha1.ReplicationStatus
+		want string
+	}{
+		{"not replicated: pod 0", nil, "orders-0"},
+		{"no primary yet: pod 0", &dbv1alpha1.ReplicationStatus{}, "orders-0"},
+		{"the first streaming replica", &dbv1alpha1.ReplicationStatus{Primary: "orders-1", Instances: []dbv1alpha1.InstanceStatus{
+			replica("orders-0", false), {Name: "orders-1", Role: dbv1alpha1.RolePrimary}, replica("orders-2", true)}}, "orders-2"},
+		{"no replica streams: the primary", &dbv1alpha1.ReplicationStatus{Primary: "orders-1", Instances: []dbv1alpha1.InstanceStatus{
+			replica("orders-0", false), {Name: "orders-1", Role: dbv1alpha1.RolePrimary}}}, "orders-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := &dbv1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "orders"}, Status: dbv1alpha1.DatabaseStatus{Replication: tc.rs}}
+			if got := BackupSourcePod(db); got != tc.want {
+				t.Errorf("BackupSourcePod = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

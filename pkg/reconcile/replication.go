@@ -47,6 +47,7 @@ const (
 	ReasonPrimaryChosen  = "PrimaryChosen"
 	ReasonPrimaryChanged = "PrimaryChanged"
 	ReasonFenced         = "Fenced"
+	ReasonRollingOut     = "RollingOut"
 )
 
 // credentialsCache holds the superuser credentials read from each
@@ -120,10 +121,16 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 	}
 	port := p.plan.Engine.Runtime().Port
 	instances := p.probeAll(ctx, cred, port)
+	// The rollout's switchover, once only the primary runs an earlier
+	// revision of the pods.
+	rollout := p.rolloutTarget(rs, instances)
 
 	var last ha.Action
 	for step := 0; ; step++ {
 		o := p.observation(rs, instances)
+		if o.Requested == "" {
+			o.Requested = rollout
+		}
 		last = ha.Next(o)
 		if last.Kind == ha.ActionNone || last.Kind == ha.ActionWait || step == maxStepsPerPass {
 			break
@@ -188,6 +195,11 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 	if last.Kind == ha.ActionWait && last.After < p.pollAfter {
 		p.pollAfter = last.After
 	}
+	if last.Kind == ha.ActionNone && rs.TargetPrimary == "" {
+		if err := p.rollOutReplica(ctx, rs, instances); err != nil {
+			return err
+		}
+	}
 	if rs.TargetPrimary != "" {
 		// A failover or switchover goes on: look again soon.
 		p.pollAfter = min(p.pollAfter, time.Second)
@@ -203,6 +215,98 @@ func (p *pass) desiredReplicas() int32 {
 		return 1
 	}
 	return *p.db.Spec.Replicas
+}
+
+// revisionLabel is the label of a StatefulSet's pod that names its revision.
+const revisionLabel = "controller-revision-hash"
+
+// outdated reports whether i's pod runs an earlier revision than the
+// StatefulSet's update revision.
+func (p *pass) outdated(i *instance) bool {
+	sts := p.statefulSet
+	return sts != nil && sts.Status.UpdateRevision != "" && i.pod.Labels[revisionLabel] != sts.Status.UpdateRevision
+}
+
+// settledForRollout reports whether a pod may be restarted for a rollout:
+// no failover or switchover is under way, the primary serves, every pod
+// that spec.replicas asks for exists and is ready, and every replica
+// streams from the primary.
+func (p *pass) settledForRollout(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
+	primary, ok := instances[rs.Primary]
+	if rs.TargetPrimary != "" || !ok || !primary.ha.Serving() || int32(len(instances)) != p.desiredReplicas() {
+		return false
+	}
+	for name, i := range instances {
+		if !i.ha.Ready || (name != rs.Primary && i.ha.Upstream != rs.Primary) {
+			return false
+		}
+	}
+	return true
+}
+
+// rolloutTarget is, while a rollout has updated every pod but the primary,
+// the replica to switch over to: the most advanced one that streams (then
+// the lowest ordinal). "" otherwise, and when spec.replication.primary
+// names the primary to keep (the primary then restarts in place, last).
+func (p *pass) rolloutTarget(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) string {
+	if spec := p.db.Spec.Replication; spec != nil && spec.Primary != "" {
+		return ""
+	}
+	primary, ok := instances[rs.Primary]
+	if !ok || !p.outdated(primary) || !p.settledForRollout(rs, instances) {
+		return ""
+	}
+	var best *instance
+	for _, name := range sortedNames(instances) {
+		i := instances[name]
+		if name == rs.Primary {
+			continue
+		}
+		if p.outdated(i) {
+			return ""
+		}
+		if best == nil || i.ha.ReceivedLSN > best.ha.ReceivedLSN {
+			best = i
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.ha.Name
+}
+
+// rollOutReplica restarts one pod of an earlier revision, so that the
+// StatefulSet (OnDelete) makes it again at the update revision: the
+// replica of the highest ordinal first, one at a time, each once the
+// Database has settled again; the primary last, only when a switchover
+// cannot move the role away first (spec.replication.primary keeps it, or
+// it is the only pod).
+func (p *pass) rollOutReplica(ctx context.Context, rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) error {
+	if !p.settledForRollout(rs, instances) {
+		return nil
+	}
+	names := sortedNames(instances)
+	var victim *instance
+	for k := len(names) - 1; k >= 0; k-- {
+		if i := instances[names[k]]; names[k] != rs.Primary && p.outdated(i) {
+			victim = i
+			break
+		}
+	}
+	if victim == nil {
+		primary := instances[rs.Primary]
+		if !p.outdated(primary) || (len(instances) > 1 && p.rolloutTarget(rs, instances) != "") {
+			return nil
+		}
+		victim = primary
+	}
+	uid := victim.pod.UID
+	if err := p.r.kube.CoreV1().Pods(p.db.Namespace).Delete(ctx, victim.pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+		return fmt.Errorf("restarting %s at the StatefulSet's update revision: %w", victim.pod.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Rolling out", "pod", klog.KObj(victim.pod), "revision", p.statefulSet.Status.UpdateRevision)
+	p.r.recorder.Eventf(p.db, corev1.EventTypeNormal, ReasonRollingOut, "Restarting %s at the new revision of the pods", victim.pod.Name)
+	return nil
 }
 
 // primaryLost reports whether the recorded primary was lost: a failover,

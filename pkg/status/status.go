@@ -222,7 +222,8 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 			ready.Reason, ready.Message = in.Cause.Reason, ready.Message+": "+in.Cause.Message
 		}
 		progressing.Reason, progressing.Message = ReasonRestoring, ready.Message
-	case rolledOut && noPrimary(in.Replicating):
+	case desired > 0 && noPrimary(in.Replicating):
+		// No primary serves: whatever the pods' readiness, clients cannot write.
 		st.Phase = dbv1alpha1.PhaseUpdating
 		if old.CurrentVersion == "" {
 			st.Phase = dbv1alpha1.PhaseProvisioning

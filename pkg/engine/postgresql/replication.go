@@ -18,11 +18,15 @@ var replication = engine.Replication{
 	// wal_log_hints lets pg_rewind rejoin a former primary (PG 14 to 17 do
 	// not enable data checksums); wal_keep_size keeps the WAL that a
 	// rejoining former primary or a reconnecting replica needs; and
-	// cluster_name is how a pod recognises itself behind the client Service.
-	// hot_standby is on by default, so replicas serve reads.
+	// hot_standby_feedback keeps the primary from vacuuming away rows that
+	// a long query on a replica (a backup's pg_dump) still reads, which
+	// would otherwise cancel it; cluster_name, last, is how a pod recognises
+	// itself behind the client Service. hot_standby is on by default, so
+	// replicas serve reads.
 	ServerArgs: []string{"postgres",
 		"-c", "wal_log_hints=on",
 		"-c", "wal_keep_size=256MB",
+		"-c", "hot_standby_feedback=on",
 		"-c", "cluster_name=$(POD_NAME)"},
 	InitScript:  initScript,
 	FenceMarker: FenceMarker,
