@@ -128,6 +128,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.spec.restore) == has(oldSelf.spec.restore) && (!has(self.spec.restore) || self.spec.restore.backup == oldSelf.spec.restore.backup)",message="spec.restore is immutable: it says where the data came from when the Database was created"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || self.spec.engine == 'postgresql'",message="spec.replication is for PostgreSQL only: MySQL and MongoDB replication are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || !has(self.spec.replication.primary) || self.spec.replication.primary.startsWith(self.metadata.name + '-')",message="spec.replication.primary names a pod of this Database: <name>-<ordinal>"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || !has(self.spec.replication.synchronous) || !has(self.spec.replicas) || self.spec.replication.synchronous.number < self.spec.replicas",message="spec.replication.synchronous.number must be lower than spec.replicas: the primary is not one of the replicas a commit waits for"
 
 // Database is a PostgreSQL, MySQL or MongoDB server run by database-controller.
 type Database struct {
@@ -234,6 +235,42 @@ type ReplicationSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600
 	FailoverDelaySeconds *int32 `json:"failoverDelaySeconds,omitempty"`
+
+	// Synchronous makes the primary acknowledge a commit only once that
+	// many replicas have it (quorum: any of them), so that a failover,
+	// which promotes the replica with the most WAL, loses no acknowledged
+	// write. Unset: asynchronous replication.
+	// +optional
+	Synchronous *SynchronousReplication `json:"synchronous,omitempty"`
+}
+
+// DataDurability says what a synchronous primary does while fewer replicas
+// than asked for stream.
+// +kubebuilder:validation:Enum=Required;Preferred
+type DataDurability string
+
+const (
+	// DataDurabilityRequired: commits wait until enough replicas have them,
+	// however long: no acknowledged write can be lost, and writes stop
+	// while too few replicas stream.
+	DataDurabilityRequired DataDurability = "Required"
+	// DataDurabilityPreferred: while too few replicas stream, the primary
+	// commits asynchronously, so that writes go on; what it acknowledges
+	// then may be lost on a failover.
+	DataDurabilityPreferred DataDurability = "Preferred"
+)
+
+// SynchronousReplication is the quorum of replicas a commit waits for.
+type SynchronousReplication struct {
+	// Number of replicas that must have a commit before it is
+	// acknowledged. It must be lower than spec.replicas.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	Number int32 `json:"number"`
+	// DataDurability is Required (the default) or Preferred.
+	// +optional
+	// +kubebuilder:default=Required
+	DataDurability DataDurability `json:"dataDurability,omitempty"`
 }
 
 // BackupSpec sets up backups of a Database.

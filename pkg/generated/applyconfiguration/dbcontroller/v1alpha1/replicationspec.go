@@ -34,6 +34,11 @@ type ReplicationSpecApplyConfiguration struct {
 	// controller promotes a replica. A restarted pod that serves again
 	// within it causes no failover. Default 30.
 	FailoverDelaySeconds *int32 `json:"failoverDelaySeconds,omitempty"`
+	// Synchronous makes the primary acknowledge a commit only once that
+	// many replicas have it (quorum: any of them), so that a failover,
+	// which promotes the replica with the most WAL, loses no acknowledged
+	// write. Unset: asynchronous replication.
+	Synchronous *SynchronousReplicationApplyConfiguration `json:"synchronous,omitempty"`
 }
 
 // ReplicationSpecApplyConfiguration constructs a declarative configuration of the ReplicationSpec type for use with
@@ -55,5 +60,13 @@ func (b *ReplicationSpecApplyConfiguration) WithPrimary(value string) *Replicati
 // If called multiple times, the FailoverDelaySeconds field is set to the value of the last call.
 func (b *ReplicationSpecApplyConfiguration) WithFailoverDelaySeconds(value int32) *ReplicationSpecApplyConfiguration {
 	b.FailoverDelaySeconds = &value
+	return b
+}
+
+// WithSynchronous sets the Synchronous field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Synchronous field is set to the value of the last call.
+func (b *ReplicationSpecApplyConfiguration) WithSynchronous(value *SynchronousReplicationApplyConfiguration) *ReplicationSpecApplyConfiguration {
+	b.Synchronous = value
 	return b
 }
