@@ -2278,6 +2278,16 @@ func (s *fakeSQL) Promote(_ context.Context, host string, _ int32, _ pgsql.Crede
 	return nil
 }
 
+func (s *fakeSQL) SetSynchronous(_ context.Context, host string, _ int32, _ pgsql.Credentials, names string) error {
+	s.calls = append(s.calls, fmt.Sprintf("set synchronous_standby_names of %s to %q", host, names))
+	f, err := s.server(host)
+	if err != nil {
+		return err
+	}
+	f.SynchronousStandbyNames = names
+	return nil
+}
+
 func (s *fakeSQL) Fence(_ context.Context, host string, _ int32, _ pgsql.Credentials, marker string) error {
 	s.calls = append(s.calls, "fence "+host+" marking "+marker)
 	f, err := s.server(host)
@@ -2668,5 +2678,29 @@ func TestReplicationRollout(t *testing.T) {
 			tt.expect(f, db)
 			f.run(ctx, ref(db))
 		})
+	}
+}
+
+// Synchronous replication asked for: the serving primary's
+// synchronous_standby_names is set over SQL, with no API write.
+func TestReplicationSynchronous(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: 1, DataDurability: dbv1alpha1.DataDurabilityRequired}}
+	f.convergedReplicated(db)
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.run(ctx, ref(db))
+	if got, want := f.sql.calls[len(f.sql.calls)-1], `set synchronous_standby_names of 192.0.2.10 to "ANY 1 (*)"`; got != want {
+		t.Errorf("last SQL call = %s, want %s", got, want)
+	}
+	// Set: the next pass leaves it.
+	calls := len(f.sql.calls)
+	c, _, _, recorder := f.newController(ctx)
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+	for _, call := range f.sql.calls[calls:] {
+		if strings.HasPrefix(call, "set ") {
+			t.Errorf("set again: %s", call)
+		}
 	}
 }

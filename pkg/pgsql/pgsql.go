@@ -50,6 +50,8 @@ type Facts struct {
 	// Fenced says a server out of recovery refuses writes
 	// (default_transaction_read_only, as Fence sets it).
 	Fenced bool
+	// SynchronousStandbyNames is its synchronous_standby_names.
+	SynchronousStandbyNames string
 }
 
 // Client talks to the servers.
@@ -64,6 +66,9 @@ type Client interface {
 	// its next start it rejoins as a replica and never serves as a
 	// primary again.
 	Fence(ctx context.Context, host string, port int32, cred Credentials, marker string) error
+	// SetSynchronous sets a primary's synchronous_standby_names (ALTER
+	// SYSTEM, then a reload): "" for asynchronous replication.
+	SetSynchronous(ctx context.Context, host string, port int32, cred Credentials, names string) error
 }
 
 // Timeout bounds each call: a server that does not answer within it counts
@@ -110,8 +115,9 @@ func (pgxClient) Probe(ctx context.Context, host string, port int32, cred Creden
   COALESCE(pg_wal_lsn_diff(pg_last_wal_replay_lsn(), '0/0'), 0)::bigint,
   CASE WHEN pg_is_in_recovery() THEN 0 ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0') END::bigint,
   EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'),
-  NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'on'`).
-		Scan(&f.Name, &f.InRecovery, &timeline, &received, &replayed, &written, &f.Receiving, &f.Fenced)
+  NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'on',
+  current_setting('synchronous_standby_names')`).
+		Scan(&f.Name, &f.InRecovery, &timeline, &received, &replayed, &written, &f.Receiving, &f.Fenced, &f.SynchronousStandbyNames)
 	if err != nil {
 		return Facts{}, fmt.Errorf("asking %s what it is: %w", host, err)
 	}
@@ -183,6 +189,22 @@ func (pgxClient) Fence(ctx context.Context, host string, port int32, cred Creden
 	} {
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("fencing %s: %w", host, err)
+		}
+	}
+	return nil
+}
+
+func (pgxClient) SetSynchronous(ctx context.Context, host string, port int32, cred Credentials, names string) error {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	conn, err := connect(ctx, host, port, cred)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, stmt := range []string{`ALTER SYSTEM SET synchronous_standby_names = ` + quoteLiteral(names), `SELECT pg_reload_conf()`} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("setting synchronous_standby_names on %s: %w", host, err)
 		}
 	}
 	return nil

@@ -196,6 +196,9 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 		p.pollAfter = last.After
 	}
 	if last.Kind == ha.ActionNone && rs.TargetPrimary == "" {
+		if err := p.ensureSynchronous(ctx, rs, instances, cred, port); err != nil {
+			return err
+		}
 		if err := p.rollOutReplica(ctx, rs, instances); err != nil {
 			return err
 		}
@@ -215,6 +218,48 @@ func (p *pass) desiredReplicas() int32 {
 		return 1
 	}
 	return *p.db.Spec.Replicas
+}
+
+// SynchronousStandbyNames is the primary's synchronous_standby_names for
+// spec, with streaming replicas streaming now and desired pods in all:
+// a quorum of number of any replicas ("ANY n (*)"), at most all of them.
+// Preferred durability drops to asynchronous ("") while fewer than number
+// stream, so that writes go on; Required keeps the quorum, and writes
+// wait. A Database of one pod has no replica to wait for.
+func SynchronousStandbyNames(spec *dbv1alpha1.ReplicationSpec, streaming int, desired int32) string {
+	if spec == nil || spec.Synchronous == nil || desired < 2 {
+		return ""
+	}
+	n := min(spec.Synchronous.Number, desired-1)
+	if spec.Synchronous.DataDurability == dbv1alpha1.DataDurabilityPreferred && int32(streaming) < n {
+		return ""
+	}
+	return fmt.Sprintf("ANY %d (*)", n)
+}
+
+// ensureSynchronous brings the serving primary's synchronous_standby_names
+// to what spec.replication.synchronous asks for.
+func (p *pass) ensureSynchronous(ctx context.Context, rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance, cred pgsql.Credentials, port int32) error {
+	primary, ok := instances[rs.Primary]
+	if !ok || !primary.ha.Serving() {
+		return nil
+	}
+	streaming := 0
+	for name, i := range instances {
+		if name != rs.Primary && i.ha.Upstream == rs.Primary {
+			streaming++
+		}
+	}
+	want := SynchronousStandbyNames(p.db.Spec.Replication, streaming, p.desiredReplicas())
+	if primary.facts.SynchronousStandbyNames == want {
+		return nil
+	}
+	if err := p.r.sql.SetSynchronous(ctx, primary.pod.Status.PodIP, port, cred, want); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Set synchronous_standby_names", "pod", klog.KObj(primary.pod), "value", want)
+	primary.facts.SynchronousStandbyNames = want
+	return nil
 }
 
 // revisionLabel is the label of a StatefulSet's pod that names its revision.

@@ -317,7 +317,8 @@ func primaryOf(t testing.TB, ns, name string) string {
 // the primary was lost and finishes the failover. Then the new primary's
 // server is killed with SIGKILL: a replica is promoted at once (delay 0),
 // the old primary rejoins, and the acknowledged writes lost to the
-// asynchronous replication are counted.
+// asynchronous replication are counted. Last, the same crash with
+// synchronous replication (a quorum of one) loses no acknowledged write.
 func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	ns := newNamespace(t)
 	kubectlIn(t, dbYAML("crash", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 8\n", "-n", ns, "create", "-f", "-")
@@ -325,7 +326,7 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	runClient(t, ns, "crash", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	sampler := sampleLabels(ns, "crash")
 	defer sampler.finish(t)
-	writer := startWriter(t, ns, "crash", 100)
+	writer := startWriter(t, ns, "crash", 150)
 	time.Sleep(5 * time.Second)
 
 	// 1. The node is lost to the primary; the controller dies mid-way.
@@ -363,6 +364,22 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	t.Logf("%s is the primary %s after the server of %s was killed", primaryOf(t, ns, "crash"), time.Since(crashAt).Round(100*time.Millisecond), crashed)
 	waitReplicating(t, ns, "crash", "the crashed primary to come back as a replica that streams")
 
+	// 3. The same crash with synchronous replication: nothing acknowledged is lost.
+	kubectl(t, "-n", ns, "patch", "db/crash", "--type=merge", "-p", `{"spec":{"replication":{"synchronous":{"number":1}}}}`)
+	eventually(t, converge, "the primary to commit synchronously", func() (bool, string) {
+		out, err := tryClient(t, ns, "crash", postgresImage, psql+`-c "SHOW synchronous_standby_names"`)
+		return err == nil && strings.TrimSpace(out) == "ANY 1 (*)", strings.TrimSpace(out)
+	})
+	syncCrashed := primaryOf(t, ns, "crash")
+	syncAt := time.Now()
+	killPostmaster(t, syncCrashed)
+	eventually(t, converge, "a new primary after the crash", func() (bool, string) {
+		p := primaryOf(t, ns, "crash")
+		return p != "" && p != syncCrashed, "primary " + p
+	})
+	t.Logf("synchronous: %s is the primary %s after the server of %s was killed", primaryOf(t, ns, "crash"), time.Since(syncAt).Round(100*time.Millisecond), syncCrashed)
+	waitReplicating(t, ns, "crash", "the crashed primary to come back as a replica that streams")
+
 	w := parseWrites(t, writer.wait(t))
 	from, until := w.outage(float64(lostAt.UnixNano()) / 1e9)
 	t.Logf("node loss with the controller killed: writes failed for %.1f s", until-from)
@@ -377,14 +394,23 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 		have[n] = true
 	}
 	// The writer numbers its attempts from 1: attempt k wrote row k+1.
-	var lost, lostBeforeCrash []int
+	syncSec := float64(syncAt.UnixNano()) / 1e9
+	var lost, lostBeforeCrash, lostSynchronous []int
 	for k := range w.at {
 		if n := k + 1; w.ok[k] && !have[n] {
 			lost = append(lost, n)
 			if w.at[k] < crashSec-1 {
 				lostBeforeCrash = append(lostBeforeCrash, n)
 			}
+			if w.at[k] > syncSec-1 {
+				lostSynchronous = append(lostSynchronous, n)
+			}
 		}
+	}
+	from, until = w.outage(syncSec)
+	t.Logf("synchronous server crash: writes failed for %.1f s", until-from)
+	if len(lostSynchronous) > 0 {
+		t.Errorf("acknowledged writes lost to a crash with synchronous replication: %v", lostSynchronous)
 	}
 	t.Logf("%d writes acknowledged; %d lost in all (asynchronous replication: a crash may lose what the primary had not sent): %v", len(w.acked), len(lost), lost)
 	if len(lostBeforeCrash) > 0 {
