@@ -2704,3 +2704,73 @@ func TestReplicationSynchronous(t *testing.T) {
 		}
 	}
 }
+
+// A single server scaled up into a replicated Database: it runs the earlier
+// revision of the pods (no replication access yet), and no replica can
+// take over, so it restarts first, in place; and a replicated Database
+// scaled to 0 is no failover.
+func TestReplicationScaling(t *testing.T) {
+	t.Run("a lone primary of an earlier revision restarts in place", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 3)
+		f.convergedReplicated(db)
+		f.statefulSetLister[0].Status.UpdateRevision = "rev-2"
+		f.statefulSetLister[0].Status.UpdatedReplicas = 2
+		// orders-1 and orders-2 wait in their init containers to clone.
+		f.podLister[1].Labels["controller-revision-hash"] = "rev-2"
+		f.podLister[2].Labels["controller-revision-hash"] = "rev-2"
+		f.podLister[1].Status.Conditions[0].Status = corev1.ConditionFalse
+		f.podLister[2].Status.Conditions[0].Status = corev1.ConditionFalse
+		delete(f.sql.servers, podIP(1))
+		delete(f.sql.servers, podIP(2))
+		f.sql.servers[podIP(0)].Standbys = nil
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
+			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
+		rs := db.Status.Replication.DeepCopy()
+		rs.Instances[1], rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-1"}, dbv1alpha1.InstanceStatus{Name: "orders-2"}
+		st := replicatedStatus(db, "Updating", rs,
+			"False", "ReplicasNotReady", "1/3 replicas are ready",
+			"True", "RollingUpdate", "rolling out: 2/3 replicas updated, 1 ready",
+			"False", "ReplicasNotStreaming", "orders-0 is the primary; 0/2 replicas stream from it; not streaming yet: orders-1, orders-2")
+		st.ReadyReplicas = 1
+		f.statefulSetLister[0].Status.ReadyReplicas = 1
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal RollingOut Restarting orders-0 at the new revision of the pods"}
+		f.run(ctx, ref(db))
+	})
+	t.Run("scaled to 0: the primary stops and stays the primary", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 3)
+		f.convergedReplicated(db)
+		db.Spec.Replicas = ptr.To[int32](0)
+		db.Generation = 2
+		// The StatefulSet stops the pods from the highest ordinal: the
+		// primary's pod is going, and no replica is promoted.
+		f.podLister[0].DeletionTimestamp = &metav1.Time{Time: testNow.Add(30 * time.Second)}
+		delete(f.sql.servers, podIP(0))
+
+		f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		rs := db.Status.Replication.DeepCopy()
+		rs.Instances[0] = dbv1alpha1.InstanceStatus{Name: "orders-0"}
+		rs.Instances[1].LagBytes, rs.Instances[2].LagBytes = nil, nil
+		rs.Instances[1].Streaming, rs.Instances[2].Streaming = false, false
+		st := replicatedStatus(db, "Updating", rs,
+			"False", "Stopping", "stopping: 3 replicas still running",
+			"True", "Stopping", "stopping: 3 replicas still running",
+			"False", "Stopped", "replicas is 0: no server runs; orders-0 stays the primary")
+		st.ReadyReplicas, st.Replicas = 3, 3
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+		f.run(ctx, ref(db))
+		for _, call := range f.sql.calls {
+			if strings.HasPrefix(call, "promote") {
+				t.Errorf("scaling to 0 promoted a replica: %s", call)
+			}
+		}
+	})
+}

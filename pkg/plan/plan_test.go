@@ -189,3 +189,54 @@ func TestComputeEndOfLife(t *testing.T) {
 		}
 	}
 }
+
+// Which Databases replicate, what the client Service selects, and how many
+// pods the StatefulSet keeps so that a scale-down never removes the primary.
+func TestComputeReplication(t *testing.T) {
+	replicated := func(replicas int32, primary string) *dbv1alpha1.Database {
+		db := database(dbv1alpha1.EnginePostgreSQL, "16", "16")
+		db.Spec.Replicas = ptr.To(replicas)
+		if primary != "" {
+			db.Status.Replication = &dbv1alpha1.ReplicationStatus{Primary: primary}
+		}
+		return db
+	}
+	tests := []struct {
+		name             string
+		db               *dbv1alpha1.Database
+		wantReplicated   bool
+		wantRoleSelector bool
+		wantReplicas     int32
+	}{
+		{"postgresql, one replica: a single server", replicated(1, ""), false, false, 1},
+		{"postgresql, three replicas, no primary yet: every pod behind the Service", replicated(3, ""), true, false, 3},
+		{"postgresql with a primary: the Service selects it", replicated(3, "orders-1"), true, true, 3},
+		{"scaled down below the primary: kept until it moves", replicated(1, "orders-2"), true, true, 3},
+		{"scaled down, the primary stays: no more pods", replicated(2, "orders-0"), true, true, 2},
+		{"scaled to 0: every server stops, the primary too", replicated(0, "orders-2"), true, true, 0},
+		{"mysql, three replicas: independent servers", func() *dbv1alpha1.Database {
+			db := database(dbv1alpha1.EngineMySQL, "8.4", "8.4")
+			db.Spec.Replicas = ptr.To[int32](3)
+			return db
+		}(), false, false, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Compute(tt.db, Observed{})
+			if p.Replicated != tt.wantReplicated || (p.ReadOnlyService != nil) != tt.wantReplicated {
+				t.Errorf("Replicated = %v, read-only Service %v; want %v", p.Replicated, p.ReadOnlyService != nil, tt.wantReplicated)
+			}
+			_, role := p.Service.Spec.Selector[dbv1alpha1.LabelRole]
+			if role != tt.wantRoleSelector {
+				t.Errorf("client Service selector %v: role selected %v, want %v", p.Service.Spec.Selector, role, tt.wantRoleSelector)
+			}
+			if got := *p.StatefulSet.Spec.Replicas; got != tt.wantReplicas {
+				t.Errorf("StatefulSet replicas = %d, want %d", got, tt.wantReplicas)
+			}
+			onDelete := *p.StatefulSet.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
+			if onDelete != tt.wantReplicated {
+				t.Errorf("update strategy %s; OnDelete wanted %v", *p.StatefulSet.Spec.UpdateStrategy.Type, tt.wantReplicated)
+			}
+		})
+	}
+}

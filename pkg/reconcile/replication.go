@@ -121,6 +121,18 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 	}
 	port := p.plan.Engine.Runtime().Port
 	instances := p.probeAll(ctx, cred, port)
+	if p.desiredReplicas() == 0 {
+		// Stopping, or stopped: the servers go down on purpose, and the
+		// primary stays the primary for when they start again.
+		rs.Instances = instanceStatuses(rs, instances)
+		p.replicating = &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: metav1.ConditionFalse, Reason: status.ReasonStopped,
+			Message: "replicas is 0: no server runs"}
+		if rs.Primary != "" {
+			p.replicating.Message += "; " + rs.Primary + " stays the primary"
+		}
+		p.pollAfter = 0
+		return nil
+	}
 	// The rollout's switchover, once only the primary runs an earlier
 	// revision of the pods.
 	rollout := p.rolloutTarget(rs, instances)
@@ -327,6 +339,17 @@ func (p *pass) rolloutTarget(rs *dbv1alpha1.ReplicationStatus, instances map[str
 // cannot move the role away first (spec.replication.primary keeps it, or
 // it is the only pod).
 func (p *pass) rollOutReplica(ctx context.Context, rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) error {
+	primary, ok := instances[rs.Primary]
+	if !ok || !primary.ha.Serving() {
+		return nil
+	}
+	if p.outdated(primary) && !p.anyReplicaStreams(rs, instances) {
+		// Alone, as when a single server is scaled up into a replicated
+		// Database: no replica can take over, and the new ones may need the
+		// new revision of the primary to clone from it (its replication
+		// access). It restarts in place.
+		return p.restartForRollout(ctx, primary)
+	}
 	if !p.settledForRollout(rs, instances) {
 		return nil
 	}
@@ -345,6 +368,22 @@ func (p *pass) rollOutReplica(ctx context.Context, rs *dbv1alpha1.ReplicationSta
 		}
 		victim = primary
 	}
+	return p.restartForRollout(ctx, victim)
+}
+
+// anyReplicaStreams reports whether a ready replica streams from the primary.
+func (p *pass) anyReplicaStreams(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
+	for name, i := range instances {
+		if name != rs.Primary && i.ha.Ready && i.ha.Upstream == rs.Primary {
+			return true
+		}
+	}
+	return false
+}
+
+// restartForRollout deletes victim's pod, on its UID, so that the
+// StatefulSet makes it again at its update revision.
+func (p *pass) restartForRollout(ctx context.Context, victim *instance) error {
 	uid := victim.pod.UID
 	if err := p.r.kube.CoreV1().Pods(p.db.Namespace).Delete(ctx, victim.pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
 		return fmt.Errorf("restarting %s at the StatefulSet's update revision: %w", victim.pod.Name, err)
