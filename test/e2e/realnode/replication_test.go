@@ -502,3 +502,58 @@ func TestReplicationRollingImageChange(t *testing.T) {
 		t.Errorf("acknowledged writes lost in a rollout: %v", lost)
 	}
 }
+
+// One server scaled up to three (it becomes the primary, and the new pods
+// clone from it), down to one while another pod is the primary (the role
+// moves to pod 0 first), to zero and back: the rows and the primary stay.
+func TestReplicationScaling(t *testing.T) {
+	ns := newNamespace(t)
+	kubectlIn(t, dbYAML("grow", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	waitRunning(t, ns, "grow")
+	runClient(t, ns, "grow", postgresImage, psql+`-c "CREATE TABLE kept (n int)" -c "INSERT INTO kept SELECT generate_series(1, 500)"`)
+	count := psql + `-c "SELECT count(*) || ':' || sum(n) FROM kept"`
+	const want = "500:125250"
+
+	start := time.Now()
+	kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=3")
+	db := waitReplicating(t, ns, "grow", "a single server scaled up to three, replicating")
+	t.Logf("1 → 3 replicas, replicating, in %s; primary %s", time.Since(start).Round(time.Second), db.Status.Replication.Primary)
+	if db.Status.Replication.Primary != "grow-0" {
+		t.Errorf("primary after the scale-up = %s, want grow-0, the server that had the data", db.Status.Replication.Primary)
+	}
+	out := runClient(t, ns, "grow", postgresImage, `for i in $(seq 100); do got=$(psql "$RO_URI" -tAc "SELECT count(*) || ':' || sum(n) FROM kept" 2>/dev/null); [ "$got" = `+want+` ] && { echo "$got"; exit 0; }; sleep 0.2; done; echo "$got"; exit 1`, "ro-uri")
+	t.Logf("the replicas cloned the rows: %s", strings.TrimSpace(out))
+
+	kubectl(t, "-n", ns, "patch", "db/grow", "--type=merge", "-p", `{"spec":{"replication":{"primary":"grow-2"}}}`)
+	eventually(t, converge, "the switchover to grow-2", func() (bool, string) {
+		p := primaryOf(t, ns, "grow")
+		return p == "grow-2", "primary " + p
+	})
+	kubectl(t, "-n", ns, "patch", "db/grow", "--type=json", "-p", `[{"op":"remove","path":"/spec/replication"}]`)
+	start = time.Now()
+	kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=1")
+	eventually(t, 2*converge, "one pod, grow-0, the primary", func() (bool, string) {
+		db := getDB(t, ns, "grow")
+		running, msg := isRunning(db)
+		p := primaryOf(t, ns, "grow")
+		return running && p == "grow-0" && db.Status.Replicas == 1, fmt.Sprintf("%s; primary %s; pods %d", msg, p, db.Status.Replicas)
+	})
+	t.Logf("3 → 1 replicas with grow-2 the primary: grow-0 primary and alone in %s", time.Since(start).Round(time.Second))
+	if got := strings.TrimSpace(runClient(t, ns, "grow", postgresImage, count)); got != want {
+		t.Errorf("rows after the scale-down: %s, want %s", got, want)
+	}
+
+	kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=0")
+	eventually(t, converge, "Stopped", func() (bool, string) {
+		db := getDB(t, ns, "grow")
+		return db.Status.Phase == dbv1alpha1.PhaseStopped, string(db.Status.Phase)
+	})
+	kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=3")
+	db = waitReplicating(t, ns, "grow", "back to three, replicating")
+	if db.Status.Replication.Primary != "grow-0" {
+		t.Errorf("primary after 0 and back = %s, want grow-0", db.Status.Replication.Primary)
+	}
+	if got := strings.TrimSpace(runClient(t, ns, "grow", postgresImage, count)); got != want {
+		t.Errorf("rows after 0 and back: %s, want %s", got, want)
+	}
+}
