@@ -172,29 +172,24 @@ func (pgxClient) Promote(ctx context.Context, host string, port int32, cred Cred
 }
 
 func (pgxClient) Fence(ctx context.Context, host string, port int32, cred Credentials, marker string) error {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
-	conn, err := connect(ctx, host, port, cred)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	// The marker first: whatever happens next, the next start rejoins.
 	// Then no new transaction may write, and the sessions that could are ended.
-	for _, stmt := range []string{
-		`COPY (SELECT 'fenced by database-controller at ' || now()) TO ` + quoteLiteral(marker),
+	return execAll(ctx, host, port, cred, "fencing",
+		`COPY (SELECT 'fenced by database-controller at ' || now()) TO `+quoteLiteral(marker),
 		`ALTER SYSTEM SET default_transaction_read_only = on`,
 		`SELECT pg_reload_conf()`,
-		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
-	} {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("fencing %s: %w", host, err)
-		}
-	}
-	return nil
+		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`)
 }
 
 func (pgxClient) SetSynchronous(ctx context.Context, host string, port int32, cred Credentials, names string) error {
+	return execAll(ctx, host, port, cred, "setting synchronous_standby_names on",
+		`ALTER SYSTEM SET synchronous_standby_names = `+quoteLiteral(names),
+		`SELECT pg_reload_conf()`)
+}
+
+// execAll runs stmts in order on one connection to host, stopping at the
+// first that fails; what names the work in that error.
+func execAll(ctx context.Context, host string, port int32, cred Credentials, what string, stmts ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	conn, err := connect(ctx, host, port, cred)
@@ -202,9 +197,9 @@ func (pgxClient) SetSynchronous(ctx context.Context, host string, port int32, cr
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, stmt := range []string{`ALTER SYSTEM SET synchronous_standby_names = ` + quoteLiteral(names), `SELECT pg_reload_conf()`} {
+	for _, stmt := range stmts {
 		if _, err := conn.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("setting synchronous_standby_names on %s: %w", host, err)
+			return fmt.Errorf("%s %s: %w", what, host, err)
 		}
 	}
 	return nil

@@ -60,6 +60,26 @@ func parseWrites(t testing.TB, out string) writeLog {
 	return w
 }
 
+// lost are the rows the writer saw acknowledged that the Database's table
+// w does not hold, read through the Secret's URI, in order.
+func (w writeLog) lost(t testing.TB, ns, db string) []int {
+	t.Helper()
+	rows := runClient(t, ns, db, postgresImage, psql+`-c "SELECT string_agg(n::text, ' ' ORDER BY n) FROM w"`)
+	have := map[int]bool{}
+	for _, f := range strings.Fields(rows) {
+		n, _ := strconv.Atoi(f)
+		have[n] = true
+	}
+	var lost []int
+	for _, n := range w.acked {
+		if !have[n] {
+			lost = append(lost, n)
+		}
+	}
+	sort.Ints(lost)
+	return lost
+}
+
 // outage is the first run of failed writes after since: from the last
 // acknowledged write before it to the first one after it (since and since
 // when no write failed).
@@ -220,19 +240,7 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 	// Every acknowledged write is there: the pod was deleted, so the old
 	// primary shut down cleanly and sent its last WAL; and a switchover
 	// waits for the target to receive it all.
-	rows := runClient(t, ns, "ha", postgresImage, psql+`-c "SELECT string_agg(n::text, ' ' ORDER BY n) FROM w"`)
-	have := map[int]bool{}
-	for _, f := range strings.Fields(rows) {
-		n, _ := strconv.Atoi(f)
-		have[n] = true
-	}
-	var lost []int
-	for _, n := range w.acked {
-		if !have[n] {
-			lost = append(lost, n)
-		}
-	}
-	sort.Ints(lost)
+	lost := w.lost(t, ns, "ha")
 	t.Logf("%d writes acknowledged, %d attempts in all; %d acknowledged writes lost: %v", len(w.acked), len(w.at), len(lost), lost)
 	if len(lost) > 0 {
 		t.Errorf("acknowledged writes lost across a graceful failover and a switchover: %v", lost)
@@ -387,24 +395,15 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	from, until = w.outage(crashSec)
 	t.Logf("server crash: writes failed for %.1f s (%.1f s to %.1f s after the kill)", until-from, from-crashSec, until-crashSec)
 
-	rows := runClient(t, ns, "crash", postgresImage, psql+`-c "SELECT string_agg(n::text, ' ' ORDER BY n) FROM w"`)
-	have := map[int]bool{}
-	for _, f := range strings.Fields(rows) {
-		n, _ := strconv.Atoi(f)
-		have[n] = true
-	}
-	// The writer numbers its attempts from 1: attempt k wrote row k+1.
 	syncSec := float64(syncAt.UnixNano()) / 1e9
-	var lost, lostBeforeCrash, lostSynchronous []int
-	for k := range w.at {
-		if n := k + 1; w.ok[k] && !have[n] {
-			lost = append(lost, n)
-			if w.at[k] < crashSec-1 {
-				lostBeforeCrash = append(lostBeforeCrash, n)
-			}
-			if w.at[k] > syncSec-1 {
-				lostSynchronous = append(lostSynchronous, n)
-			}
+	lost := w.lost(t, ns, "crash")
+	var lostBeforeCrash, lostSynchronous []int
+	for _, n := range lost {
+		// The writer numbers its attempts from 1: row n is attempt n-1.
+		if at := w.at[n-1]; at < crashSec-1 {
+			lostBeforeCrash = append(lostBeforeCrash, n)
+		} else if at > syncSec-1 {
+			lostSynchronous = append(lostSynchronous, n)
 		}
 	}
 	from, until = w.outage(syncSec)
@@ -484,18 +483,7 @@ func TestReplicationRollingImageChange(t *testing.T) {
 	}
 
 	w := parseWrites(t, writer.wait(t))
-	rows := runClient(t, ns, "roll", postgresImage, psql+`-c "SELECT string_agg(n::text, ' ' ORDER BY n) FROM w"`)
-	have := map[int]bool{}
-	for _, f := range strings.Fields(rows) {
-		n, _ := strconv.Atoi(f)
-		have[n] = true
-	}
-	var lost []int
-	for _, n := range w.acked {
-		if !have[n] {
-			lost = append(lost, n)
-		}
-	}
+	lost := w.lost(t, ns, "roll")
 	from, until := w.outage(float64(changed.UnixNano()) / 1e9)
 	t.Logf("%d writes acknowledged during the rollout, %d lost; the first run of failed writes after the change: %.1f s", len(w.acked), len(lost), until-from)
 	if len(lost) > 0 {
