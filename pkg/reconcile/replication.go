@@ -185,10 +185,8 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 			p.r.recorder.Event(db, corev1.EventTypeNormal, ReasonFenced, last.Reason)
 			target.ha.Fenced = true
 		case ha.ActionStop:
-			uid := target.pod.UID
-			err := p.r.kube.CoreV1().Pods(db.Namespace).Delete(ctx, target.pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil {
-				return fmt.Errorf("restarting %s to rejoin as a replica: %w", last.Instance, err)
+			if err := p.restart(ctx, target, "to rejoin as a replica"); err != nil {
+				return err
 			}
 			target.ha.Reachable, target.ha.Ready, target.ha.Terminating = false, false, true
 		case ha.ActionPromote:
@@ -381,15 +379,23 @@ func (p *pass) anyReplicaStreams(rs *dbv1alpha1.ReplicationStatus, instances map
 	return false
 }
 
-// restartForRollout deletes victim's pod, on its UID, so that the
-// StatefulSet makes it again at its update revision.
+// restartForRollout restarts victim at the StatefulSet's update revision.
 func (p *pass) restartForRollout(ctx context.Context, victim *instance) error {
-	uid := victim.pod.UID
-	if err := p.r.kube.CoreV1().Pods(p.db.Namespace).Delete(ctx, victim.pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
-		return fmt.Errorf("restarting %s at the StatefulSet's update revision: %w", victim.pod.Name, err)
+	if err := p.restart(ctx, victim, "at the StatefulSet's update revision"); err != nil {
+		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Rolling out", "pod", klog.KObj(victim.pod), "revision", p.statefulSet.Status.UpdateRevision)
 	p.r.recorder.Eventf(p.db, corev1.EventTypeNormal, ReasonRollingOut, "Restarting %s at the new revision of the pods", victim.pod.Name)
+	return nil
+}
+
+// restart deletes i's pod, on the UID the decision was made on, so that the
+// StatefulSet makes it again; why ends the error.
+func (p *pass) restart(ctx context.Context, i *instance, why string) error {
+	uid := i.pod.UID
+	if err := p.r.kube.CoreV1().Pods(i.pod.Namespace).Delete(ctx, i.pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+		return fmt.Errorf("restarting %s %s: %w", i.pod.Name, why, err)
+	}
 	return nil
 }
 
