@@ -2430,9 +2430,9 @@ func TestReplicationFirstPrimary(t *testing.T) {
 	f.expectGet(secretsResource, "default", "orders-credentials")
 	target := &dbv1alpha1.ReplicationStatus{TargetPrimary: "orders-0"}
 	f.expectStatusUpdate(db, replicatedStatus(db, "Provisioning", target,
-		"False", "FailingOver", "making orders-0 the primary",
-		"True", "FailingOver", "making orders-0 the primary",
-		"False", "FailingOver", "making orders-0 the primary"))
+		"False", "NoPrimary", "making orders-0 the first primary",
+		"True", "NoPrimary", "making orders-0 the first primary",
+		"False", "NoPrimary", "making orders-0 the first primary"))
 	f.expectPodRole(db, 0, "primary")
 	f.expectPodRole(db, 1, "replica")
 	f.expectPodRole(db, 2, "replica")

@@ -545,8 +545,11 @@ func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string
 	primary, exists := instances[rs.Primary]
 	switch {
 	case rs.TargetPrimary != "":
-		c.Reason = status.ReasonFailingOver
-		c.Message = fmt.Sprintf("making %s the primary", rs.TargetPrimary)
+		// A first primary is no failover.
+		c.Reason, c.Message = status.ReasonFailingOver, fmt.Sprintf("making %s the primary", rs.TargetPrimary)
+		if rs.Primary == "" {
+			c.Reason, c.Message = status.ReasonNoPrimary, fmt.Sprintf("making %s the first primary", rs.TargetPrimary)
+		}
 		if last.Reason != "" && last.Kind != ha.ActionRecordTarget {
 			c.Message += ": " + last.Reason
 		}
