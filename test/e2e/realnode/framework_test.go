@@ -441,16 +441,15 @@ func runClient(t testing.TB, ns, db, image, script string, extraKeys ...string) 
 	return out
 }
 
-func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) (string, error) {
-	t.Helper()
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	name := "client-" + hex.EncodeToString(b)
+// clientPod is a pod that runs script with sh in image, once, with the keys
+// of db's credentials Secret as environment variables (in capitals, "-" as
+// "_").
+func clientPod(name, db, image, script string, keys ...string) string {
 	var env strings.Builder
-	for _, k := range append([]string{"uri", "username", "password", "host", "port", "database"}, extraKeys...) {
+	for _, k := range keys {
 		fmt.Fprintf(&env, "    - name: %s\n      valueFrom: {secretKeyRef: {name: %s-credentials, key: %s}}\n", strings.ToUpper(strings.ReplaceAll(k, "-", "_")), db, k)
 	}
-	kubectlIn(t, fmt.Sprintf(`apiVersion: v1
+	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: %s
@@ -462,7 +461,16 @@ spec:
     image: %s
     command: ["sh", "-c", %q]
     env:
-%s`, name, image, script, env.String()), "-n", ns, "create", "-f", "-")
+%s`, name, image, script, env.String())
+}
+
+func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) (string, error) {
+	t.Helper()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	name := "client-" + hex.EncodeToString(b)
+	kubectlIn(t, clientPod(name, db, image, script, append([]string{"uri", "username", "password", "host", "port", "database"}, extraKeys...)...),
+		"-n", ns, "create", "-f", "-")
 	var phase string
 	eventually(t, converge, "client pod "+name, func() (bool, string) {
 		phase = strings.TrimSpace(kubectl(t, "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}"))

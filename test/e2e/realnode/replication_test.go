@@ -258,21 +258,7 @@ type writer struct {
 func startWriter(t testing.TB, ns, db string, seconds int) *writer {
 	t.Helper()
 	name := "writer-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10)
-	kubectlIn(t, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  restartPolicy: Never
-  automountServiceAccountToken: false
-  containers:
-  - name: writer
-    image: %s
-    command: ["sh", "-c", %q]
-    env:
-    - name: URI
-      valueFrom: {secretKeyRef: {name: %s-credentials, key: uri}}
-`, name, postgresImage, fmt.Sprintf(writerScript, seconds), db), "-n", ns, "create", "-f", "-")
+	kubectlIn(t, clientPod(name, db, postgresImage, fmt.Sprintf(writerScript, seconds), "uri"), "-n", ns, "create", "-f", "-")
 	eventually(t, converge, "writer pod "+name+" to run", func() (bool, string) {
 		phase := strings.TrimSpace(kubectl(t, "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}"))
 		return phase == "Running" || phase == "Succeeded", "phase " + phase
@@ -309,6 +295,23 @@ func killPostmaster(t testing.TB, pod string) {
 		return
 	}
 	t.Fatalf("no server process of %s on this host", pod)
+}
+
+// crashPrimary kills the server of the Database's primary, waits for
+// another primary and for the crashed one to stream again, and returns
+// when it killed it.
+func crashPrimary(t testing.TB, ns, db, what string) time.Time {
+	t.Helper()
+	crashed := primaryOf(t, ns, db)
+	at := time.Now()
+	killPostmaster(t, crashed)
+	eventually(t, converge, "a new primary after the crash", func() (bool, string) {
+		p := primaryOf(t, ns, db)
+		return p != "" && p != crashed, "primary " + p
+	})
+	t.Logf("%s: %s is the primary %s after the server of %s was killed", what, primaryOf(t, ns, db), time.Since(at).Round(100*time.Millisecond), crashed)
+	waitReplicating(t, ns, db, "the crashed primary to come back as a replica that streams")
+	return at
 }
 
 func primaryOf(t testing.TB, ns, name string) string {
@@ -362,15 +365,7 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	// 2. A crash of the primary's server, failing over at once.
 	kubectl(t, "-n", ns, "patch", "db/crash", "--type=merge", "-p", `{"spec":{"replication":{"failoverDelaySeconds":0}}}`)
 	time.Sleep(3 * time.Second)
-	crashed := primaryOf(t, ns, "crash")
-	crashAt := time.Now()
-	killPostmaster(t, crashed)
-	eventually(t, converge, "a new primary after the crash", func() (bool, string) {
-		p := primaryOf(t, ns, "crash")
-		return p != "" && p != crashed, "primary " + p
-	})
-	t.Logf("%s is the primary %s after the server of %s was killed", primaryOf(t, ns, "crash"), time.Since(crashAt).Round(100*time.Millisecond), crashed)
-	waitReplicating(t, ns, "crash", "the crashed primary to come back as a replica that streams")
+	crashAt := crashPrimary(t, ns, "crash", "asynchronous")
 
 	// 3. The same crash with synchronous replication: nothing acknowledged is lost.
 	kubectl(t, "-n", ns, "patch", "db/crash", "--type=merge", "-p", `{"spec":{"replication":{"synchronous":{"number":1}}}}`)
@@ -378,15 +373,7 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 		out, err := tryClient(t, ns, "crash", postgresImage, psql+`-c "SHOW synchronous_standby_names"`)
 		return err == nil && strings.TrimSpace(out) == "ANY 1 (*)", strings.TrimSpace(out)
 	})
-	syncCrashed := primaryOf(t, ns, "crash")
-	syncAt := time.Now()
-	killPostmaster(t, syncCrashed)
-	eventually(t, converge, "a new primary after the crash", func() (bool, string) {
-		p := primaryOf(t, ns, "crash")
-		return p != "" && p != syncCrashed, "primary " + p
-	})
-	t.Logf("synchronous: %s is the primary %s after the server of %s was killed", primaryOf(t, ns, "crash"), time.Since(syncAt).Round(100*time.Millisecond), syncCrashed)
-	waitReplicating(t, ns, "crash", "the crashed primary to come back as a replica that streams")
+	syncAt := crashPrimary(t, ns, "crash", "synchronous")
 
 	w := parseWrites(t, writer.wait(t))
 	from, until := w.outage(float64(lostAt.UnixNano()) / 1e9)
