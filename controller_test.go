@@ -2774,3 +2774,27 @@ func TestReplicationScaling(t *testing.T) {
 		}
 	})
 }
+
+// The superuser credentials are read from the Secret once per version of
+// it: a second pass over an unchanged replicated Database reads nothing,
+// and one after the Secret changed reads it again.
+func TestReplicationReadsCredentialsOncePerSecretVersion(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	f.convergedReplicated(db)
+	c, _, k8sI, recorder := f.newController(ctx)
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+
+	f.kubeactions = nil
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+
+	rotated := f.secretLister[0].DeepCopy()
+	rotated.ResourceVersion = "rotated"
+	if err := k8sI.Core().V1().Secrets().Informer().GetIndexer().Update(rotated); err != nil {
+		t.Fatal(err)
+	}
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+}

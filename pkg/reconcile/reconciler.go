@@ -129,9 +129,11 @@ type Reconciler struct {
 	// fingerprint of what that pass read (settled.go).
 	settled *ttlSet[settledKey, uint64]
 	// sql talks to the servers of replicated Databases, with the
-	// credentials creds read from their Secrets when they change.
+	// credentials creds read from their Secrets (by the Secret's UID) when
+	// they change; an entry goes after memoryTTL, so that those of deleted
+	// Databases do not stay.
 	sql   pgsql.Client
-	creds credentialsCache
+	creds *ttlSet[types.UID, cachedCredentials]
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -166,6 +168,7 @@ func New(cfg Config) *Reconciler {
 		claimEvents:   newTTLSet[types.UID, string](cfg.Clock, status.VolumeGrace),
 		settled:       newTTLSet[settledKey, uint64](cfg.Clock, SettledTTL),
 		sql:           cfg.SQL,
+		creds:         newTTLSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),
 	}
 }
 

@@ -50,14 +50,10 @@ const (
 	ReasonRollingOut     = "RollingOut"
 )
 
-// credentialsCache holds the superuser credentials read from each
-// Database's Secret, by the Secret's UID and resourceVersion: the Secret is
-// read again only when it changed. The informer's cache holds no Secret data.
-type credentialsCache struct {
-	mu sync.Mutex
-	m  map[types.UID]cachedCredentials
-}
-
+// cachedCredentials are the superuser credentials read from a Database's
+// Secret, with the Secret's resourceVersion: the Secret is read again only
+// when it changed (or the entry is older than memoryTTL). The informer's
+// cache holds no Secret data.
 type cachedCredentials struct {
 	resourceVersion string
 	cred            pgsql.Credentials
@@ -71,10 +67,7 @@ func (p *pass) credentials(ctx context.Context) (pgsql.Credentials, error) {
 	if err != nil {
 		return pgsql.Credentials{}, err
 	}
-	r.creds.mu.Lock()
-	c, ok := r.creds.m[cached.UID]
-	r.creds.mu.Unlock()
-	if ok && c.resourceVersion == cached.ResourceVersion {
+	if c, ok := r.creds.get(cached.UID); ok && c.resourceVersion == cached.ResourceVersion {
 		return c.cred, nil
 	}
 	live, err := r.kube.CoreV1().Secrets(p.db.Namespace).Get(ctx, name, metav1.GetOptions{})
@@ -82,12 +75,7 @@ func (p *pass) credentials(ctx context.Context) (pgsql.Credentials, error) {
 		return pgsql.Credentials{}, fmt.Errorf("reading the credentials to talk to the servers: %w", err)
 	}
 	cred := pgsql.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword])}
-	r.creds.mu.Lock()
-	if r.creds.m == nil {
-		r.creds.m = map[types.UID]cachedCredentials{}
-	}
-	r.creds.m[live.UID] = cachedCredentials{resourceVersion: live.ResourceVersion, cred: cred}
-	r.creds.mu.Unlock()
+	r.creds.put(live.UID, cachedCredentials{resourceVersion: live.ResourceVersion, cred: cred})
 	return cred, nil
 }
 
