@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -62,6 +63,7 @@ type options struct {
 	retryPeriod        time.Duration
 	metricsAddress     string
 	healthProbeAddress string
+	profiling          bool
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -83,6 +85,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease.")
 	fs.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "Address serving /metrics. \"0\" disables it.")
 	fs.StringVar(&o.healthProbeAddress, "health-probe-bind-address", ":8081", "Address serving /healthz and /readyz. \"0\" disables it.")
+	fs.BoolVar(&o.profiling, "profiling", false, "Also serve Go's profiles (/debug/pprof/) at --metrics-bind-address.")
 }
 
 func main() {
@@ -276,9 +279,7 @@ func leaderElectionNamespace(flagValue string) string {
 // serve starts the metrics and health servers.
 func serve(ctx context.Context, o options, m *metrics.Metrics, c *Controller, election *leaderelection.HealthzAdaptor) error {
 	if o.metricsAddress != "0" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
-		if err := listenAndServe(ctx, o.metricsAddress, mux); err != nil {
+		if err := listenAndServe(ctx, o.metricsAddress, metricsHandler(m, o.profiling)); err != nil {
 			return fmt.Errorf("metrics server: %w", err)
 		}
 	}
@@ -288,6 +289,22 @@ func serve(ctx context.Context, o options, m *metrics.Metrics, c *Controller, el
 		}
 	}
 	return nil
+}
+
+// metricsHandler serves /metrics and, with profiling, Go's profiles under
+// /debug/pprof/ (heap, goroutine, CPU and the rest), as kube components do
+// with their --profiling.
+func metricsHandler(m *metrics.Metrics, profiling bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
 }
 
 // healthHandler serves /healthz, which fails when this process leads but

@@ -28,6 +28,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
+	"github.com/dbcontroller/database-controller/pkg/metrics"
 	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
@@ -267,5 +268,40 @@ func TestShutdownCancelsSyncsPastTheDrainTimeout(t *testing.T) {
 	}
 	if !api.cancelled.Load() {
 		t.Fatal("the in-flight create was not cancelled after the drain timeout")
+	}
+}
+
+// Go's profiles are served beside /metrics only with --profiling, which is
+// off by default.
+func TestProfilingIsServedOnlyWhenAsked(t *testing.T) {
+	var o options
+	o.addFlags(flag.NewFlagSet("controller", flag.ContinueOnError))
+	if o.profiling {
+		t.Fatal("--profiling is on by default")
+	}
+	for _, tc := range []struct {
+		profiling bool
+		want      int
+	}{{false, http.StatusNotFound}, {true, http.StatusOK}} {
+		srv := httptest.NewServer(metricsHandler(metrics.New(), tc.profiling))
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap"} {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("profiling %v: GET %s = %d, want %d", tc.profiling, path, resp.StatusCode, tc.want)
+			}
+		}
+		resp, err := http.Get(srv.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("profiling %v: GET /metrics = %d, want 200", tc.profiling, resp.StatusCode)
+		}
+		srv.Close()
 	}
 }
