@@ -115,8 +115,9 @@ func writeChart(path string, c config, fr *floorRun, cr *controllerRun) error {
 	mem.Legend.Top, mem.Legend.Left = true, true
 	mem.Legend.XOffs = vg.Points(8)
 	mem.Legend.YOffs = -vg.Points(4)
-	target := plotter.XYs{{X: 0, Y: 100}, {X: xmax, Y: 100}}
-	if err := addLine(mem, target, red, vg.Points(1), dash, "target: RSS under 100 MiB"); err != nil {
+	budget := rssBudget(c.n) / mib
+	target := plotter.XYs{{X: 0, Y: budget}, {X: xmax, Y: budget}}
+	if err := addLine(mem, target, red, vg.Points(1), dash, fmt.Sprintf("target: RSS at most %.0f MiB", budget)); err != nil {
 		return err
 	}
 	if len(rss) > 0 {
@@ -128,8 +129,8 @@ func writeChart(path string, c config, fr *floorRun, cr *controllerRun) error {
 		}
 	}
 	mem.Y.Min = 0
-	// Room above the 100 MiB line for the legend.
-	mem.Y.Max = math.Max(mem.Y.Max*1.1, 140)
+	// Room above the target line for the legend.
+	mem.Y.Max = math.Max(mem.Y.Max*1.1, budget*1.4)
 	mem.X.Min, mem.X.Max = 0, xmax
 
 	queue := newPlot("controller workqueue depth", "Databases queued")
