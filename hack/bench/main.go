@@ -191,6 +191,10 @@ type controllerRun struct {
 	// Events by reason: emitted (the controller logs every event it
 	// records) and stored in the API (objects, and their count fields).
 	eventsLogged, eventsStored, eventsStoredSum map[string]int
+	// heapProfile is the controller's heap profile at the end of the
+	// steady state, after a GC; heapTop what `go tool pprof -top` makes of
+	// its in-use bytes.
+	heapProfile, heapTop string
 }
 
 type environment struct {
@@ -539,6 +543,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 		fmt.Sprintf("--kube-api-qps=%g", c.qps),
 		fmt.Sprintf("--kube-api-burst=%d", c.burst),
 		"--resync-period=" + c.resync.String(),
+		"--profiling",
 	}
 	out.logPath = filepath.Join(c.workDir, "controller.log")
 	p, err := startController(c.controllerBin, args, c.controllerEnv, out.logPath)
@@ -620,6 +625,11 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 		if out.mSteady, err = p.scrape(); err != nil {
 			smp.finish()
 			return nil, err
+		}
+		out.heapProfile = filepath.Join(c.workDir, "controller-heap.pprof")
+		if out.heapTop, err = p.heapProfile(out.heapProfile, c.controllerBin); err != nil {
+			logf("controller: the heap profile: %v", err)
+			out.heapProfile = ""
 		}
 	}
 	out.steadyEnd = time.Since(out.t0)

@@ -126,6 +126,31 @@ func (p *controllerProc) scrape() (*scrape, error) {
 	return parseText(bytes.NewReader(body), at)
 }
 
+// heapProfile saves the controller's heap profile, taken after a GC, to
+// path, and returns the in-use bytes by function from `go tool pprof -top`
+// (no top when go is not on the PATH).
+func (p *controllerProc) heapProfile(path, bin string) (string, error) {
+	code, body, err := p.get(p.metricsAddr, "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return "", err
+	}
+	if code != http.StatusOK {
+		return "", fmt.Errorf("GET /debug/pprof/heap: %d", code)
+	}
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		return "", err
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", nil
+	}
+	top, err := exec.Command(goBin, "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=20", bin, path).Output()
+	if err != nil {
+		return "", fmt.Errorf("go tool pprof: %w", err)
+	}
+	return strings.TrimSpace(string(top)), nil
+}
+
 // peakRSS is the process's high-water mark of resident memory (VmHWM), in
 // bytes: the true peak, not a sample.
 func (p *controllerProc) peakRSS() (float64, error) {

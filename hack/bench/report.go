@@ -419,6 +419,10 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 		}
 	}
 	w("%s\n", t.b.String())
+	if cr.heapTop != "" {
+		w("What the Go heap holds at the end of the steady state, after a GC: the in-use bytes by the function that allocated them (`go tool pprof -top -sample_index=inuse_space -nodecount=20 controller %s`; the profile is from the controller's `--profiling`):\n\n", cr.heapProfile)
+		w("```\n%s\n```\n\n", cr.heapTop)
+	}
 
 	w("## CPU of each process\n\n")
 	w("CPU seconds used from the first Database create to all Running, and the average number of cores that is (this machine has %d). ", env.cpus)
@@ -459,7 +463,7 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 	if c.controlPlaneLimits != "" {
 		limits = "with client limits " + c.controlPlaneLimits
 	}
-	w("- `hack/bench.sh` starts a control plane of its own with `hack/local-up.sh` (etcd, kube-apiserver, kube-controller-manager, kube-scheduler %s, and kwok with %d fake nodes of 110 pods; Service range %s, pod range %s), installs the CRDs, and runs `hack/bench` against it; it stops the control plane when done.\n",
+	w("- `hack/bench.sh` starts a control plane of its own with `hack/local-up.sh` (etcd, kube-apiserver, kube-controller-manager, kube-scheduler %s, and kwok with %d fake nodes of 110 pods, whose client has no rate limit at all (kwok v0.8.0 sets client-go's `NewFakeAlwaysRateLimiter` in pkg/utils/client/clientset.go) and which plays up to 4 pod stages at once, its default; Service range %s, pod range %s), installs the CRDs, and runs `hack/bench` against it; it stops the control plane when done.\n",
 		limits, c.nodes, orUnknown(c.serviceCIDR), orUnknown(c.podCIDR))
 	w("- %d Databases, named `db-00000`…, the engines in turn (PostgreSQL 18, MySQL 8.4, MongoDB 8.0), one replica each, everything else defaulted; created by %d goroutines of the benchmark with an unthrottled client, the same way in both runs.\n", c.n, c.creators)
 	if c.volumes == "static" {
