@@ -157,6 +157,9 @@ type phase struct {
 	// allRunning is when the tracker saw the N-th Database Running, -1 if never.
 	allRunning                    time.Duration
 	running, stsCreated, stsReady curve
+	// statusChanges are the changes of Database status the tracker saw,
+	// from the first create to the end of the run.
+	statusChanges []transitionCount
 	// cpu is the CPU seconds each component used from t0 to all Running,
 	// and machineCPU what every process on the machine used.
 	cpu        map[string]float64
@@ -514,6 +517,7 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 	stopLoad()
 	stopTracker()
 	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)
+	out.statusChanges = tr.statusTransitions()
 	out.allRunning = out.running.last(c.n)
 	return out, nil
 }
@@ -639,6 +643,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	}
 	stopTracker()
 	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)
+	out.statusChanges = tr.statusTransitions()
 	if out.converged {
 		out.allRunning = out.running.last(c.n)
 	}

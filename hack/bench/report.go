@@ -284,6 +284,30 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 	}
 	w("%s\n", t.b.String())
 
+	w("Status changes, as the benchmark's own watch of Databases saw them (a status write that changes nothing makes no new resourceVersion, and a watch shows every one that does), named by the phase and the Ready condition's reason before and after; a change that keeps both changed other fields (ready replicas, a message, another condition):\n\n")
+	t = table{}
+	t.header("from", "to", "controller", "per Database", "floor")
+	floorChanges := map[transition]int{}
+	for _, tc := range fr.statusChanges {
+		floorChanges[tc.transition] = tc.n
+	}
+	var allChanges, allFloor int
+	for _, tc := range cr.statusChanges {
+		t.row(tc.from, tc.to, num(float64(tc.n)), fmt.Sprintf("%.2f", float64(tc.n)/n), num(float64(floorChanges[tc.transition])))
+		allChanges += tc.n
+		delete(floorChanges, tc.transition)
+	}
+	for _, tc := range fr.statusChanges {
+		if _, left := floorChanges[tc.transition]; left {
+			t.row(tc.from, tc.to, "0", "0", num(float64(tc.n)))
+		}
+	}
+	for _, tc := range fr.statusChanges {
+		allFloor += tc.n
+	}
+	t.row("**all**", "", num(float64(allChanges)), fmt.Sprintf("%.2f", float64(allChanges)/n), num(float64(allFloor)))
+	w("%s\n", t.b.String())
+
 	syncs := func(s *scrape, res string) float64 {
 		return s.sum("database_controller_reconcile_total", map[string]string{"result": res})
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,6 +144,29 @@ type tracker struct {
 	stsCreated map[string]time.Time
 	stsReady   map[string]time.Time
 	dbSeen     map[string]time.Time
+	// lastStatus is each Database's status as last seen, and transitions
+	// counts the status changes seen, by the state before and after.
+	lastStatus  map[string]*dbv1alpha1.DatabaseStatus
+	transitions map[transition]int
+}
+
+// transition is one change of a Database's status, named by its state
+// (phase and the Ready condition's reason) before and after; from and to
+// are equal when only other fields changed (ready replicas, a condition's
+// message, another condition).
+type transition struct{ from, to string }
+
+// statusState names a status by its phase and the Ready condition's reason.
+func statusState(s *dbv1alpha1.DatabaseStatus) string {
+	if s == nil || s.Phase == "" {
+		return "(none)"
+	}
+	for _, c := range s.Conditions {
+		if c.Type == dbv1alpha1.ConditionReady {
+			return fmt.Sprintf("%s/%s", s.Phase, c.Reason)
+		}
+	}
+	return string(s.Phase)
 }
 
 func newTracker() *tracker {
@@ -151,6 +175,9 @@ func newTracker() *tracker {
 		stsCreated: map[string]time.Time{},
 		stsReady:   map[string]time.Time{},
 		dbSeen:     map[string]time.Time{},
+
+		lastStatus:  map[string]*dbv1alpha1.DatabaseStatus{},
+		transitions: map[transition]int{},
 	}
 }
 
@@ -168,6 +195,14 @@ func (t *tracker) start(ctx context.Context, db clientset.Interface, kube kubern
 		if _, ok := t.dbSeen[d.Name]; !ok {
 			t.dbSeen[d.Name] = now
 		}
+		prev, seen := t.lastStatus[d.Name]
+		if seen && !equality.Semantic.DeepEqual(prev, &d.Status) {
+			t.transitions[transition{statusState(prev), statusState(&d.Status)}]++
+		} else if !seen && d.Status.Phase != "" {
+			// First seen with a status already: it changed from none.
+			t.transitions[transition{statusState(nil), statusState(&d.Status)}]++
+		}
+		t.lastStatus[d.Name] = d.Status.DeepCopy()
 		if d.Status.Phase == dbv1alpha1.PhaseRunning {
 			if _, ok := t.dbRunning[d.Name]; !ok {
 				t.dbRunning[d.Name] = now
@@ -205,6 +240,31 @@ func (t *tracker) start(ctx context.Context, db clientset.Interface, kube kubern
 		}
 	}
 	return nil
+}
+
+// statusTransitions returns the status changes seen, most frequent first.
+func (t *tracker) statusTransitions() []transitionCount {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]transitionCount, 0, len(t.transitions))
+	for tr, n := range t.transitions {
+		out = append(out, transitionCount{tr, n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].n != out[j].n {
+			return out[i].n > out[j].n
+		}
+		if out[i].from != out[j].from {
+			return out[i].from < out[j].from
+		}
+		return out[i].to < out[j].to
+	})
+	return out
+}
+
+type transitionCount struct {
+	transition
+	n int
 }
 
 func (t *tracker) runningCount() int {
