@@ -32,6 +32,7 @@ import (
 	listers "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/pgsql"
+	"github.com/dbcontroller/database-controller/pkg/queue"
 	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
@@ -45,6 +46,10 @@ const (
 	recheckBaseDelay = 5 * time.Second
 	recheckMaxDelay  = time.Minute
 )
+
+// preferredRun is how many Databases whose child changed are handed to the
+// workers in a row while another Database waits.
+const preferredRun = 8
 
 // Config is what NewController needs. Only the clients and the informer
 // factories are required.
@@ -84,6 +89,9 @@ type Controller struct {
 	// workqueue holds the Databases to sync. It is rate limited, so that a
 	// failing Database is retried with backoff, and it never holds a key twice.
 	workqueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// order is the workqueue's storage: a Database whose child changed is
+	// handed out before the others (see queue.Prioritized).
+	order *queue.Prioritized[cache.ObjectName]
 	// recheck paces the looks at a problem that may clear by itself (an
 	// object in the way): 5 s, doubling, at most a minute apart.
 	recheck workqueue.TypedRateLimiter[cache.ObjectName]
@@ -138,6 +146,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		}
 	}
 
+	order := queue.NewPrioritized[cache.ObjectName](preferredRun)
 	c := &Controller{
 		databasesLister: databases.Lister(),
 		cachesSynced: []cache.InformerSynced{databases.Informer().HasSynced, statefulSets.Informer().HasSynced,
@@ -145,8 +154,15 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			jobs.Informer().HasSynced, backups.Informer().HasSynced},
 		workqueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "databases"},
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
+				Name: "databases",
+				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[cache.ObjectName]{
+					Name:  "databases",
+					Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[cache.ObjectName]{Name: "databases", Queue: order}),
+				}),
+			},
 		),
+		order:   order,
 		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
 		reconciler: reconcile.New(reconcile.Config{
 			KubeClient:   cfg.KubeClient,
@@ -472,7 +488,14 @@ func (c *Controller) enqueueByLabel(obj interface{}) {
 	if name == "" {
 		return
 	}
-	c.workqueue.Add(cache.ObjectName{Namespace: object.GetNamespace(), Name: name})
+	c.enqueueFollowUp(cache.ObjectName{Namespace: object.GetNamespace(), Name: name})
+}
+
+// enqueueFollowUp puts a Database on the work queue, ahead of the Databases
+// queued for other reasons, because one of its children changed.
+func (c *Controller) enqueueFollowUp(key cache.ObjectName) {
+	c.order.Prefer(key)
+	c.workqueue.Add(key)
 }
 
 // metaObject returns obj's metadata, unwrapping a tombstone.
@@ -508,5 +531,5 @@ func (c *Controller) handleObject(obj interface{}) {
 		// Orphaned, or owned by an earlier Database of the same name.
 		return
 	}
-	c.enqueueDatabase(db)
+	c.enqueueFollowUp(cache.MetaObjectToName(db))
 }

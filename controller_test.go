@@ -1219,6 +1219,44 @@ func TestHandleObjectEnqueuesTheOwner(t *testing.T) {
 	}
 }
 
+// A Database whose child changed goes to a worker before the Databases
+// queued for their own changes, such as a burst of new ones: its follow-up
+// (most often its Running status) does not wait for their children to be
+// created.
+func TestChildChangesAreHandedOutFirst(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	running := newDatabase("orders", "postgresql", "16", 1)
+	fresh := []*dbv1alpha1.Database{newDatabase("new-1", "mysql", "8.4", 1), newDatabase("new-2", "mysql", "8.4", 1)}
+	f.seed(running, fresh[0], fresh[1])
+	c, _, _, _ := f.newController(ctx)
+
+	for _, db := range fresh {
+		c.enqueueDatabase(db)
+	}
+	c.enqueueDatabase(running)
+	sts := expectedStatefulSet(t, running)
+	c.handleObject(sts)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "orders-0",
+		Labels: map[string]string{names.LabelInstance: running.Name}}}
+
+	var got []cache.ObjectName
+	for c.workqueue.Len() > 0 {
+		k, _ := c.workqueue.Get()
+		if k == ref(running) && len(got) == 0 {
+			// Its pod changes while a worker has it: it comes back first.
+			c.enqueueByLabel(pod)
+			c.enqueueDatabase(fresh[0])
+		}
+		c.workqueue.Done(k)
+		got = append(got, k)
+	}
+	want := []cache.ObjectName{ref(running), ref(running), ref(fresh[0]), ref(fresh[1])}
+	if !slices.Equal(got, want) {
+		t.Fatalf("handed out %v, want %v", got, want)
+	}
+}
+
 func TestDatabaseChangeNeedsSync(t *testing.T) {
 	base := newDatabase("orders", "postgresql", "16", 1)
 	tests := []struct {
