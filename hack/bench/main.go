@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,9 @@ type config struct {
 	// controlPlaneLimits describes the client QPS and burst given to
 	// kube-controller-manager and kube-scheduler; "" for their defaults.
 	controlPlaneLimits string
+	// apiserverProfile is the length of a CPU profile of kube-apiserver
+	// taken in each run, none when 0.
+	apiserverProfile time.Duration
 	// volumes is "static" (volumes made in advance, see volumes.go) or
 	// "kwok" (claims of the default class, provisioned by kwok).
 	volumes string
@@ -90,6 +94,7 @@ func main() {
 	flag.IntVar(&c.nodes, "nodes", 0, "number of fake nodes (for the report)")
 	flag.StringVar(&c.serviceCIDR, "service-cidr", "", "the control plane's Service range (for the report)")
 	flag.StringVar(&c.podCIDR, "pod-cidr", "", "the fake pods' IP range (for the report)")
+	flag.DurationVar(&c.apiserverProfile, "apiserver-profile", 0, "if set, a CPU profile of kube-apiserver this long is taken in each run, from 5 s after its first create, into the work directory (for a diagnosis; it costs the API server some CPU)")
 	flag.StringVar(&c.controlPlaneLimits, "control-plane-limits", "", "the client QPS and burst of kube-controller-manager and kube-scheduler, when not their defaults (for the report)")
 	flag.StringVar(&c.volumes, "volumes", "static", "static: volumes made in advance, bound by kube-controller-manager; kwok: claims provisioned by kwok's stages, one step at a time")
 	flag.StringVar(&c.restart, "restart", "", "shell command that stops the control plane and starts a fresh one, with the CRDs installed, before the controller's run")
@@ -492,6 +497,7 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 	stopLoad := sampleLoad(&out.load)
 	defer stopLoad()
 	out.t0 = time.Now()
+	profiled := profileAPIServer(pctx, c, obsKube, "floor")
 	go func() {
 		res, err := f.run(pctx, in, c.n)
 		done <- floorDone{res, err}
@@ -518,6 +524,7 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 	stopTracker()
 	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)
 	out.statusChanges = tr.statusTransitions()
+	<-profiled
 	out.allRunning = out.running.last(c.n)
 	return out, nil
 }
@@ -578,6 +585,8 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	out.t0 = time.Now()
+	profiled := profileAPIServer(pctx, c, obsKube, "controller")
+	defer func() { <-profiled }()
 	if err := createDatabases(pctx, obsDB, ns, c.n, c.creators, c.storageClass(), func(*dbv1alpha1.Database) {}); err != nil {
 		smp.finish()
 		return nil, err
@@ -663,6 +672,35 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 		out.eventsStoredSum[e.Reason] += int(max(e.Count, 1))
 	}
 	return out, nil
+}
+
+// profileAPIServer takes, when asked, a CPU profile of kube-apiserver
+// (its --profiling is on by default) from 5 s on, into
+// apiserver-<run>.pprof in the work directory. The channel is closed when
+// it is done.
+func profileAPIServer(ctx context.Context, c config, kube kubernetes.Interface, run string) <-chan struct{} {
+	done := make(chan struct{})
+	if c.apiserverProfile <= 0 {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		sleep(ctx, 5*time.Second)
+		b, err := kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(c.apiserverProfile.Seconds()))).DoRaw(ctx)
+		if err != nil {
+			logf("%s: the API server's CPU profile: %v", run, err)
+			return
+		}
+		path := filepath.Join(c.workDir, "apiserver-"+run+".pprof")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			logf("%s: %v", run, err)
+			return
+		}
+		logf("%s: the API server's CPU profile is in %s", run, path)
+	}()
+	return done
 }
 
 // countLoggedEvents counts, by reason, the events the controller logged
