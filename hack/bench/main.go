@@ -276,6 +276,7 @@ func prepare(ctx context.Context, c config, ns string, restart bool) (clients, e
 		// neither run.
 		wc := c
 		wc.n = c.warmup
+		wc.apiserverProfile = 0
 		logf("warm-up: %d Databases through the floor in namespace %s", wc.n, warmNS)
 		wr, err := runFloor(ctx, wc, cl.cfg, cl.obsKube, cl.obsDB, warmNS)
 		if err != nil {
