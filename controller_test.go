@@ -1771,6 +1771,33 @@ func startingPod(db *dbv1alpha1.Database) *corev1.Pod {
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-time.Minute))}}}}}}
 }
 
+// While a Database is Provisioning, its pod appearing changes only the
+// number of pods in its status: no write for that alone. The write to
+// Running, or of any other change, carries the count.
+func TestProvisioningPodCountAloneIsNotWritten(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.Status = wantStatus(db, "Provisioning", 0, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	seed := func(f *fixture, db *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
+		f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), claim(db, 0, "1Gi"))
+	}
+
+	t.Run("only the count changed", func(t *testing.T) {
+		f := newFixture(t)
+		seed(f, db.DeepCopy(), notReadyStatefulSet(t, db)) // status.replicas 1, ready 0
+		f.run(ctx, ref(db))
+	})
+	t.Run("the pod became ready", func(t *testing.T) {
+		f := newFixture(t)
+		seed(f, db.DeepCopy(), rolledOut(expectedStatefulSet(t, db), 1))
+		f.expectStatusUpdate(db, wantStatus(db, "Running", 1, 1, "16", "True", "AllReplicasReady", "1/1 replicas are ready",
+			"False", "Converged", "the Database matches its spec"))
+		f.events = []string{"Normal Running postgresql 16 is running: 1/1 replicas are ready"}
+		f.run(ctx, ref(db))
+	})
+}
+
 // A container that runs and is not ready yet is not a cause, but becomes
 // one with time alone: the Database is looked at again soon.
 func TestStartingContainerIsRechecked(t *testing.T) {

@@ -35,6 +35,23 @@ func (p *pass) replicatingCondition() *metav1.Condition {
 	return meta.FindStatusCondition(p.db.Status.Conditions, dbv1alpha1.ConditionReplicating)
 }
 
+// onlyPodCountChanged reports whether a Provisioning Database's new status
+// differs from the stored one in the number of its pods that exist alone.
+// That is no news a person acts on while the Database is being made (its
+// phase, ready replicas and conditions say where it is), and the next
+// write, at the latest the one to Running, carries it. A new Database's
+// pod appears a moment after its StatefulSet: writing that alone cost one
+// status write per new Database, which in a burst of new Databases queued
+// on the client's rate limit ahead of the writes to Running.
+func onlyPodCountChanged(stored, computed dbv1alpha1.DatabaseStatus) bool {
+	if computed.Phase != dbv1alpha1.PhaseProvisioning || stored.Phase != dbv1alpha1.PhaseProvisioning ||
+		stored.Replicas == computed.Replicas {
+		return false
+	}
+	computed.Replicas = stored.Replicas
+	return equality.Semantic.DeepEqual(stored, computed)
+}
+
 // writeStatus writes the status computed from the pass when it differs from
 // the stored one, and emits events for the transitions that matter to a
 // person: a new problem (Warning), and reaching Running.
@@ -71,7 +88,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 		Replication:                    p.replicationStatus(),
 		Replicating:                    p.replicatingCondition(),
 	})
-	if equality.Semantic.DeepEqual(db.Status, newStatus) {
+	if equality.Semantic.DeepEqual(db.Status, newStatus) || onlyPodCountChanged(db.Status, newStatus) {
 		return nil
 	}
 	// Server-side apply of the whole status: the controller owns every
