@@ -48,8 +48,12 @@ const (
 )
 
 // preferredRun is how many Databases whose child changed are handed to the
-// workers in a row while another Database waits.
-const preferredRun = 8
+// workers in a row while another Database waits: one, so that while both
+// wait the two take turns, and neither gets less than half of the workers'
+// turns. With 8, new Databases got as little as one turn in nine: at QPS
+// 1000 their StatefulSets were created 1.5-1.7x later than the floor's,
+// against 1.16x first in, first out.
+const preferredRun = 1
 
 // Config is what NewController needs. Only the clients and the informer
 // factories are required.

