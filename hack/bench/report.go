@@ -288,10 +288,11 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 	t = table{}
 	t.header("from", "to", "controller", "per Database", "floor")
 	floorChanges := map[transition]int{}
+	var allChanges, allFloor int
 	for _, tc := range fr.statusChanges {
 		floorChanges[tc.transition] = tc.n
+		allFloor += tc.n
 	}
-	var allChanges, allFloor int
 	for _, tc := range cr.statusChanges {
 		t.row(tc.from, tc.to, num(float64(tc.n)), fmt.Sprintf("%.2f", float64(tc.n)/n), num(float64(floorChanges[tc.transition])))
 		allChanges += tc.n
@@ -301,9 +302,6 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 		if _, left := floorChanges[tc.transition]; left {
 			t.row(tc.from, tc.to, "0", "0", num(float64(tc.n)))
 		}
-	}
-	for _, tc := range fr.statusChanges {
-		allFloor += tc.n
 	}
 	t.row("**all**", "", num(float64(allChanges)), fmt.Sprintf("%.2f", float64(allChanges)/n), num(float64(allFloor)))
 	w("%s\n", t.b.String())

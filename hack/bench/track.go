@@ -161,10 +161,8 @@ func statusState(s *dbv1alpha1.DatabaseStatus) string {
 	if s == nil || s.Phase == "" {
 		return "(none)"
 	}
-	for _, c := range s.Conditions {
-		if c.Type == dbv1alpha1.ConditionReady {
-			return fmt.Sprintf("%s/%s", s.Phase, c.Reason)
-		}
+	if ready := meta.FindStatusCondition(s.Conditions, dbv1alpha1.ConditionReady); ready != nil {
+		return fmt.Sprintf("%s/%s", s.Phase, ready.Reason)
 	}
 	return string(s.Phase)
 }
