@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -60,9 +61,8 @@ const preferredRun = 1
 type Config struct {
 	// KubeClient writes Secrets, Services, StatefulSets and claims.
 	KubeClient kubernetes.Interface
-	// EventsClient writes events, and reads those of claims that wait for
-	// a volume; KubeClient when nil. A client of its own keeps events off
-	// the rate limiter of the creates.
+	// EventsClient writes events; KubeClient when nil. A client of its own
+	// keeps events off the rate limiter of the creates.
 	EventsClient kubernetes.Interface
 	// DBClient writes Database status.
 	DBClient clientset.Interface
@@ -70,6 +70,9 @@ type Config struct {
 	// this controller (see newInformerFactories); DBInformers watches Databases.
 	KubeInformers kubeinformers.SharedInformerFactory
 	DBInformers   dbinformers.SharedInformerFactory
+	// ClaimEventInformers should be limited to the events about claims (see
+	// newInformerFactories): they tell why a claim waits for its volume.
+	ClaimEventInformers kubeinformers.SharedInformerFactory
 	// Recorder emits events on Databases; when nil, one that writes through
 	// EventsClient.
 	Recorder record.EventRecorder
@@ -88,6 +91,7 @@ type Config struct {
 // keys on a rate-limited work queue, and workers take them off one at a time.
 type Controller struct {
 	databasesLister listers.DatabaseLister
+	claimsLister    corelisters.PersistentVolumeClaimLister
 	// cachesSynced report whether each informer cache has synced.
 	cachesSynced []cache.InformerSynced
 	// workqueue holds the Databases to sync. It is rate limited, so that a
@@ -140,6 +144,13 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	pods := cfg.KubeInformers.Core().V1().Pods()
 	jobs := cfg.KubeInformers.Batch().V1().Jobs()
 	databases := cfg.DBInformers.Dbcontroller().V1alpha1().Databases()
+	if cfg.ClaimEventInformers == nil {
+		return nil, errors.New("no informer factory for the events about claims")
+	}
+	claimEvents := cfg.ClaimEventInformers.Core().V1().Events()
+	if err := claimEvents.Informer().AddIndexers(cache.Indexers{reconcile.IndexClaim: reconcile.IndexByClaim}); err != nil {
+		return nil, err
+	}
 	backups := cfg.DBInformers.Dbcontroller().V1alpha1().DatabaseBackups()
 	if err := backups.Informer().AddIndexers(cache.Indexers{backup.IndexDatabase: backup.IndexByDatabase}); err != nil {
 		return nil, err
@@ -153,9 +164,10 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	order := queue.NewPrioritized[cache.ObjectName](preferredRun)
 	c := &Controller{
 		databasesLister: databases.Lister(),
+		claimsLister:    claims.Lister(),
 		cachesSynced: []cache.InformerSynced{databases.Informer().HasSynced, statefulSets.Informer().HasSynced,
 			services.Informer().HasSynced, secrets.Informer().HasSynced, claims.Informer().HasSynced, pods.Informer().HasSynced,
-			jobs.Informer().HasSynced, backups.Informer().HasSynced},
+			jobs.Informer().HasSynced, backups.Informer().HasSynced, claimEvents.Informer().HasSynced},
 		workqueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
@@ -169,22 +181,22 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		order:   order,
 		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
 		reconciler: reconcile.New(reconcile.Config{
-			KubeClient:   cfg.KubeClient,
-			EventsClient: cfg.EventsClient,
-			DBClient:     cfg.DBClient,
-			StatefulSets: statefulSets.Lister(),
-			Services:     services.Lister(),
-			Secrets:      secrets.Lister(),
-			Jobs:         jobs.Lister(),
-			Backups:      backups.Lister(),
-			ClaimIndex:   claims.Informer().GetIndexer(),
-			PodIndex:     pods.Informer().GetIndexer(),
-			JobIndex:     jobs.Informer().GetIndexer(),
-			BackupIndex:  backups.Informer().GetIndexer(),
-			Recorder:     cfg.Recorder,
-			Clock:        cfg.Clock,
-			Random:       cfg.Random,
-			SQL:          cfg.SQL,
+			KubeClient:      cfg.KubeClient,
+			DBClient:        cfg.DBClient,
+			StatefulSets:    statefulSets.Lister(),
+			Services:        services.Lister(),
+			Secrets:         secrets.Lister(),
+			Jobs:            jobs.Lister(),
+			Backups:         backups.Lister(),
+			ClaimIndex:      claims.Informer().GetIndexer(),
+			PodIndex:        pods.Informer().GetIndexer(),
+			JobIndex:        jobs.Informer().GetIndexer(),
+			BackupIndex:     backups.Informer().GetIndexer(),
+			ClaimEventIndex: claimEvents.Informer().GetIndexer(),
+			Recorder:        cfg.Recorder,
+			Clock:           cfg.Clock,
+			Random:          cfg.Random,
+			SQL:             cfg.SQL,
 		}),
 		backups: backup.New(backup.Config{
 			KubeClient:   cfg.KubeClient,
@@ -246,6 +258,19 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		if _, err := inf.AddEventHandler(labelledHandler); err != nil {
 			return nil, err
 		}
+	}
+	// An event about a claim that waits for its volume may name why it
+	// waits: it leads to the claim's Database.
+	if _, err := claimEvents.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueClaimEvent,
+		UpdateFunc: func(old, new interface{}) {
+			if old.(metav1.Object).GetResourceVersion() != new.(metav1.Object).GetResourceVersion() {
+				c.enqueueClaimEvent(new)
+			}
+		},
+		DeleteFunc: c.enqueueClaimEvent,
+	}); err != nil {
+		return nil, err
 	}
 	// A DatabaseBackup leads to the Database it backs up, which need not exist.
 	if _, err := backups.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -493,6 +518,28 @@ func (c *Controller) enqueueByLabel(obj interface{}) {
 		return
 	}
 	c.enqueueFollowUp(cache.ObjectName{Namespace: object.GetNamespace(), Name: name})
+}
+
+// enqueueClaimEvent puts on the work queue the Database of the Pending
+// claim an event is about. Events about other claims, or about claims this
+// controller does not manage (not in its filtered cache), are dropped.
+func (c *Controller) enqueueClaimEvent(obj interface{}) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	e, ok := obj.(*corev1.Event)
+	if !ok || e.InvolvedObject.Kind != "PersistentVolumeClaim" {
+		return
+	}
+	ns, name, err := cache.SplitMetaNamespaceKey(reconcile.ClaimKey(e))
+	if err != nil {
+		return
+	}
+	claim, err := c.claimsLister.PersistentVolumeClaims(ns).Get(name)
+	if err != nil || claim.Status.Phase != corev1.ClaimPending {
+		return
+	}
+	c.enqueueByLabel(claim)
 }
 
 // enqueueFollowUp puts a Database on the work queue, ahead of the Databases

@@ -68,6 +68,10 @@ type fixture struct {
 	podLister         []*corev1.Pod
 	jobLister         []*batchv1.Job
 	backupLister      []*dbv1alpha1.DatabaseBackup
+	claimEventLister  []*corev1.Event
+	// claimEvents is the indexer of the informer of claims' events, once
+	// newController built the controller.
+	claimEvents cache.Indexer
 
 	// Actions expected on each clientset.
 	kubeactions []core.Action
@@ -222,7 +226,7 @@ func (f *fixture) seed(objs ...runtime.Object) {
 			f.jobLister = append(f.jobLister, o)
 			f.kubeobjects = append(f.kubeobjects, o)
 		case *corev1.Event:
-			// Events are read from the API, never cached.
+			f.claimEventLister = append(f.claimEventLister, o)
 			f.kubeobjects = append(f.kubeobjects, o)
 		default:
 			f.t.Fatalf("cannot seed %T", o)
@@ -249,17 +253,19 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 
 	i := informers.NewSharedInformerFactory(f.client, noResync)
 	k8sI := kubeinformers.NewSharedInformerFactory(f.kubeclient, noResync)
+	eventsI := kubeinformers.NewSharedInformerFactory(f.kubeclient, noResync)
 	recorder := record.NewFakeRecorder(100)
 
 	c, err := NewController(ctx, Config{
-		KubeClient:    f.kubeclient,
-		DBClient:      f.client,
-		KubeInformers: k8sI,
-		DBInformers:   i,
-		Recorder:      recorder,
-		Clock:         f.clock,
-		Random:        passwordSource(),
-		SQL:           f.sql,
+		KubeClient:          f.kubeclient,
+		DBClient:            f.client,
+		KubeInformers:       k8sI,
+		DBInformers:         i,
+		ClaimEventInformers: eventsI,
+		Recorder:            recorder,
+		Clock:               f.clock,
+		Random:              passwordSource(),
+		SQL:                 f.sql,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -289,6 +295,10 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	for _, b := range f.backupLister {
 		_ = i.Dbcontroller().V1alpha1().DatabaseBackups().Informer().GetIndexer().Add(b)
 	}
+	f.claimEvents = eventsI.Core().V1().Events().Informer().GetIndexer()
+	for _, e := range f.claimEventLister {
+		_ = f.claimEvents.Add(e)
+	}
 	return c, i, k8sI, recorder
 }
 
@@ -315,6 +325,24 @@ func (f *fixture) syncAndCheck(ctx context.Context, c *Controller, recorder *rec
 		f.t.Fatalf("error syncing database: %v", err)
 	} else if expectError && err == nil {
 		f.t.Fatal("expected error syncing database, got nil")
+	}
+	checkActions(f.t, "database clientset", f.actions, filterInformerActions(f.client.Actions()))
+	checkActions(f.t, "kube clientset", f.kubeactions, filterInformerActions(f.kubeclient.Actions()))
+	checkEvents(f.t, f.events, recorder)
+}
+
+// syncAndCheckSkipped is syncAndCheck, which also checks whether the pass
+// was skipped as settled (reconcile.Reconciler.Sync).
+func (f *fixture) syncAndCheckSkipped(ctx context.Context, c *Controller, recorder *record.FakeRecorder, ref cache.ObjectName, wantSkipped bool) {
+	f.t.Helper()
+	f.client.ClearActions()
+	f.kubeclient.ClearActions()
+	skipped, err := c.syncHandler(ctx, ref)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if skipped != wantSkipped {
+		f.t.Fatalf("skipped = %v, want %v", skipped, wantSkipped)
 	}
 	checkActions(f.t, "database clientset", f.actions, filterInformerActions(f.client.Actions()))
 	checkActions(f.t, "kube clientset", f.kubeactions, filterInformerActions(f.kubeclient.Actions()))
@@ -429,12 +457,12 @@ func checkEvents(t *testing.T, expected []string, recorder *record.FakeRecorder)
 	}
 }
 
-// filterInformerActions drops the list and watch calls of informers. Events
-// are never listed by an informer: a list of them is the controller's own read.
+// filterInformerActions drops the list and watch calls of informers. The
+// controller reads nothing else by list or watch.
 func filterInformerActions(actions []core.Action) []core.Action {
 	var ret []core.Action
 	for _, action := range actions {
-		if (action.GetVerb() == "list" || action.GetVerb() == "watch") && action.GetResource().Resource != "events" {
+		if action.GetVerb() == "list" || action.GetVerb() == "watch" {
 			continue
 		}
 		ret = append(ret, action)
@@ -1314,6 +1342,15 @@ func TestStripForCache(t *testing.T) {
 				corev1.LastAppliedConfigAnnotation: "{}", "team": "payments"}}, Spec: dbv1alpha1.DatabaseSpec{Version: "16"}},
 			&dbv1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "d", Annotations: map[string]string{"team": "payments"}},
 				Spec: dbv1alpha1.DatabaseSpec{Version: "16"}}},
+		{"Event: what names its object, its kind, and when and how often",
+			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", UID: "u", ResourceVersion: "7", ManagedFields: managed,
+				Annotations: map[string]string{"a": "b"}},
+				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "c", UID: "cu"}, Type: corev1.EventTypeWarning,
+				Reason: "ProvisioningFailed", Message: "m", Count: 3, Source: corev1.EventSource{Component: "persistentvolume-controller"},
+				ReportingController: "r", LastTimestamp: metav1.NewTime(testNow)},
+			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", UID: "u", ResourceVersion: "7"},
+				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "c", UID: "cu"}, Type: corev1.EventTypeWarning,
+				Reason: "ProvisioningFailed", Message: "m", Count: 3, LastTimestamp: metav1.NewTime(testNow)}},
 		{"StatefulSet: all but managed fields",
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: managed}, Spec: appsv1.StatefulSetSpec{ServiceName: "h"}},
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: appsv1.StatefulSetSpec{ServiceName: "h"}}},
@@ -1423,12 +1460,9 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 	pod := func(db *dbv1alpha1.Database) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", Labels: names.Labels(db)}}
 	}
-	eventsList := claimEventsList("data-orders-0")
-
 	tests := []struct {
 		name    string
 		objects func(db *dbv1alpha1.Database) []runtime.Object
-		list    bool // the claim is Pending: its events are read
 		reason  string
 		message string
 		stuck   bool
@@ -1438,7 +1472,6 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 			objects: func(db *dbv1alpha1.Database) []runtime.Object {
 				return []runtime.Object{pending(db), provisioningFailed}
 			},
-			list:    true,
 			reason:  "VolumeNotProvisioned",
 			message: `PersistentVolumeClaim data-orders-0 cannot be provisioned: storageclass.storage.k8s.io "does-not-exist" not found`,
 			stuck:   true,
@@ -1446,21 +1479,18 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 		{
 			name:    "a claim waiting for its volume",
 			objects: func(db *dbv1alpha1.Database) []runtime.Object { return []runtime.Object{pending(db)} },
-			list:    true,
 			reason:  "VolumePending",
 			message: "PersistentVolumeClaim data-orders-0 is waiting for its volume",
 		},
 		{
 			name:    "a claim whose provisioning failed once",
 			objects: func(db *dbv1alpha1.Database) []runtime.Object { return append(transient(false), pending(db)) },
-			list:    true,
 			reason:  "VolumePending",
 			message: "PersistentVolumeClaim data-orders-0 is waiting for its volume",
 		},
 		{
 			name:    "a claim whose provisioning failure was followed by progress",
 			objects: func(db *dbv1alpha1.Database) []runtime.Object { return append(transient(true), pending(db)) },
-			list:    true,
 			reason:  "VolumePending",
 			message: "PersistentVolumeClaim data-orders-0 is waiting for its volume",
 		},
@@ -1510,9 +1540,6 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 			sts := notReadyStatefulSet(t, db)
 			f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"))
 			f.seed(tt.objects(db)...)
-			if tt.list {
-				f.kubeactions = append(f.kubeactions, eventsList)
-			}
 			st := wantStatus(db, "Provisioning", 1, 0, "", "False", tt.reason, "0/1 replicas are ready: "+tt.message,
 				"True", "Provisioning", "waiting for 0/1 replicas to become ready")
 			f.expectStatusUpdate(db, st)
@@ -1520,14 +1547,10 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 				f.events = []string{"Warning " + tt.reason + " " + tt.message}
 			}
 			c := f.run(ctx, ref(db))
-			// A claim's events are watched by no informer: while it waits,
-			// the Database is looked at again soon.
-			wantRechecks := 0
-			if tt.reason == "VolumePending" {
-				wantRechecks = 1
-			}
-			if n := c.recheck.NumRequeues(ref(db)); n != wantRechecks {
-				t.Errorf("rechecks scheduled = %d, want %d", n, wantRechecks)
+			// What would change any of these causes reaches the Database
+			// through an informer, the claim's events included: no recheck.
+			if n := c.recheck.NumRequeues(ref(db)); n != 0 {
+				t.Errorf("rechecks scheduled = %d, want 0", n)
 			}
 
 			// The same cause with that status stored: no write, no event.
@@ -1536,9 +1559,6 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 			db2.Status = st
 			f2.seed(db2, sts.DeepCopy(), expectedHeadless(t, db2), expectedService(t, db2), expectedSecret(t, db2, "pw"))
 			f2.seed(tt.objects(db2)...)
-			if tt.list {
-				f2.kubeactions = append(f2.kubeactions, eventsList)
-			}
 			f2.run(ctx, ref(db2))
 		})
 	}
@@ -1756,12 +1776,6 @@ func notReadyStatefulSet(t *testing.T, db *dbv1alpha1.Database) *appsv1.Stateful
 	sts.Generation = 1
 	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
 	return sts
-}
-
-// claimEventsList is the read of a claim's events in namespace default.
-func claimEventsList(claim string) core.Action {
-	return core.NewListAction(schema.GroupVersionResource{Version: "v1", Resource: "events"}, schema.GroupVersionKind{Version: "v1", Kind: "Event"},
-		"default", metav1.ListOptions{FieldSelector: "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=" + claim})
 }
 
 // startingPod is db's first pod, whose container started a minute ago and
@@ -2224,18 +2238,7 @@ func TestSettledDatabaseIsSkippedUntilSomethingChanges(t *testing.T) {
 			c, _, k8sI, recorder := f.newController(ctx)
 			sync := func(wantSkipped bool) {
 				t.Helper()
-				f.client.ClearActions()
-				f.kubeclient.ClearActions()
-				skipped, err := c.syncHandler(ctx, ref(db))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if skipped != wantSkipped {
-					t.Fatalf("skipped = %v, want %v", skipped, wantSkipped)
-				}
-				checkActions(t, "database clientset", f.actions, filterInformerActions(f.client.Actions()))
-				checkActions(t, "kube clientset", f.kubeactions, filterInformerActions(f.kubeclient.Actions()))
-				checkEvents(t, f.events, recorder)
+				f.syncAndCheckSkipped(ctx, c, recorder, ref(db), wantSkipped)
 			}
 			sync(false) // the first pass finds nothing to do: settled
 			sync(true)
@@ -2282,32 +2285,102 @@ func TestRecheckedDatabaseIsNeverSkipped(t *testing.T) {
 	}
 }
 
-// A Database whose claim waits for its volume is looked at again and again;
-// the claim's events, which no informer holds, are read once per
-// status.VolumeGrace, not once per sync.
-func TestClaimEventsAreReadOncePerGrace(t *testing.T) {
+// The events of a claim that waits for its volume come from the informer's
+// cache, never from a read of the API. A Database whose claim waits has
+// settled: the next pass runs when an event about the claim arrives, which
+// changes what the pass reads, and names the failure at once.
+func TestClaimEventsComeFromTheCache(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
 	db := newDatabase("orders", "postgresql", "16", 1)
+	db.ResourceVersion = "10"
 	sts := notReadyStatefulSet(t, db)
 	pending := claim(db, 0, "1Gi")
 	pending.UID = "claim-uid"
 	pending.Status.Phase = corev1.ClaimPending
-	db.Status = wantStatus(db, "Provisioning", 1, 0, "", "False", "VolumePending",
+	headless, svc, secret := expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw")
+	for i, o := range []metav1.Object{sts, headless, svc, secret, pending} {
+		o.SetResourceVersion(fmt.Sprint(i + 1))
+	}
+	waiting := wantStatus(db, "Provisioning", 1, 0, "", "False", "VolumePending",
 		"0/1 replicas are ready: PersistentVolumeClaim data-orders-0 is waiting for its volume",
 		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
-	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), pending)
+	db.Status = waiting
+	f.seed(db, sts, headless, svc, secret, pending)
 	c, _, _, recorder := f.newController(ctx)
-	eventsList := claimEventsList("data-orders-0")
+	sync := func(wantSkipped bool) {
+		t.Helper()
+		f.syncAndCheckSkipped(ctx, c, recorder, ref(db), wantSkipped)
+	}
+	sync(false) // nothing to write, and no recheck: settled
+	if n := c.recheck.NumRequeues(ref(db)); n != 0 {
+		t.Fatalf("rechecks scheduled = %d, want 0", n)
+	}
+	sync(true)
 
-	f.kubeactions = []core.Action{eventsList}
-	f.syncAndCheck(ctx, c, recorder, ref(db), false)
-	f.clock.SetTime(testNow.Add(status.VolumeGrace - time.Second))
-	f.kubeactions = nil
-	f.syncAndCheck(ctx, c, recorder, ref(db), false)
-	f.clock.SetTime(testNow.Add(status.VolumeGrace + time.Second))
-	f.kubeactions = []core.Action{eventsList}
-	f.syncAndCheck(ctx, c, recorder, ref(db), false)
+	// An event about another claim of the same name, deleted since,
+	// changes nothing.
+	earlier := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "data-orders-0.0", Namespace: "default", ResourceVersion: "20"},
+		InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "data-orders-0", Namespace: "default", UID: "an-earlier-claim"},
+		Type:           corev1.EventTypeWarning, Reason: "ProvisioningFailed", Message: "an old failure", Count: 9,
+		LastTimestamp: metav1.NewTime(testNow.Add(-time.Hour)),
+	}
+	if err := f.claimEvents.Add(earlier); err != nil {
+		t.Fatal(err)
+	}
+	sync(true)
+
+	failed := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "data-orders-0.1", Namespace: "default", ResourceVersion: "21"},
+		InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "data-orders-0", Namespace: "default", UID: "claim-uid"},
+		Type:           corev1.EventTypeWarning, Reason: "ProvisioningFailed",
+		Message:       `storageclass.storage.k8s.io "does-not-exist" not found`,
+		Count:         3,
+		LastTimestamp: metav1.NewTime(testNow.Add(-time.Minute)),
+	}
+	if err := f.claimEvents.Add(failed); err != nil {
+		t.Fatal(err)
+	}
+	msg := `PersistentVolumeClaim data-orders-0 cannot be provisioned: storageclass.storage.k8s.io "does-not-exist" not found`
+	st := wantStatus(db, "Provisioning", 1, 0, "", "False", "VolumeNotProvisioned", "0/1 replicas are ready: "+msg,
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning VolumeNotProvisioned " + msg}
+	sync(false)
+}
+
+// An event about a Pending claim of a Database puts the Database on the
+// queue; an event about a bound claim, about a claim this controller does
+// not manage, or about another kind of object does not.
+func TestClaimEventEnqueuesTheDatabase(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 2)
+	pending := claim(db, 0, "1Gi")
+	pending.Status.Phase = corev1.ClaimPending
+	bound := claim(db, 1, "1Gi")
+	bound.Status.Phase = corev1.ClaimBound
+	f.seed(db, pending, bound)
+	c, _, _, _ := f.newController(ctx)
+	about := func(kind, name string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name + ".1", Namespace: "default"},
+			InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name}, Type: corev1.EventTypeWarning}
+	}
+	for _, e := range []interface{}{about("PersistentVolumeClaim", "data-orders-1"), about("PersistentVolumeClaim", "data-unmanaged-0"),
+		about("Pod", "data-orders-0"), "not an event"} {
+		c.enqueueClaimEvent(e)
+	}
+	if n := c.workqueue.Len(); n != 0 {
+		t.Fatalf("queue has %d items after events that are not about a Pending claim of a Database, want 0", n)
+	}
+	c.enqueueClaimEvent(cache.DeletedFinalStateUnknown{Key: "default/data-orders-0.1", Obj: about("PersistentVolumeClaim", "data-orders-0")})
+	if n := c.workqueue.Len(); n != 1 {
+		t.Fatalf("queue has %d items after a tombstone of an event about a Pending claim, want 1", n)
+	}
+	if got, _ := c.workqueue.Get(); got != ref(db) {
+		t.Fatalf("enqueued %v, want %v", got, ref(db))
+	}
 }
 
 // fakeSQL answers for the servers of replicated Databases, by pod address,

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -138,13 +139,15 @@ func run(ctx context.Context, o options) error {
 	}
 
 	kubeInformerFactory, dbInformerFactory := newInformerFactories(kubeClient, dbClient, o.namespace, o.resync)
+	claimEventInformerFactory := newClaimEventInformerFactory(eventsClient, o.namespace)
 	controller, err := NewController(ctx, Config{
-		KubeClient:    kubeClient,
-		EventsClient:  eventsClient,
-		DBClient:      dbClient,
-		KubeInformers: kubeInformerFactory,
-		DBInformers:   dbInformerFactory,
-		Metrics:       m,
+		KubeClient:          kubeClient,
+		EventsClient:        eventsClient,
+		DBClient:            dbClient,
+		KubeInformers:       kubeInformerFactory,
+		DBInformers:         dbInformerFactory,
+		ClaimEventInformers: claimEventInformerFactory,
+		Metrics:             m,
 	})
 	if err != nil {
 		return err
@@ -155,8 +158,10 @@ func run(ctx context.Context, o options) error {
 	// leader has warm caches.
 	kubeInformerFactory.Start(ctx.Done())
 	dbInformerFactory.Start(ctx.Done())
+	claimEventInformerFactory.Start(ctx.Done())
 	defer kubeInformerFactory.Shutdown()
 	defer dbInformerFactory.Shutdown()
+	defer claimEventInformerFactory.Shutdown()
 
 	var electionCheck *leaderelection.HealthzAdaptor
 	if o.leaderElect {
@@ -383,11 +388,26 @@ func newInformerFactories(kubeClient kubernetes.Interface, dbClient clientset.In
 	return kubeFactory, dbFactory
 }
 
+// newClaimEventInformerFactory returns the informer factory of the events
+// about claims, the one kind of event the controller reads: why a claim
+// waits for its volume is only there. Events carry no labels, so this
+// factory is limited by a field selector instead; it watches through the
+// events client, off the rate limiter of the creates, and has no resync, as
+// no event needs one.
+func newClaimEventInformerFactory(eventsClient kubernetes.Interface, namespace string) kubeinformers.SharedInformerFactory {
+	claimEvents := fields.OneTermEqualSelector("involvedObject.kind", "PersistentVolumeClaim").String()
+	return kubeinformers.NewSharedInformerFactoryWithOptions(eventsClient, 0,
+		kubeinformers.WithNamespace(namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = claimEvents }),
+		kubeinformers.WithTransform(stripForCache))
+}
+
 // stripForCache drops what the controller never reads before an object
 // enters an informer cache: managed fields on every object; the data of
 // Secrets, so credentials never sit in the controller's memory; the spec of
 // pods but their node, as the rest is the StatefulSet's template, read
-// there; and the copy of a Database's manifest that `kubectl apply` keeps in
+// there; all of an event but what names its object, its kind and when and
+// how often it happened; and the copy of a Database's manifest that `kubectl apply` keeps in
 // an annotation.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
@@ -399,6 +419,12 @@ func stripForCache(obj interface{}) (interface{}, error) {
 		o.StringData = nil
 	case *corev1.Pod:
 		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
+	case *corev1.Event:
+		*o = corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion},
+			InvolvedObject: o.InvolvedObject, Type: o.Type, Reason: o.Reason, Message: o.Message, Count: o.Count, Series: o.Series,
+			FirstTimestamp: o.FirstTimestamp, LastTimestamp: o.LastTimestamp, EventTime: o.EventTime,
+		}
 	case *dbv1alpha1.Database:
 		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
 	}

@@ -99,8 +99,9 @@ func TestReadyzWaitsForTheCaches(t *testing.T) {
 	kube := k8sfake.NewClientset()
 	dbs := fake.NewSimpleClientset()
 	kubeFactory, dbFactory := newInformerFactories(kube, dbs, metav1.NamespaceAll, 0)
+	eventFactory := newClaimEventInformerFactory(kube, metav1.NamespaceAll)
 	c, err := NewController(ctx, Config{KubeClient: kube, DBClient: dbs, KubeInformers: kubeFactory, DBInformers: dbFactory,
-		Recorder: record.NewFakeRecorder(10)})
+		ClaimEventInformers: eventFactory, Recorder: record.NewFakeRecorder(10)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +124,12 @@ func TestReadyzWaitsForTheCaches(t *testing.T) {
 	}
 	kubeFactory.Start(ctx.Done())
 	dbFactory.Start(ctx.Done())
+	kubeFactory.WaitForCacheSync(ctx.Done())
+	dbFactory.WaitForCacheSync(ctx.Done())
+	if code := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz before the claims' events synced = %d, want 503", code)
+	}
+	eventFactory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), c.cachesSynced...) {
 		t.Fatal("caches did not sync")
 	}
@@ -200,13 +207,15 @@ func runUntilShutdownDuringASync(t *testing.T, drain, hold time.Duration) (*bloc
 	dbs := fake.NewSimpleClientset(db)
 	dbFactory := informers.NewSharedInformerFactory(dbs, 0)
 	kubeFactory := kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0)
+	eventFactory := kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0)
 	c, err := NewController(ctx, Config{KubeClient: kube, DBClient: dbs, KubeInformers: kubeFactory, DBInformers: dbFactory,
-		Recorder: record.NewFakeRecorder(100), Random: passwordSource()})
+		ClaimEventInformers: eventFactory, Recorder: record.NewFakeRecorder(100), Random: passwordSource()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	kubeFactory.Start(ctx.Done())
 	dbFactory.Start(ctx.Done())
+	eventFactory.Start(ctx.Done())
 
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx, 1, drain) }()

@@ -1,23 +1,19 @@
 package reconcile
 
 import (
-	"context"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
-// cause finds why the Database's replicas are not ready, from the pods and
-// claims in the caches. A claim that is Pending is the one case that reads
-// the API: its provisioning failure is only in the Warning events the
-// volume controller records on it. When what it finds may change unseen,
-// it asks for a recheck.
-func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
+// cause finds why the Database's replicas are not ready, from the pods,
+// the claims and the claims' events in the caches. When what it finds may
+// change with time alone, it asks for a recheck.
+func (p *pass) cause() (*status.Cause, error) {
 	db := p.db
 	if p.statefulSet == nil {
 		return nil, nil
@@ -35,15 +31,15 @@ func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 		}
 		if status.Young(c.CreationTimestamp.Time, in.Now) {
 			// Being provisioned, as every new volume is for a moment: no
-			// cause yet, and no read of its events.
+			// cause yet.
 			provisioning = true
 			continue
 		}
-		msg, err := p.r.provisioningFailure(ctx, c)
+		events, err := p.r.index.eventsOf(c)
 		if err != nil {
 			return nil, err
 		}
-		in.ProvisioningFailures[c.Name] = msg
+		in.ProvisioningFailures[c.Name] = provisioningFailure(events)
 	}
 	in.Pods = p.pods
 	cause := status.FindCause(in)
@@ -51,62 +47,32 @@ func (p *pass) cause(ctx context.Context) (*status.Cause, error) {
 	case cause == nil && provisioning:
 		// Named if it still waits once the grace is over.
 		p.recheck = "a volume is being provisioned"
-	case cause != nil && cause.Reason == status.ReasonVolumePending:
-		// Whether its provisioning fails is in the claim's events, which no
-		// informer watches: look again soon.
-		p.recheck = cause.Message
 	case cause == nil && status.StartingContainers(p.pods):
 		// A container that runs and is not ready becomes a cause with time
-		// alone, which no informer reports either.
+		// alone, which no informer reports.
 		p.recheck = "a container is running and not ready yet"
 	}
+	// A claim that waits longer needs no recheck: a new event about it, or
+	// its binding, reaches the Database through the informers.
 	return cause, nil
 }
 
-// provisioningFailure is the message of the Warning event on claim when it
-// is the newest event on it and has been repeated, or "". The volume
-// controller retries a failed provisioning and records each failure again;
-// a failure that is not repeated, or that a Normal event followed, such as
-// a write conflict it retried at once, passes by itself.
-//
-// What the events said is remembered for status.VolumeGrace: a claim's
-// events are read at most once in that time, however often its Database
-// is synced while it waits.
-func (r *Reconciler) provisioningFailure(ctx context.Context, claim *corev1.PersistentVolumeClaim) (string, error) {
-	if msg, known := r.claimEvents.get(claim.UID); known && claim.UID != "" {
-		return msg, nil
-	}
-	msg, err := r.readProvisioningFailure(ctx, claim)
-	if err == nil {
-		r.claimEvents.put(claim.UID, msg)
-	}
-	return msg, err
-}
-
-func (r *Reconciler) readProvisioningFailure(ctx context.Context, claim *corev1.PersistentVolumeClaim) (string, error) {
-	selector := fields.Set{
-		"involvedObject.kind": "PersistentVolumeClaim",
-		"involvedObject.name": claim.Name,
-	}.AsSelector().String()
-	events, err := r.events.CoreV1().Events(claim.Namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
-	if err != nil {
-		return "", err
-	}
+// provisioningFailure is the message of the Warning event among a claim's
+// events when it is the newest of them and has been repeated, or "". The
+// volume controller retries a failed provisioning and records each failure
+// again; a failure that is not repeated, or that a Normal event followed,
+// such as a write conflict it retried at once, passes by itself.
+func provisioningFailure(events []*corev1.Event) string {
 	var newest *corev1.Event
-	for i := range events.Items {
-		e := &events.Items[i]
-		if e.InvolvedObject.Kind != "PersistentVolumeClaim" || e.InvolvedObject.Name != claim.Name ||
-			(e.InvolvedObject.UID != "" && e.InvolvedObject.UID != claim.UID) {
-			continue
-		}
+	for _, e := range events {
 		if newest == nil || eventTime(e).After(eventTime(newest).Time) {
 			newest = e
 		}
 	}
 	if newest == nil || newest.Type != corev1.EventTypeWarning || repeats(newest) < 2 {
-		return "", nil
+		return ""
 	}
-	return strings.TrimSpace(newest.Message), nil
+	return strings.TrimSpace(newest.Message)
 }
 
 // repeats is how many times an event was recorded.

@@ -34,6 +34,30 @@ func IndexByInstance(obj interface{}) ([]string, error) {
 	return []string{o.GetNamespace() + "/" + instance}, nil
 }
 
+// IndexClaim is the name of the index, on the informer of claims' events, of
+// events by the namespace and name of the claim they are about.
+const IndexClaim = "claim"
+
+// IndexByClaim indexes an event about a PersistentVolumeClaim by the
+// claim's namespace/name; other events are not indexed.
+func IndexByClaim(obj interface{}) ([]string, error) {
+	e, ok := obj.(*corev1.Event)
+	if !ok || e.InvolvedObject.Kind != "PersistentVolumeClaim" || e.InvolvedObject.Name == "" {
+		return nil, nil
+	}
+	return []string{ClaimKey(e)}, nil
+}
+
+// ClaimKey is the namespace/name of the claim an event is about: the
+// event's own namespace when the reference names none.
+func ClaimKey(e *corev1.Event) string {
+	ns := e.InvolvedObject.Namespace
+	if ns == "" {
+		ns = e.Namespace
+	}
+	return ns + "/" + e.InvolvedObject.Name
+}
+
 // indexed returns the objects of type T that index holds under key, of
 // them those selector matches (every one when selector is nil).
 func indexed[T metav1.Object](indexer cache.Indexer, index, key string, selector labels.Selector) ([]T, error) {
@@ -54,6 +78,8 @@ func indexed[T metav1.Object](indexer cache.Indexer, index, key string, selector
 // indexes are the indexers a pass reads a Database's own objects through.
 type indexes struct {
 	claims, pods, jobs, backups cache.Indexer
+	// claimEvents holds the events of claims, with IndexClaim.
+	claimEvents cache.Indexer
 }
 
 func instanceKey(db *dbv1alpha1.Database) string { return db.Namespace + "/" + db.Name }
@@ -77,4 +103,21 @@ func (x indexes) jobsOf(db *dbv1alpha1.Database) ([]*batchv1.Job, error) {
 // backupsOf are the DatabaseBackups of db, those selector matches.
 func (x indexes) backupsOf(db *dbv1alpha1.Database, selector labels.Selector) ([]*dbv1alpha1.DatabaseBackup, error) {
 	return indexed[*dbv1alpha1.DatabaseBackup](x.backups, backup.IndexDatabase, instanceKey(db), selector)
+}
+
+// eventsOf are the cached events about claim: those recorded on its name,
+// of them those of this claim and not of an earlier one of the same name
+// (the reference's UID, when it has one).
+func (x indexes) eventsOf(claim *corev1.PersistentVolumeClaim) ([]*corev1.Event, error) {
+	all, err := indexed[*corev1.Event](x.claimEvents, IndexClaim, claim.Namespace+"/"+claim.Name, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, e := range all {
+		if e.InvolvedObject.UID == "" || e.InvolvedObject.UID == claim.UID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }

@@ -52,3 +52,26 @@ func TestIndexed(t *testing.T) {
 		t.Fatalf("indexed without a selector = %d objects, %v; want 2", len(all), err)
 	}
 }
+
+func TestIndexByClaim(t *testing.T) {
+	about := func(kind, ns, name string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e"},
+			InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: ns, Name: name}}
+	}
+	for _, tt := range []struct {
+		name string
+		obj  interface{}
+		want []string
+	}{
+		{"a claim", about("PersistentVolumeClaim", "ns", "data-orders-0"), []string{"ns/data-orders-0"}},
+		{"a claim, the reference without namespace", about("PersistentVolumeClaim", "", "data-orders-0"), []string{"ns/data-orders-0"}},
+		{"a pod", about("Pod", "ns", "orders-0"), nil},
+		{"a claim without name", about("PersistentVolumeClaim", "ns", ""), nil},
+		{"not an event", &corev1.Pod{}, nil},
+	} {
+		got, err := IndexByClaim(tt.obj)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: IndexByClaim = %v, %v; want %v", tt.name, got, err, tt.want)
+		}
+	}
+}

@@ -68,10 +68,6 @@ type Config struct {
 	KubeClient kubernetes.Interface
 	// DBClient writes Database status.
 	DBClient clientset.Interface
-	// EventsClient reads the events of claims that wait for a volume, so
-	// that those reads never wait on the rate limiter of the creates;
-	// KubeClient when nil.
-	EventsClient kubernetes.Interface
 	// The listers of the children, from informers limited to objects
 	// labelled as managed by this controller. The Secret lister holds no data.
 	StatefulSets appslisters.StatefulSetLister
@@ -85,6 +81,9 @@ type Config struct {
 	// informer, with backup.IndexDatabase: a Database's own objects are
 	// read through them.
 	ClaimIndex, PodIndex, JobIndex, BackupIndex cache.Indexer
+	// ClaimEventIndex is the indexer of an informer of the events about
+	// claims, with IndexClaim: why a claim waits for its volume.
+	ClaimEventIndex cache.Indexer
 	// Recorder emits events on Databases.
 	Recorder record.EventRecorder
 	// Clock stamps condition transitions and ages the expectations.
@@ -99,7 +98,6 @@ type Config struct {
 // workers, each on its own Database.
 type Reconciler struct {
 	kube         kubernetes.Interface
-	events       kubernetes.Interface
 	dbs          clientset.Interface
 	statefulSets statefulSetAdapter
 	services     serviceAdapter
@@ -121,10 +119,6 @@ type Reconciler struct {
 	// that the refused patch is not sent again until something that could
 	// change the answer changes.
 	refusedGrowth *ttlSet[ChildKey, refusedGrowth]
-	// claimEvents remembers, for VolumeGrace, what the events of a claim
-	// that waits for its volume said, so that a Database synced again and
-	// again while it waits reads them once per grace, not once per sync.
-	claimEvents *ttlSet[types.UID, string]
 	// settled remembers, for each Database whose last pass settled, the
 	// fingerprint of what that pass read (settled.go).
 	settled *ttlSet[settledKey, uint64]
@@ -142,22 +136,19 @@ const memoryTTL = time.Hour
 
 // New returns a Reconciler over cfg.
 func New(cfg Config) *Reconciler {
-	if cfg.EventsClient == nil {
-		cfg.EventsClient = cfg.KubeClient
-	}
 	if cfg.SQL == nil {
 		cfg.SQL = pgsql.New()
 	}
 	return &Reconciler{
 		kube:         cfg.KubeClient,
-		events:       cfg.EventsClient,
 		dbs:          cfg.DBClient,
 		statefulSets: statefulSetAdapter{client: cfg.KubeClient, lister: cfg.StatefulSets},
 		services:     serviceAdapter{client: cfg.KubeClient, lister: cfg.Services},
 		secrets:      cfg.Secrets,
 		jobs:         cfg.Jobs,
 		backups:      cfg.Backups,
-		index:        indexes{claims: cfg.ClaimIndex, pods: cfg.PodIndex, jobs: cfg.JobIndex, backups: cfg.BackupIndex},
+		index: indexes{claims: cfg.ClaimIndex, pods: cfg.PodIndex, jobs: cfg.JobIndex, backups: cfg.BackupIndex,
+			claimEvents: cfg.ClaimEventIndex},
 		recorder:     cfg.Recorder,
 		clock:        cfg.Clock,
 		random:       cfg.Random,
@@ -165,7 +156,6 @@ func New(cfg Config) *Reconciler {
 
 		conflicts:     newTTLSet[ChildKey, struct{}](cfg.Clock, memoryTTL),
 		refusedGrowth: newTTLSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
-		claimEvents:   newTTLSet[types.UID, string](cfg.Clock, status.VolumeGrace),
 		settled:       newTTLSet[settledKey, uint64](cfg.Clock, SettledTTL),
 		sql:           cfg.SQL,
 		creds:         newTTLSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,6 +57,13 @@ func (r *Reconciler) fingerprint(db *dbv1alpha1.Database) (sum uint64, ok bool) 
 
 	claims, err := r.index.ownClaims(db)
 	addListed(&f, "PersistentVolumeClaim", claims, err)
+	for _, c := range claims {
+		// Why a Pending claim waits is in its events (causes.go).
+		if c.Status.Phase == corev1.ClaimPending {
+			events, err := r.index.eventsOf(c)
+			addListed(&f, "Event", events, err)
+		}
+	}
 	pods, err := r.index.ownPods(db)
 	addListed(&f, "Pod", pods, err)
 	jobs, err := r.index.jobsOf(db)

@@ -60,7 +60,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 	var cause *status.Cause
 	if problem == nil && p.terminating == nil {
 		var err error
-		if cause, err = p.cause(ctx); err != nil {
+		if cause, err = p.cause(); err != nil {
 			return err
 		}
 	}

@@ -28,8 +28,8 @@ const NotReadyAfter = 20 * time.Minute
 
 // VolumeGrace is how long a claim may wait for its volume, and a pod for
 // its claim, before that is named: provisioning a volume takes a few
-// seconds, and naming it for every new Database would cost a status write,
-// and a read of the claim's events, for each one.
+// seconds, and naming it for every new Database would cost a status write
+// for each one.
 const VolumeGrace = 30 * time.Second
 
 // Young reports whether an object created at created is within

@@ -52,6 +52,7 @@ func TestLeastPrivilege(t *testing.T) {
 		{[]string{"patch", "persistentvolumeclaims", "-n", "default"}, "yes"},
 		{[]string{"watch", "pods", "-n", "default"}, "yes"},
 		{[]string{"list", "events", "-n", "default"}, "yes"},
+		{[]string{"watch", "events", "-n", "default"}, "yes"},
 		{[]string{"create", "jobs.batch", "-n", "default"}, "yes"},
 		{[]string{"create", "databasebackups.dbcontroller.io", "-n", "default"}, "yes"},
 		{[]string{"update", "databasebackups.dbcontroller.io", "--subresource=status", "-n", "default"}, "yes"},

@@ -55,7 +55,7 @@ var controllerPermissions = map[grant][]string{
 	{Group: "", Resource: "persistentvolumeclaims"}:                    verbs("get", "list", "watch", "create", "patch"),
 	{Group: "", Resource: "pods"}:                                      verbs("get", "list", "watch", "patch", "delete"),
 	{Group: "batch", Resource: "jobs"}:                                 verbs("get", "list", "watch", "create", "delete"),
-	{Group: "", Resource: "events"}:                                    verbs("create", "patch", "list"),
+	{Group: "", Resource: "events"}:                                    verbs("create", "patch", "list", "watch"),
 }
 
 // leaderElectionPermissions: a Lease in the controller's namespace, named
