@@ -39,6 +39,10 @@
 #                           that long is taken in each run from 5 s after its first
 #                           create, into BENCH_DIR/apiserver-{floor,controller}.pprof;
 #                           for a diagnosis, as it costs the API server CPU [none]
+#   BENCH_CONTROLLER_PROFILE a duration such as 30s: a CPU profile of the controller
+#                           that long is taken in its run from 5 s after its first
+#                           create, into BENCH_DIR/controller-cpu.pprof, and the
+#                           report shows its top functions [none]
 #   BENCH_CONTROLLER_ENV    VAR=value ... set in the controller's environment, for
 #                           experiments such as GOMEMLIMIT=80MiB [none]
 #   BENCH_DIR               work directory: control plane state, logs [_output/bench]
@@ -111,7 +115,7 @@ KUBECTL="$ROOT/_output/bin/kubectl"
 command="make bench"
 [[ -n "${MAKELEVEL:-}" ]] || command="./hack/bench.sh"
 for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENCH_TIMEOUT BENCH_NODES BENCH_VOLUMES BENCH_FRESH_CONTROL_PLANE BENCH_CONTROLLER BENCH_CONTROLLER_ENV \
-  BENCH_CONTROL_PLANE_QPS BENCH_CONTROL_PLANE_BURST BENCH_APISERVER_PROFILE; do
+  BENCH_CONTROL_PLANE_QPS BENCH_CONTROL_PLANE_BURST BENCH_APISERVER_PROFILE BENCH_CONTROLLER_PROFILE; do
   if [[ -n "${!v+set}" ]]; then
     value=${!v}
     [[ "$value" != *" "* ]] || value="'$value'"
@@ -187,6 +191,7 @@ log "running the benchmark: $N Databases (report: $OUT)"
   --restart="$restart" \
   --timeout="$TIMEOUT" \
   --apiserver-profile="${BENCH_APISERVER_PROFILE:-0}" \
+  --controller-profile="${BENCH_CONTROLLER_PROFILE:-0}" \
   --nodes="$NODES" \
   --service-cidr="$LOCAL_SERVICE_CIDR" \
   --pod-cidr="$LOCAL_POD_CIDR" \

@@ -64,6 +64,9 @@ type config struct {
 	// apiserverProfile is the length of a CPU profile of kube-apiserver
 	// taken in each run, none when 0.
 	apiserverProfile time.Duration
+	// controllerProfile is the length of a CPU profile of the controller
+	// in its run, from 5 s after its first create; none when 0.
+	controllerProfile time.Duration
 	// volumes is "static" (volumes made in advance, see volumes.go) or
 	// "kwok" (claims of the default class, provisioned by kwok).
 	volumes string
@@ -94,6 +97,7 @@ func main() {
 	flag.IntVar(&c.nodes, "nodes", 0, "number of fake nodes (for the report)")
 	flag.StringVar(&c.serviceCIDR, "service-cidr", "", "the control plane's Service range (for the report)")
 	flag.StringVar(&c.podCIDR, "pod-cidr", "", "the fake pods' IP range (for the report)")
+	flag.DurationVar(&c.controllerProfile, "controller-profile", 0, "if set, a CPU profile of the controller this long is taken in its run, from 5 s after its first create, through its --profiling, into the work directory; the report shows where its CPU went")
 	flag.DurationVar(&c.apiserverProfile, "apiserver-profile", 0, "if set, a CPU profile of kube-apiserver this long is taken in each run, from 5 s after its first create, into the work directory (for a diagnosis; it costs the API server some CPU)")
 	flag.StringVar(&c.controlPlaneLimits, "control-plane-limits", "", "the client QPS and burst of kube-controller-manager and kube-scheduler, when not their defaults (for the report)")
 	flag.StringVar(&c.volumes, "volumes", "static", "static: volumes made in advance, bound by kube-controller-manager; kwok: claims provisioned by kwok's stages, one step at a time")
@@ -203,6 +207,9 @@ type controllerRun struct {
 	// steady state, after a GC; heapTop what `go tool pprof -top` makes of
 	// its in-use bytes.
 	heapProfile, heapTop string
+	// cpuProfile is the controller's CPU profile in convergence, when
+	// asked; cpuTop what `go tool pprof -top` makes of it.
+	cpuProfile, cpuTop string
 }
 
 type environment struct {
@@ -588,6 +595,8 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	out.t0 = time.Now()
 	profiled := profileAPIServer(pctx, c, obsKube, "controller")
 	defer func() { <-profiled }()
+	cpuProfiled := profileController(pctx, c, p, out)
+	defer func() { <-cpuProfiled }()
 	if err := createDatabases(pctx, obsDB, ns, c.n, c.creators, c.storageClass(), func(*dbv1alpha1.Database) {}); err != nil {
 		smp.finish()
 		return nil, err
@@ -700,6 +709,30 @@ func profileAPIServer(ctx context.Context, c config, kube kubernetes.Interface, 
 			return
 		}
 		logf("%s: the API server's CPU profile is in %s", run, path)
+	}()
+	return done
+}
+
+// profileController takes, when asked, a CPU profile of the controller
+// from 5 s on, into controller-cpu.pprof in the work directory, and puts
+// its path and top functions in out. The channel is closed when it is done.
+func profileController(ctx context.Context, c config, p *controllerProc, out *controllerRun) <-chan struct{} {
+	done := make(chan struct{})
+	if c.controllerProfile <= 0 {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		sleep(ctx, 5*time.Second)
+		path := filepath.Join(c.workDir, "controller-cpu.pprof")
+		top, err := p.cpuProfile(ctx, path, c.controllerBin, c.controllerProfile)
+		if err != nil {
+			logf("controller: its CPU profile: %v", err)
+			return
+		}
+		out.cpuProfile, out.cpuTop = path, top
+		logf("controller: its CPU profile is in %s", path)
 	}()
 	return done
 }

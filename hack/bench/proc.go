@@ -137,14 +137,45 @@ func (p *controllerProc) heapProfile(path, bin string) (string, error) {
 	if code != http.StatusOK {
 		return "", fmt.Errorf("GET /debug/pprof/heap: %d", code)
 	}
-	if err := os.WriteFile(path, body, 0o644); err != nil {
+	return savePprof(path, bin, body, "-sample_index=inuse_space", "-nodecount=20")
+}
+
+// cpuProfile saves a CPU profile of the controller over d to path, and
+// returns the CPU time by function, cumulative, from `go tool pprof -top`
+// (no top when go is not on the PATH).
+func (p *controllerProc) cpuProfile(ctx context.Context, path, bin string, d time.Duration) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+		fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.metricsAddr, int(d.Seconds())), nil)
+	if err != nil {
+		return "", err
+	}
+	// The profile takes d to answer: past p.client's timeout.
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /debug/pprof/profile: %d", resp.StatusCode)
+	}
+	return savePprof(path, bin, body, "-cum", "-nodecount=30")
+}
+
+// savePprof writes a profile to path and returns `go tool pprof -top` of
+// it with args, or "" when go is not on the PATH.
+func savePprof(path, bin string, profile []byte, args ...string) (string, error) {
+	if err := os.WriteFile(path, profile, 0o644); err != nil {
 		return "", err
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return "", nil
 	}
-	top, err := exec.Command(goBin, "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=20", bin, path).Output()
+	top, err := exec.Command(goBin, append(append([]string{"tool", "pprof", "-top"}, args...), bin, path)...).Output()
 	if err != nil {
 		return "", fmt.Errorf("go tool pprof: %w", err)
 	}

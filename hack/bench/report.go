@@ -446,6 +446,11 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 		w("```\n%s\n```\n\n", cr.heapTop)
 	}
 
+	if cr.cpuTop != "" {
+		w("Where the controller's CPU went in convergence, from a %s CPU profile taken 5 s after its first create (`go tool pprof -top -cum -nodecount=30 controller %s`; the profile is from its `--profiling`):\n\n", fmtDur(c.controllerProfile), cr.cpuProfile)
+		w("```\n%s\n```\n\n", cr.cpuTop)
+	}
+
 	w("## CPU of each process\n\n")
 	w("CPU seconds used from the first Database create to all Running, and the average number of cores that is (this machine has %d). ", env.cpus)
 	w("In the floor run, the floor's own work is in the bench process. ")
