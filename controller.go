@@ -71,7 +71,8 @@ type Config struct {
 	KubeInformers kubeinformers.SharedInformerFactory
 	DBInformers   dbinformers.SharedInformerFactory
 	// ClaimEventInformers should be limited to the events about claims (see
-	// newInformerFactories): they tell why a claim waits for its volume.
+	// newClaimEventInformerFactory): they tell why a claim waits for its
+	// volume.
 	ClaimEventInformers kubeinformers.SharedInformerFactory
 	// Recorder emits events on Databases; when nil, one that writes through
 	// EventsClient.

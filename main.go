@@ -407,8 +407,8 @@ func newClaimEventInformerFactory(eventsClient kubernetes.Interface, namespace s
 // Secrets, so credentials never sit in the controller's memory; the spec of
 // pods but their node, as the rest is the StatefulSet's template, read
 // there; all of an event but what names its object, its kind and when and
-// how often it happened; and the copy of a Database's manifest that `kubectl apply` keeps in
-// an annotation.
+// how often it happened; and the copy of a Database's manifest that
+// `kubectl apply` keeps in an annotation.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)
