@@ -225,20 +225,9 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, err
 	}
-	childHandler := cache.ResourceEventHandlerFuncs{
-		AddFunc: c.handleObject,
-		UpdateFunc: func(old, new interface{}) {
-			if old.(metav1.Object).GetResourceVersion() == new.(metav1.Object).GetResourceVersion() {
-				// A periodic resync of an unchanged child: the Database's own
-				// resync already covers it.
-				return
-			}
-			c.handleObject(new)
-		},
-		DeleteFunc: c.handleObject,
-	}
+	// Children lead to the Database that owns them.
 	for _, inf := range []cache.SharedIndexInformer{statefulSets.Informer(), services.Informer(), secrets.Informer(), jobs.Informer()} {
-		if _, err := inf.AddEventHandler(childHandler); err != nil {
+		if _, err := inf.AddEventHandler(onChange(c.handleObject)); err != nil {
 			return nil, err
 		}
 	}
@@ -246,46 +235,36 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	// to their Database by its instance label, so that the Ready condition
 	// can name what blocks them. So do the Jobs of backups, which belong to
 	// DatabaseBackups, and may outlive their Database.
-	labelledHandler := cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueByLabel,
-		UpdateFunc: func(old, new interface{}) {
-			if old.(metav1.Object).GetResourceVersion() != new.(metav1.Object).GetResourceVersion() {
-				c.enqueueByLabel(new)
-			}
-		},
-		DeleteFunc: c.enqueueByLabel,
-	}
 	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), claims.Informer(), jobs.Informer()} {
-		if _, err := inf.AddEventHandler(labelledHandler); err != nil {
+		if _, err := inf.AddEventHandler(onChange(c.enqueueByLabel)); err != nil {
 			return nil, err
 		}
 	}
 	// An event about a claim that waits for its volume may name why it
 	// waits: it leads to the claim's Database.
-	if _, err := claimEvents.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueClaimEvent,
-		UpdateFunc: func(old, new interface{}) {
-			if old.(metav1.Object).GetResourceVersion() != new.(metav1.Object).GetResourceVersion() {
-				c.enqueueClaimEvent(new)
-			}
-		},
-		DeleteFunc: c.enqueueClaimEvent,
-	}); err != nil {
+	if _, err := claimEvents.Informer().AddEventHandler(onChange(c.enqueueClaimEvent)); err != nil {
 		return nil, err
 	}
 	// A DatabaseBackup leads to the Database it backs up, which need not exist.
-	if _, err := backups.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueBackupsDatabase,
-		UpdateFunc: func(old, new interface{}) {
-			if old.(metav1.Object).GetResourceVersion() != new.(metav1.Object).GetResourceVersion() {
-				c.enqueueBackupsDatabase(new)
-			}
-		},
-		DeleteFunc: c.enqueueBackupsDatabase,
-	}); err != nil {
+	if _, err := backups.Informer().AddEventHandler(onChange(c.enqueueBackupsDatabase)); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// onChange is the event handler that hands every object added, changed or
+// deleted to enqueue, and drops the periodic resync of an unchanged one
+// (the same resourceVersion): the Database's own resync already covers it.
+func onChange(enqueue func(obj interface{})) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(old, new interface{}) {
+			if old.(metav1.Object).GetResourceVersion() != new.(metav1.Object).GetResourceVersion() {
+				enqueue(new)
+			}
+		},
+		DeleteFunc: enqueue,
+	}
 }
 
 // newRecorder returns a recorder that writes events through eventsClient, or
