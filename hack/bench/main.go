@@ -689,14 +689,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 // apiserver-<run>.pprof in the work directory. The channel is closed when
 // it is done.
 func profileAPIServer(ctx context.Context, c config, kube kubernetes.Interface, run string) <-chan struct{} {
-	done := make(chan struct{})
-	if c.apiserverProfile <= 0 {
-		close(done)
-		return done
-	}
-	go func() {
-		defer close(done)
-		sleep(ctx, 5*time.Second)
+	return afterFirstCreates(ctx, c.apiserverProfile > 0, func() {
 		b, err := kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", strconv.Itoa(int(c.apiserverProfile.Seconds()))).DoRaw(ctx)
 		if err != nil {
@@ -709,22 +702,14 @@ func profileAPIServer(ctx context.Context, c config, kube kubernetes.Interface, 
 			return
 		}
 		logf("%s: the API server's CPU profile is in %s", run, path)
-	}()
-	return done
+	})
 }
 
 // profileController takes, when asked, a CPU profile of the controller
 // from 5 s on, into controller-cpu.pprof in the work directory, and puts
 // its path and top functions in out. The channel is closed when it is done.
 func profileController(ctx context.Context, c config, p *controllerProc, out *controllerRun) <-chan struct{} {
-	done := make(chan struct{})
-	if c.controllerProfile <= 0 {
-		close(done)
-		return done
-	}
-	go func() {
-		defer close(done)
-		sleep(ctx, 5*time.Second)
+	return afterFirstCreates(ctx, c.controllerProfile > 0, func() {
 		path := filepath.Join(c.workDir, "controller-cpu.pprof")
 		top, err := p.cpuProfile(ctx, path, c.controllerBin, c.controllerProfile)
 		if err != nil {
@@ -733,6 +718,22 @@ func profileController(ctx context.Context, c config, p *controllerProc, out *co
 		}
 		out.cpuProfile, out.cpuTop = path, top
 		logf("controller: its CPU profile is in %s", path)
+	})
+}
+
+// afterFirstCreates runs take in the background, when on, 5 s after a
+// run's first create: past the start, in the thick of the work. The
+// channel is closed when take is done, or at once when not on.
+func afterFirstCreates(ctx context.Context, on bool, take func()) <-chan struct{} {
+	done := make(chan struct{})
+	if !on {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		sleep(ctx, 5*time.Second)
+		take()
 	}()
 	return done
 }
