@@ -511,11 +511,8 @@ func (c *Controller) enqueueClaimEvent(obj interface{}) {
 	if !ok || e.InvolvedObject.Kind != "PersistentVolumeClaim" {
 		return
 	}
-	ns, name, err := cache.SplitMetaNamespaceKey(reconcile.ClaimKey(e))
-	if err != nil {
-		return
-	}
-	claim, err := c.claimsLister.PersistentVolumeClaims(ns).Get(name)
+	ref := reconcile.ClaimOf(e)
+	claim, err := c.claimsLister.PersistentVolumeClaims(ref.Namespace).Get(ref.Name)
 	if err != nil || claim.Status.Phase != corev1.ClaimPending {
 		return
 	}

@@ -45,17 +45,17 @@ func IndexByClaim(obj interface{}) ([]string, error) {
 	if !ok || e.InvolvedObject.Kind != "PersistentVolumeClaim" || e.InvolvedObject.Name == "" {
 		return nil, nil
 	}
-	return []string{ClaimKey(e)}, nil
+	return []string{ClaimOf(e).String()}, nil
 }
 
-// ClaimKey is the namespace/name of the claim an event is about: the
-// event's own namespace when the reference names none.
-func ClaimKey(e *corev1.Event) string {
+// ClaimOf names the claim an event is about: in the event's own namespace
+// when the reference names none.
+func ClaimOf(e *corev1.Event) cache.ObjectName {
 	ns := e.InvolvedObject.Namespace
 	if ns == "" {
 		ns = e.Namespace
 	}
-	return ns + "/" + e.InvolvedObject.Name
+	return cache.NewObjectName(ns, e.InvolvedObject.Name)
 }
 
 // indexed returns the objects of type T that index holds under key, of
@@ -109,7 +109,7 @@ func (x indexes) backupsOf(db *dbv1alpha1.Database, selector labels.Selector) ([
 // of them those of this claim and not of an earlier one of the same name
 // (the reference's UID, when it has one).
 func (x indexes) eventsOf(claim *corev1.PersistentVolumeClaim) ([]*corev1.Event, error) {
-	all, err := indexed[*corev1.Event](x.claimEvents, IndexClaim, claim.Namespace+"/"+claim.Name, nil)
+	all, err := indexed[*corev1.Event](x.claimEvents, IndexClaim, cache.MetaObjectToName(claim).String(), nil)
 	if err != nil {
 		return nil, err
 	}
