@@ -48,12 +48,9 @@ const startupPeriodSeconds = 10
 // replicas that stream from it (see withReplication).
 func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, storage Storage, restore *RestoreSource, replicated bool) *appsv1ac.StatefulSetApplyConfiguration {
 	p := e.Runtime()
-	replicas := int32(1)
-	if db.Spec.Replicas != nil {
-		replicas = *db.Spec.Replicas
-	}
+	replicas := db.Spec.DesiredReplicas()
 	whenDeleted := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
-	if db.Spec.DeletionPolicy == dbv1alpha1.DeletionPolicyDelete {
+	if !db.Spec.Retains() {
 		whenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
 	}
 

@@ -153,7 +153,7 @@ func Replicated(db *dbv1alpha1.Database, e engine.Engine) bool {
 	if e.Runtime().Replication == nil {
 		return false
 	}
-	return (db.Spec.Replicas != nil && *db.Spec.Replicas >= 2) || db.Status.Replication != nil
+	return db.Spec.DesiredReplicas() >= 2 || db.Status.Replication != nil
 }
 
 // replicasToKeep is how many replicas the StatefulSet keeps so that the
@@ -161,7 +161,7 @@ func Replicated(db *dbv1alpha1.Database, e engine.Engine) bool {
 // spec.replicas is lower but not zero (zero stops every server, the
 // primary with the others, and keeps it primary).
 func replicasToKeep(db *dbv1alpha1.Database) int32 {
-	if db.Spec.Replicas == nil || *db.Spec.Replicas == 0 || db.Status.Replication == nil {
+	if db.Spec.DesiredReplicas() == 0 || db.Status.Replication == nil {
 		return 0
 	}
 	ordinal, ok := names.Ordinal(db, db.Status.Replication.Primary)

@@ -150,10 +150,7 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		LastScheduleTime:            in.LastScheduleTime,
 		Replication:                 in.Replication,
 	}
-	desired := int32(1)
-	if db.Spec.Replicas != nil {
-		desired = *db.Spec.Replicas
-	}
+	desired := db.Spec.DesiredReplicas()
 	if sts := in.StatefulSet; sts != nil {
 		st.Replicas = sts.Status.Replicas
 		st.ReadyReplicas = sts.Status.ReadyReplicas

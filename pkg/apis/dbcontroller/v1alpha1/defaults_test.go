@@ -1,0 +1,116 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+// schemaDefault is the default the generated CRD gives the field at path,
+// a dotted path below the Database's openAPIV3Schema, as JSON.
+func schemaDefault(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../../../artifacts/crd/dbcontroller.io_databases.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd struct {
+		Spec struct {
+			Versions []struct {
+				Schema struct {
+					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &crd); err != nil {
+		t.Fatal(err)
+	}
+	node := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	for _, field := range strings.Split(path, ".") {
+		props, _ := node["properties"].(map[string]any)
+		next, ok := props[field].(map[string]any)
+		if !ok {
+			t.Fatalf("the CRD has no field %s", path)
+		}
+		node = next
+	}
+	d, ok := node["default"]
+	if !ok {
+		t.Fatalf("the CRD gives %s no default", path)
+	}
+	out, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// The defaults the controller reads unset fields with are those the API
+// server writes: one value, in two places that must agree.
+func TestSchemaDefaultsMatch(t *testing.T) {
+	for _, tt := range []struct {
+		path string
+		want any
+	}{
+		{"spec.replicas", DefaultReplicas},
+		{"spec.deletionPolicy", DefaultDeletionPolicy},
+		{"spec.backup.retention", DefaultRetention},
+		{"spec.backup.finalBackup", DefaultFinalBackup},
+		{"spec.replication.synchronous.dataDurability", DefaultDataDurability},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			want, _ := json.Marshal(tt.want)
+			if got := schemaDefault(t, tt.path); got != string(want) {
+				t.Errorf("the CRD's default of %s is %s, the controller's %s", tt.path, got, want)
+			}
+		})
+	}
+}
+
+func TestDefaultsOfUnsetFields(t *testing.T) {
+	var spec DatabaseSpec
+	if got := spec.DesiredReplicas(); got != 1 {
+		t.Errorf("DesiredReplicas of an unset spec.replicas = %d, want 1", got)
+	}
+	if !spec.Retains() {
+		t.Error("an unset deletionPolicy does not retain")
+	}
+	if got := spec.FailoverDelay(); got != 30*time.Second {
+		t.Errorf("FailoverDelay unset = %s, want 30s", got)
+	}
+	var backup BackupSpec
+	if got := backup.RetentionCount(); got != 7 {
+		t.Errorf("RetentionCount unset = %d, want 7", got)
+	}
+	if !backup.FinalBackupWanted() {
+		t.Error("an unset finalBackup takes no final backup")
+	}
+	if got := (&SynchronousReplication{}).Durability(); got != DataDurabilityRequired {
+		t.Errorf("Durability unset = %s, want Required", got)
+	}
+
+	set := DatabaseSpec{Replicas: ptr.To[int32](0), DeletionPolicy: DeletionPolicyDelete,
+		Replication: &ReplicationSpec{FailoverDelaySeconds: ptr.To[int32](5)}}
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"DesiredReplicas", set.DesiredReplicas(), int32(0)},
+		{"Retains", set.Retains(), false},
+		{"FailoverDelay", set.FailoverDelay(), 5 * time.Second},
+		{"RetentionCount", (&BackupSpec{Retention: ptr.To[int32](2)}).RetentionCount(), int32(2)},
+		{"FinalBackupWanted", (&BackupSpec{FinalBackup: ptr.To(false)}).FinalBackupWanted(), false},
+		{"Durability", (&SynchronousReplication{DataDurability: DataDurabilityPreferred}).Durability(), DataDurabilityPreferred},
+	} {
+		if fmt.Sprint(c.got) != fmt.Sprint(c.want) {
+			t.Errorf("%s of a set field = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
