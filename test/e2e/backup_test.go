@@ -13,23 +13,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
 // kwok completes the Jobs' pods without running them: these tests follow
 // the orchestration (phases, retention, finalizers), not the data; the
 // real node's suite backs up and restores real rows.
 
-func getBackup(t testing.TB, ns, name string) *dbv1alpha1.DatabaseBackup {
-	t.Helper()
-	b := &dbv1alpha1.DatabaseBackup{}
-	getJSON(t, b, "-n", ns, "get", "databasebackup", name)
-	return b
-}
-
 func listBackups(t testing.TB, ns string) []dbv1alpha1.DatabaseBackup {
 	t.Helper()
 	var list dbv1alpha1.DatabaseBackupList
-	getJSON(t, &list, "-n", ns, "get", "databasebackups")
+	e2eutil.GetJSON(t, &list, "-n", ns, "get", "databasebackups")
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	return list.Items
 }
@@ -46,8 +40,8 @@ spec:
 func waitBackupPhase(t testing.TB, ns, name string, phase dbv1alpha1.BackupPhase, timeout time.Duration) *dbv1alpha1.DatabaseBackup {
 	t.Helper()
 	var b *dbv1alpha1.DatabaseBackup
-	eventually(t, timeout, "DatabaseBackup "+name+" to be "+string(phase), func() (bool, string) {
-		b = getBackup(t, ns, name)
+	e2eutil.Eventually(t, timeout, "DatabaseBackup "+name+" to be "+string(phase), func() (bool, string) {
+		b = e2eutil.GetBackup(t, ns, name)
 		return b.Status.Phase == phase, "phase " + string(b.Status.Phase) + ": " + b.Status.Message
 	})
 	return b
@@ -57,11 +51,11 @@ func waitBackupPhase(t testing.TB, ns, name string, phase dbv1alpha1.BackupPhase
 // kubectl get dbbackup; deleting it deletes its file first, with a Job.
 func TestOnDemandBackup(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("orders", "postgresql", "16", 1, ""))
-	waitRunning(t, ns, "orders", converge)
-	kubectlIn(t, backupYAML("now", "orders"), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "orders", converge)
+	e2eutil.KubectlIn(t, backupYAML("now", "orders"), "-n", ns, "create", "-f", "-")
 
 	b := waitBackupPhase(t, ns, "now", dbv1alpha1.BackupCompleted, converge)
 	if b.Status.Engine != "postgresql" || b.Status.Version != "16" || b.Status.Volume != "orders-backups" ||
@@ -69,26 +63,26 @@ func TestOnDemandBackup(t *testing.T) {
 		t.Errorf("status %+v", b.Status)
 	}
 	var job batchv1.Job
-	getJSON(t, &job, "-n", ns, "get", "job", "now")
+	e2eutil.GetJSON(t, &job, "-n", ns, "get", "job", "now")
 	if c := job.Spec.Template.Spec.Containers[0]; c.Image != "postgres:16" || !strings.Contains(strings.Join(c.Command, " "), "pg_dump") {
 		t.Errorf("backup Job runs %s %v", c.Image, c.Command)
 	}
 	var claim corev1.PersistentVolumeClaim
-	getJSON(t, &claim, "-n", ns, "get", "pvc", "orders-backups")
+	e2eutil.GetJSON(t, &claim, "-n", ns, "get", "pvc", "orders-backups")
 	if len(claim.OwnerReferences) != 0 {
 		t.Errorf("the backup volume has owners %v: it must outlive the Database", claim.OwnerReferences)
 	}
-	if out := kubectl(t, "-n", ns, "get", "dbbackup"); !strings.Contains(out, "now") || !strings.Contains(out, "Completed") {
+	if out := e2eutil.Kubectl(t, "-n", ns, "get", "dbbackup"); !strings.Contains(out, "now") || !strings.Contains(out, "Completed") {
 		t.Errorf("kubectl get dbbackup:\n%s", out)
 	}
 
-	kubectl(t, "-n", ns, "delete", "dbbackup", "now", "--wait=false")
-	eventually(t, converge, "the DatabaseBackup to go, after its file", func() (bool, string) {
-		_, err := kubectlRun("", "-n", ns, "get", "dbbackup", "now")
+	e2eutil.Kubectl(t, "-n", ns, "delete", "dbbackup", "now", "--wait=false")
+	e2eutil.Eventually(t, converge, "the DatabaseBackup to go, after its file", func() (bool, string) {
+		_, err := e2eutil.KubectlRun("", "-n", ns, "get", "dbbackup", "now")
 		return err != nil, "still there"
 	})
 	var del batchv1.Job
-	getJSON(t, &del, "-n", ns, "get", "job", "now-delete")
+	e2eutil.GetJSON(t, &del, "-n", ns, "get", "job", "now-delete")
 	if cmd := strings.Join(del.Spec.Template.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "now.pgdump") {
 		t.Errorf("the delete Job runs %q, not a delete of now.pgdump", cmd)
 	}
@@ -98,14 +92,14 @@ func TestOnDemandBackup(t *testing.T) {
 // the on-demand one is never pruned.
 func TestScheduledBackupsAndRetention(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("ticks", "mysql", "8.4", 1, "  backup:\n    schedule: \"* * * * *\"\n    retention: 1\n"))
-	waitRunning(t, ns, "ticks", converge)
-	kubectlIn(t, backupYAML("keep-me", "ticks"), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "ticks", converge)
+	e2eutil.KubectlIn(t, backupYAML("keep-me", "ticks"), "-n", ns, "create", "-f", "-")
 
 	seen := map[string]bool{}
-	eventually(t, 4*time.Minute, "two scheduled backups, the older pruned", func() (bool, string) {
+	e2eutil.Eventually(t, 4*time.Minute, "two scheduled backups, the older pruned", func() (bool, string) {
 		var scheduled []string
 		for _, b := range listBackups(t, ns) {
 			if b.Labels[dbv1alpha1.LabelBackupTrigger] == dbv1alpha1.BackupTriggerSchedule {
@@ -116,11 +110,11 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 		return len(seen) >= 2 && len(scheduled) == 1 && strings.HasSuffix(scheduled[0], "=Completed"),
 			"seen " + strings.Join(keys(seen), ",") + "; now " + strings.Join(scheduled, ",")
 	})
-	if b := getBackup(t, ns, "keep-me"); b.Status.Phase != dbv1alpha1.BackupCompleted {
+	if b := e2eutil.GetBackup(t, ns, "keep-me"); b.Status.Phase != dbv1alpha1.BackupCompleted {
 		t.Errorf("on-demand backup %s", b.Status.Phase)
 	}
-	db := getDB(t, ns, "ticks")
-	if s, r, m := condition(db, "Backup"); s != "True" || r != "BackupsReady" {
+	db := e2eutil.GetDB(t, ns, "ticks")
+	if s, r, m := e2eutil.Condition(db, "Backup"); s != "True" || r != "BackupsReady" {
 		t.Errorf("Backup condition %s %s %q", s, r, m)
 	}
 	if db.Status.LastScheduleTime == nil {
@@ -142,17 +136,17 @@ func keys(m map[string]bool) []string {
 // adopts them, password and all.
 func TestFinalBackupAndRetainedCredentials(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("last", "postgresql", "16", 1, "  backup: {}\n"))
-	db := waitRunning(t, ns, "last", converge)
+	db := e2eutil.WaitRunning(t, ns, "last", converge)
 	password := secretData(t, ns, "last-credentials", "password")
 
-	kubectl(t, "-n", ns, "delete", "db", "last", "--wait=false")
+	e2eutil.Kubectl(t, "-n", ns, "delete", "db", "last", "--wait=false")
 	final := "last-final-" + string(db.UID)[:8]
 	var phases []string
-	eventually(t, converge, "the Database to go after its final backup", func() (bool, string) {
-		out, err := kubectlRun("", "-n", ns, "get", "db", "last", "-o", "jsonpath={.status.phase}")
+	e2eutil.Eventually(t, converge, "the Database to go after its final backup", func() (bool, string) {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "get", "db", "last", "-o", "jsonpath={.status.phase}")
 		if err != nil {
 			return true, ""
 		}
@@ -164,19 +158,19 @@ func TestFinalBackupAndRetainedCredentials(t *testing.T) {
 	if !strings.Contains(strings.Join(phases, " "), "Terminating") {
 		t.Errorf("phases seen %v, want Terminating among them", phases)
 	}
-	b := getBackup(t, ns, final)
+	b := e2eutil.GetBackup(t, ns, final)
 	if b.Status.Phase != dbv1alpha1.BackupCompleted || b.Labels[dbv1alpha1.LabelBackupTrigger] != dbv1alpha1.BackupTriggerFinal {
 		t.Errorf("final backup %s: phase %s labels %v", final, b.Status.Phase, b.Labels)
 	}
 	var secret corev1.Secret
-	getJSON(t, &secret, "-n", ns, "get", "secret", "last-credentials")
+	e2eutil.GetJSON(t, &secret, "-n", ns, "get", "secret", "last-credentials")
 	if len(secret.OwnerReferences) != 0 || secret.Labels["app.kubernetes.io/instance"] != "last" {
 		t.Errorf("kept Secret: owners %v labels %v", secret.OwnerReferences, secret.Labels)
 	}
 
 	createDB(t, ns, dbYAML("last", "postgresql", "16", 1, "  backup: {}\n"))
-	again := waitRunning(t, ns, "last", converge)
-	getJSON(t, &secret, "-n", ns, "get", "secret", "last-credentials")
+	again := e2eutil.WaitRunning(t, ns, "last", converge)
+	e2eutil.GetJSON(t, &secret, "-n", ns, "get", "secret", "last-credentials")
 	if len(secret.OwnerReferences) != 1 || secret.OwnerReferences[0].UID != again.UID {
 		t.Errorf("the Secret was not adopted: owners %v", secret.OwnerReferences)
 	}
@@ -190,16 +184,16 @@ func TestFinalBackupAndRetainedCredentials(t *testing.T) {
 // a final backup: that backup is skipped (the namespace takes the volumes).
 func TestNamespaceDeletionCompletes(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("doomed", "postgresql", "16", 1, "  backup:\n    schedule: \"0 3 * * *\"\n"))
-	waitRunning(t, ns, "doomed", converge)
-	kubectlIn(t, backupYAML("mine", "doomed"), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "doomed", converge)
+	e2eutil.KubectlIn(t, backupYAML("mine", "doomed"), "-n", ns, "create", "-f", "-")
 	waitBackupPhase(t, ns, "mine", dbv1alpha1.BackupCompleted, converge)
 
-	kubectl(t, "delete", "namespace", ns, "--wait=false")
-	eventually(t, 3*time.Minute, "namespace "+ns+" to be gone", func() (bool, string) {
-		out, err := kubectlRun("", "get", "namespace", ns, "-o", "json")
+	e2eutil.Kubectl(t, "delete", "namespace", ns, "--wait=false")
+	e2eutil.Eventually(t, 3*time.Minute, "namespace "+ns+" to be gone", func() (bool, string) {
+		out, err := e2eutil.KubectlRun("", "get", "namespace", ns, "-o", "json")
 		if err != nil {
 			return true, ""
 		}
@@ -218,6 +212,6 @@ func TestNamespaceDeletionCompletes(t *testing.T) {
 func secretData(t testing.TB, ns, name, key string) string {
 	t.Helper()
 	var s corev1.Secret
-	getJSON(t, &s, "-n", ns, "get", "secret", name)
+	e2eutil.GetJSON(t, &s, "-n", ns, "get", "secret", name)
 	return string(s.Data[key])
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
 const converge = 90 * time.Second
@@ -28,7 +29,7 @@ func ownedBy(t *testing.T, obj metav1.Object, kind, name string) {
 
 func TestCreate(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 
 	var names []string
@@ -36,20 +37,20 @@ func TestCreate(t *testing.T) {
 		names = append(names, createFromExample(t, ns, f))
 	}
 	for _, name := range names {
-		db := waitRunning(t, ns, name, converge)
+		db := e2eutil.WaitRunning(t, ns, name, converge)
 		if db.Status.Endpoint == "" || db.Status.CredentialsSecret != name+"-credentials" || db.Status.CurrentVersion != db.Spec.Version {
 			t.Errorf("%s: status = %+v", name, db.Status)
 		}
 		var sts appsv1.StatefulSet
-		getJSON(t, &sts, "-n", ns, "get", "statefulset", name)
+		e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", name)
 		ownedBy(t, &sts, "StatefulSet", name)
 		for _, svc := range []string{name, name + "-headless"} {
 			var s corev1.Service
-			getJSON(t, &s, "-n", ns, "get", "service", svc)
+			e2eutil.GetJSON(t, &s, "-n", ns, "get", "service", svc)
 			ownedBy(t, &s, "Service", name)
 		}
 		var secret corev1.Secret
-		getJSON(t, &secret, "-n", ns, "get", "secret", name+"-credentials")
+		e2eutil.GetJSON(t, &secret, "-n", ns, "get", "secret", name+"-credentials")
 		ownedBy(t, &secret, "Secret", name)
 		for _, k := range []string{"username", "password", "database", "host", "port", "uri"} {
 			if len(secret.Data[k]) == 0 {
@@ -57,7 +58,7 @@ func TestCreate(t *testing.T) {
 			}
 		}
 	}
-	out := kubectl(t, "-n", ns, "get", "db")
+	out := e2eutil.Kubectl(t, "-n", ns, "get", "db")
 	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
 	if want := []string{"NAME", "ENGINE", "VERSION", "REPLICAS", "READY", "PHASE", "REASON", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
 		t.Errorf("kubectl get db columns = %v, want %v", header, want)
@@ -73,30 +74,30 @@ func TestCreate(t *testing.T) {
 // covers it).
 func TestScale(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("scaled", "mysql", "8.4", 1, ""))
-	waitRunning(t, ns, "scaled", converge)
+	e2eutil.WaitRunning(t, ns, "scaled", converge)
 
-	kubectl(t, "-n", ns, "scale", "db/scaled", "--replicas=3")
-	db := waitRunning(t, ns, "scaled", 2*converge)
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/scaled", "--replicas=3")
+	db := e2eutil.WaitRunning(t, ns, "scaled", 2*converge)
 	if db.Status.ReadyReplicas != 3 || db.Status.Replicas != 3 {
 		t.Errorf("after scale to 3: status = %+v", db.Status)
 	}
 	var sts appsv1.StatefulSet
-	getJSON(t, &sts, "-n", ns, "get", "statefulset", "scaled")
+	e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "scaled")
 	if *sts.Spec.Replicas != 3 {
 		t.Errorf("StatefulSet replicas = %d, want 3", *sts.Spec.Replicas)
 	}
 
-	kubectl(t, "-n", ns, "scale", "db/scaled", "--replicas=0")
-	eventually(t, converge, "phase Stopped", func() (bool, string) {
-		db := getDB(t, ns, "scaled")
-		ready, reason, _ := condition(db, "Ready")
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/scaled", "--replicas=0")
+	e2eutil.Eventually(t, converge, "phase Stopped", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "scaled")
+		ready, reason, _ := e2eutil.Condition(db, "Ready")
 		return db.Status.Phase == "Stopped" && ready == "False" && reason == "Stopped", fmt.Sprintf("phase=%s Ready=%s/%s", db.Status.Phase, ready, reason)
 	})
 	var pvcs corev1.PersistentVolumeClaimList
-	getJSON(t, &pvcs, "-n", ns, "get", "pvc")
+	e2eutil.GetJSON(t, &pvcs, "-n", ns, "get", "pvc")
 	if len(pvcs.Items) != 3 {
 		t.Errorf("PVCs after scaling to 0: %d, want 3 kept", len(pvcs.Items))
 	}
@@ -104,34 +105,34 @@ func TestScale(t *testing.T) {
 
 func TestDriftIsRepaired(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("drift", "postgresql", "16", 1, ""))
-	waitRunning(t, ns, "drift", converge)
+	e2eutil.WaitRunning(t, ns, "drift", converge)
 	password := secretPassword(t, ns, "drift")
 
 	// Someone else's annotation must survive the repairs.
-	kubectl(t, "-n", ns, "annotate", "statefulset/drift", "team.example.com/owner=payments")
-	kubectl(t, "-n", ns, "scale", "statefulset/drift", "--replicas=4")
-	kubectl(t, "-n", ns, "set", "image", "statefulset/drift", "postgresql=postgres:9.6")
-	kubectl(t, "-n", ns, "delete", "service", "drift")
+	e2eutil.Kubectl(t, "-n", ns, "annotate", "statefulset/drift", "team.example.com/owner=payments")
+	e2eutil.Kubectl(t, "-n", ns, "scale", "statefulset/drift", "--replicas=4")
+	e2eutil.Kubectl(t, "-n", ns, "set", "image", "statefulset/drift", "postgresql=postgres:9.6")
+	e2eutil.Kubectl(t, "-n", ns, "delete", "service", "drift")
 
-	eventually(t, converge, "StatefulSet repaired", func() (bool, string) {
+	e2eutil.Eventually(t, converge, "StatefulSet repaired", func() (bool, string) {
 		var sts appsv1.StatefulSet
-		getJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
+		e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
 		image := sts.Spec.Template.Spec.Containers[0].Image
 		return *sts.Spec.Replicas == 1 && image == "postgres:16", fmt.Sprintf("replicas=%d image=%s", *sts.Spec.Replicas, image)
 	})
-	eventually(t, converge, "client Service recreated", func() (bool, string) {
-		out, err := kubectlRun("", "-n", ns, "get", "service", "drift", "-o", "name")
+	e2eutil.Eventually(t, converge, "client Service recreated", func() (bool, string) {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "get", "service", "drift", "-o", "name")
 		return err == nil, string(out)
 	})
 	var sts appsv1.StatefulSet
-	getJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
+	e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
 	if sts.Annotations["team.example.com/owner"] != "payments" {
 		t.Errorf("annotation set by someone else was lost: %v", sts.Annotations)
 	}
-	waitRunning(t, ns, "drift", converge)
+	e2eutil.WaitRunning(t, ns, "drift", converge)
 	if got := secretPassword(t, ns, "drift"); got != password {
 		t.Errorf("password changed across drift repairs")
 	}
@@ -139,7 +140,7 @@ func TestDriftIsRepaired(t *testing.T) {
 
 func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	createDB(t, ns, dbYAML("valid", "postgresql", "16", 1, "  storage:\n    size: 2Gi\n"))
 	tests := []struct {
 		name    string
@@ -163,7 +164,7 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 			wantErr: "storageClassName is immutable"},
 	}
 	for _, tt := range tests {
-		out, err := kubectlRun(tt.stdin, append([]string{"-n", ns}, tt.args...)...)
+		out, err := e2eutil.KubectlRun(tt.stdin, append([]string{"-n", ns}, tt.args...)...)
 		if err == nil {
 			t.Errorf("%s: accepted, want rejected with %q", tt.name, tt.wantErr)
 			continue
@@ -176,7 +177,7 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 
 func TestUnknownVersionAndDowngrade(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 
 	// Unknown version: a condition and a Warning event, nothing created.
@@ -187,36 +188,36 @@ func TestUnknownVersionAndDowngrade(t *testing.T) {
 	}
 	waitEvent(t, ns, "unknown", "Warning UnknownVersion", converge)
 	for _, kind := range []string{"statefulset/unknown", "service/unknown", "secret/unknown-credentials"} {
-		if out, err := kubectlRun("", "-n", ns, "get", kind); err == nil {
+		if out, err := e2eutil.KubectlRun("", "-n", ns, "get", kind); err == nil {
 			t.Errorf("%s exists for a Database with an unknown version:\n%s", kind, out)
 		}
 	}
 
 	// Downgrade of a running database: refused, the StatefulSet is untouched.
 	createDB(t, ns, dbYAML("down", "postgresql", "16", 1, ""))
-	waitRunning(t, ns, "down", converge)
+	e2eutil.WaitRunning(t, ns, "down", converge)
 	var before appsv1.StatefulSet
-	getJSON(t, &before, "-n", ns, "get", "statefulset", "down")
-	kubectl(t, "-n", ns, "patch", "db/down", "--type=merge", "-p", `{"spec":{"version":"15"}}`)
+	e2eutil.GetJSON(t, &before, "-n", ns, "get", "statefulset", "down")
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/down", "--type=merge", "-p", `{"spec":{"version":"15"}}`)
 	db = waitCondition(t, ns, "down", "Ready", "False", "DowngradeRefused", converge)
 	if db.Status.CurrentVersion != "16" {
 		t.Errorf("currentVersion = %q, want 16", db.Status.CurrentVersion)
 	}
 	waitEvent(t, ns, "down", "Warning DowngradeRefused", converge)
 	var after appsv1.StatefulSet
-	getJSON(t, &after, "-n", ns, "get", "statefulset", "down")
+	e2eutil.GetJSON(t, &after, "-n", ns, "get", "statefulset", "down")
 	if after.Generation != before.Generation || after.Spec.Template.Spec.Containers[0].Image != "postgres:16" {
 		t.Errorf("StatefulSet touched on a refused downgrade: image %s, generation %d -> %d",
 			after.Spec.Template.Spec.Containers[0].Image, before.Generation, after.Generation)
 	}
 	// Setting the version back recovers.
-	kubectl(t, "-n", ns, "patch", "db/down", "--type=merge", "-p", `{"spec":{"version":"16"}}`)
-	waitRunning(t, ns, "down", converge)
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/down", "--type=merge", "-p", `{"spec":{"version":"16"}}`)
+	e2eutil.WaitRunning(t, ns, "down", converge)
 }
 
 func TestForeignObjectIsLeftUntouched(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	foreign := `apiVersion: apps/v1
 kind: StatefulSet
@@ -235,12 +236,12 @@ spec:
       - name: app
         image: nginx:1.27
 `
-	kubectlIn(t, foreign, "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, foreign, "-n", ns, "create", "-f", "-")
 	var before appsv1.StatefulSet
-	getJSON(t, &before, "-n", ns, "get", "statefulset", "taken")
+	e2eutil.GetJSON(t, &before, "-n", ns, "get", "statefulset", "taken")
 
 	createDB(t, ns, dbYAML("taken", "postgresql", "16", 1, ""))
-	_, _, msg := condition(waitCondition(t, ns, "taken", "Ready", "False", "ResourceConflict", converge), "Ready")
+	_, _, msg := e2eutil.Condition(waitCondition(t, ns, "taken", "Ready", "False", "ResourceConflict", converge), "Ready")
 	if !strings.Contains(msg, "StatefulSet "+ns+"/taken already exists") {
 		t.Errorf("condition message = %q", msg)
 	}
@@ -249,7 +250,7 @@ spec:
 	// Its status moves (the StatefulSet controller runs its pods), but
 	// nothing of ours may be on it.
 	var after appsv1.StatefulSet
-	getJSON(t, &after, "-n", ns, "get", "statefulset", "taken", "--show-managed-fields")
+	e2eutil.GetJSON(t, &after, "-n", ns, "get", "statefulset", "taken", "--show-managed-fields")
 	if after.Generation != before.Generation || len(after.OwnerReferences) != 0 || len(after.Labels) != 0 {
 		t.Errorf("foreign StatefulSet was changed: generation %d -> %d, owners %v, labels %v",
 			before.Generation, after.Generation, after.OwnerReferences, after.Labels)
@@ -263,39 +264,39 @@ spec:
 
 func TestDeleteGarbageCollectsAndHonoursDeletionPolicy(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("keep", "postgresql", "16", 1, "  deletionPolicy: Retain\n"))
 	createDB(t, ns, dbYAML("drop", "mysql", "8.4", 1, "  deletionPolicy: Delete\n"))
-	waitRunning(t, ns, "keep", converge)
-	waitRunning(t, ns, "drop", converge)
+	e2eutil.WaitRunning(t, ns, "keep", converge)
+	e2eutil.WaitRunning(t, ns, "drop", converge)
 
-	kubectl(t, "-n", ns, "delete", "db", "keep", "drop")
+	e2eutil.Kubectl(t, "-n", ns, "delete", "db", "keep", "drop")
 	// Under Retain the credentials Secret stays with the volumes (and a
 	// Database made again with the name adopts it); under Delete it goes.
 	for name, kinds := range map[string]string{"keep": "statefulset,service,pod", "drop": "statefulset,service,secret,pod"} {
-		eventually(t, 2*converge, "children of "+name+" to be collected", func() (bool, string) {
-			out, _ := kubectlRun("", "-n", ns, "get", kinds, "-l", "app.kubernetes.io/instance="+name, "-o", "name")
+		e2eutil.Eventually(t, 2*converge, "children of "+name+" to be collected", func() (bool, string) {
+			out, _ := e2eutil.KubectlRun("", "-n", ns, "get", kinds, "-l", "app.kubernetes.io/instance="+name, "-o", "name")
 			return strings.TrimSpace(string(out)) == "", string(out)
 		})
 	}
 	var kept corev1.Secret
-	getJSON(t, &kept, "-n", ns, "get", "secret", "keep-credentials")
+	e2eutil.GetJSON(t, &kept, "-n", ns, "get", "secret", "keep-credentials")
 	if len(kept.OwnerReferences) != 0 {
 		t.Errorf("the kept Secret still has owners %v", kept.OwnerReferences)
 	}
-	eventually(t, 2*converge, "PVC of the Delete policy to go", func() (bool, string) {
-		out, _ := kubectlRun("", "-n", ns, "get", "pvc", "data-drop-0", "-o", "name")
+	e2eutil.Eventually(t, 2*converge, "PVC of the Delete policy to go", func() (bool, string) {
+		out, _ := e2eutil.KubectlRun("", "-n", ns, "get", "pvc", "data-drop-0", "-o", "name")
 		return strings.Contains(string(out), "NotFound"), string(out)
 	})
-	if out, err := kubectlRun("", "-n", ns, "get", "pvc", "data-keep-0", "-o", "name"); err != nil {
+	if out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pvc", "data-keep-0", "-o", "name"); err != nil {
 		t.Errorf("PVC of the Retain policy is gone: %s", out)
 	}
 }
 
 func secretPassword(t *testing.T, ns, name string) string {
 	t.Helper()
-	out := kubectl(t, "-n", ns, "get", "secret", name+"-credentials", "-o", "jsonpath={.data.password}")
+	out := e2eutil.Kubectl(t, "-n", ns, "get", "secret", name+"-credentials", "-o", "jsonpath={.data.password}")
 	b, err := base64.StdEncoding.DecodeString(out)
 	if err != nil || len(b) == 0 {
 		t.Fatalf("password of %s: %q %v", name, out, err)
@@ -305,21 +306,21 @@ func secretPassword(t *testing.T, ns, name string) string {
 
 func TestCredentialsAreStable(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	c := startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("creds", "mongodb", "7.0", 1, ""))
-	waitRunning(t, ns, "creds", converge)
+	e2eutil.WaitRunning(t, ns, "creds", converge)
 	password := secretPassword(t, ns, "creds")
 
 	// A controller restart.
 	c.stop()
 	startController(t, controllerOptions{namespace: ns})
 	// A spec update and a drift repair.
-	kubectl(t, "-n", ns, "patch", "db/creds", "--type=merge", "-p", `{"spec":{"version":"8.0","replicas":2}}`)
-	waitRunning(t, ns, "creds", 2*converge)
-	kubectl(t, "-n", ns, "delete", "service", "creds-headless")
-	eventually(t, converge, "headless Service recreated", func() (bool, string) {
-		out, err := kubectlRun("", "-n", ns, "get", "service", "creds-headless", "-o", "name")
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/creds", "--type=merge", "-p", `{"spec":{"version":"8.0","replicas":2}}`)
+	e2eutil.WaitRunning(t, ns, "creds", 2*converge)
+	e2eutil.Kubectl(t, "-n", ns, "delete", "service", "creds-headless")
+	e2eutil.Eventually(t, converge, "headless Service recreated", func() (bool, string) {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "get", "service", "creds-headless", "-o", "name")
 		return err == nil, string(out)
 	})
 	if got := secretPassword(t, ns, "creds"); got != password {
@@ -327,9 +328,9 @@ func TestCredentialsAreStable(t *testing.T) {
 	}
 
 	// A password the user rotated is kept.
-	kubectl(t, "-n", ns, "patch", "secret", "creds-credentials", "-p", `{"stringData":{"password":"rotated-by-the-user"}}`)
-	kubectl(t, "-n", ns, "scale", "db/creds", "--replicas=1")
-	waitRunning(t, ns, "creds", converge)
+	e2eutil.Kubectl(t, "-n", ns, "patch", "secret", "creds-credentials", "-p", `{"stringData":{"password":"rotated-by-the-user"}}`)
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/creds", "--replicas=1")
+	e2eutil.WaitRunning(t, ns, "creds", converge)
 	if got := secretPassword(t, ns, "creds"); got != "rotated-by-the-user" {
 		t.Fatalf("rotated password was overwritten")
 	}
@@ -341,7 +342,7 @@ func TestCredentialsAreStable(t *testing.T) {
 // Database Running, no duplicate or missing child, no error.
 func TestRestartWhileCreating(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	const n = 20
 	var b strings.Builder
 	engines := []struct{ engine, version string }{{"postgresql", "16"}, {"mysql", "8.4"}, {"mongodb", "7.0"}}
@@ -353,10 +354,10 @@ func TestRestartWhileCreating(t *testing.T) {
 	// n Databases (a Secret, two Services and a StatefulSet each) then take
 	// it over 40 seconds, so the kill below lands with creates in flight.
 	first := startController(t, controllerOptions{namespace: ns, args: []string{"--kube-api-qps=2", "--kube-api-burst=2"}})
-	kubectlIn(t, b.String(), "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, b.String(), "-n", ns, "create", "-f", "-")
 	// Kill as soon as the first StatefulSet exists.
-	eventually(t, converge, "the first StatefulSet", func() (bool, string) {
-		out, _ := kubectlRun("", "-n", ns, "get", "statefulset", "-l", managedBy, "-o", "name")
+	e2eutil.Eventually(t, converge, "the first StatefulSet", func() (bool, string) {
+		out, _ := e2eutil.KubectlRun("", "-n", ns, "get", "statefulset", "-l", managedBy, "-o", "name")
 		got := len(strings.Fields(string(out)))
 		return got >= 1, fmt.Sprintf("%d StatefulSets", got)
 	})
@@ -371,12 +372,12 @@ func TestRestartWhileCreating(t *testing.T) {
 	}
 
 	second := startController(t, controllerOptions{namespace: ns})
-	eventually(t, 3*converge, fmt.Sprintf("all %d Databases to be Running", n), func() (bool, string) {
+	e2eutil.Eventually(t, 3*converge, fmt.Sprintf("all %d Databases to be Running", n), func() (bool, string) {
 		var list dbv1alpha1.DatabaseList
-		getJSON(t, &list, "-n", ns, "get", "databases")
+		e2eutil.GetJSON(t, &list, "-n", ns, "get", "databases")
 		var waiting []string
 		for i := range list.Items {
-			if ok, why := isRunning(&list.Items[i]); !ok {
+			if ok, why := e2eutil.IsRunning(&list.Items[i]); !ok {
 				waiting = append(waiting, list.Items[i].Name+": "+why)
 			}
 		}
@@ -411,7 +412,7 @@ func children(t *testing.T, ns string) map[string]int {
 	t.Helper()
 	counts := map[string]int{}
 	for _, kind := range []string{"statefulset", "service", "secret"} {
-		out := kubectl(t, "-n", ns, "get", kind, "-l", managedBy, "-o", "name")
+		out := e2eutil.Kubectl(t, "-n", ns, "get", kind, "-l", managedBy, "-o", "name")
 		counts[kind] = len(strings.Fields(out))
 	}
 	return counts
@@ -419,34 +420,34 @@ func children(t *testing.T, ns string) map[string]int {
 
 func TestSteadyStateMakesNoWrites(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	const resync = 10 * time.Second
 	c := startController(t, controllerOptions{namespace: ns, args: []string{"--resync-period=" + resync.String()}})
 	for _, f := range []string{"postgresql.yaml", "mysql.yaml", "mongodb.yaml"} {
 		createFromExample(t, ns, f)
 	}
 	for _, name := range []string{"orders", "inventory", "sessions"} {
-		waitRunning(t, ns, name, converge)
+		e2eutil.WaitRunning(t, ns, name, converge)
 	}
 	// Stuck Databases cost nothing either: one blocked by a foreign
 	// Service, one whose volume the cluster refuses to grow.
-	kubectlIn(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: blocked\nspec:\n  ports:\n  - port: 80\n", "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: blocked\nspec:\n  ports:\n  - port: 80\n", "-n", ns, "create", "-f", "-")
 	createDB(t, ns, dbYAML("blocked", "postgresql", "16", 1, ""))
 	createDB(t, ns, dbYAML("fixed", "mysql", "8.4", 1, "  storage:\n    size: 1Gi\n"))
-	waitRunning(t, ns, "fixed", converge)
-	kubectl(t, "-n", ns, "patch", "db/fixed", "--type=merge", "-p", `{"spec":{"storage":{"size":"3Gi"}}}`)
+	e2eutil.WaitRunning(t, ns, "fixed", converge)
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/fixed", "--type=merge", "-p", `{"spec":{"storage":{"size":"3Gi"}}}`)
 	waitCondition(t, ns, "blocked", "Ready", "False", "ResourceConflict", converge)
 	waitCondition(t, ns, "fixed", "Ready", "False", "StorageResizeFailed", converge)
 	// Nor do backups once finished, a schedule not yet due, and a Database
 	// restored from a backup.
 	createDB(t, ns, dbYAML("saved", "postgresql", "16", 1, "  backup:\n    schedule: \"0 0 1 1 *\"\n"))
-	waitRunning(t, ns, "saved", converge)
-	kubectlIn(t, backupYAML("saved-now", "saved"), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "saved", converge)
+	e2eutil.KubectlIn(t, backupYAML("saved-now", "saved"), "-n", ns, "create", "-f", "-")
 	waitBackupPhase(t, ns, "saved-now", "Completed", converge)
 	createDB(t, ns, dbYAML("copy", "postgresql", "16", 1, "  restore:\n    backup: saved-now\n"))
-	waitRunning(t, ns, "copy", converge)
+	e2eutil.WaitRunning(t, ns, "copy", converge)
 	// Let the last status writes and events land, then measure.
-	eventually(t, converge, "writes to settle", func() (bool, string) {
+	e2eutil.Eventually(t, converge, "writes to settle", func() (bool, string) {
 		a := writes(c.metrics())
 		time.Sleep(2 * time.Second)
 		b := writes(c.metrics())
@@ -454,7 +455,7 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	})
 	before := c.metrics()
 	// Over more than one resync period every Database is synced again.
-	eventually(t, 3*resync, "a resync of every Database", func() (bool, string) {
+	e2eutil.Eventually(t, 3*resync, "a resync of every Database", func() (bool, string) {
 		now := c.metrics()
 		synced := sum(now, "database_controller_reconcile_total") - sum(before, "database_controller_reconcile_total")
 		return synced >= 5, fmt.Sprintf("%v syncs since the baseline", synced)
@@ -481,7 +482,7 @@ func byResource(m map[string]float64) string {
 // reports the refusal on one that does not (kwok-volume, the default).
 func TestStorageGrowth(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	// hack/local-up.sh installs kwok-expandable, which kwok provisions and
 	// which allows volume expansion. Two MySQL replicas: a replicated
@@ -489,20 +490,20 @@ func TestStorageGrowth(t *testing.T) {
 	class := "kwok-expandable"
 	createDB(t, ns, dbYAML("grows", "mysql", "8.4", 2, "  storage:\n    size: 1Gi\n    storageClassName: "+class+"\n"))
 	createDB(t, ns, dbYAML("fixed", "postgresql", "16", 1, "  storage:\n    size: 1Gi\n"))
-	waitRunning(t, ns, "grows", converge)
-	waitRunning(t, ns, "fixed", converge)
+	e2eutil.WaitRunning(t, ns, "grows", converge)
+	e2eutil.WaitRunning(t, ns, "fixed", converge)
 
-	kubectl(t, "-n", ns, "patch", "db/grows", "--type=merge", "-p", `{"spec":{"storage":{"size":"3Gi"}}}`)
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/grows", "--type=merge", "-p", `{"spec":{"storage":{"size":"3Gi"}}}`)
 	for _, pvc := range []string{"data-grows-0", "data-grows-1"} {
-		eventually(t, converge, pvc+" to request 3Gi", func() (bool, string) {
-			out, _ := kubectlRun("", "-n", ns, "get", "pvc", pvc, "-o", "jsonpath={.spec.resources.requests.storage}")
+		e2eutil.Eventually(t, converge, pvc+" to request 3Gi", func() (bool, string) {
+			out, _ := e2eutil.KubectlRun("", "-n", ns, "get", "pvc", pvc, "-o", "jsonpath={.spec.resources.requests.storage}")
 			return string(out) == "3Gi", string(out)
 		})
 	}
-	waitRunning(t, ns, "grows", converge)
+	e2eutil.WaitRunning(t, ns, "grows", converge)
 
-	kubectl(t, "-n", ns, "patch", "db/fixed", "--type=merge", "-p", `{"spec":{"storage":{"size":"3Gi"}}}`)
-	_, _, msg := condition(waitCondition(t, ns, "fixed", "Ready", "False", "StorageResizeFailed", converge), "Ready")
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/fixed", "--type=merge", "-p", `{"spec":{"storage":{"size":"3Gi"}}}`)
+	_, _, msg := e2eutil.Condition(waitCondition(t, ns, "fixed", "Ready", "False", "StorageResizeFailed", converge), "Ready")
 	if !strings.Contains(msg, "data-fixed-0 from 1Gi to 3Gi") {
 		t.Errorf("condition message = %q", msg)
 	}

@@ -10,9 +10,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -20,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +24,7 @@ import (
 	"time"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
 // Where things are, set up by TestMain.
@@ -57,12 +54,19 @@ func runSuite(m *testing.M) int {
 	root = filepath.Clean(filepath.Join(wd, "..", ".."))
 	kubectlBin = filepath.Join(root, "_output", "bin", "kubectl")
 	controllerBin = filepath.Join(root, "_output", "e2e-controller")
-	localDir = envOr("E2E_LOCAL_DIR", filepath.Join(root, "_output", "e2e"))
-	apiserverPort = envOr("E2E_APISERVER_PORT", "16443")
+	localDir = e2eutil.EnvOr("E2E_LOCAL_DIR", filepath.Join(root, "_output", "e2e"))
+	apiserverPort = e2eutil.EnvOr("E2E_APISERVER_PORT", "16443")
+	e2eutil.Setup(e2eutil.Config{
+		LogPrefix:       "e2e",
+		Kubectl:         kubectlBin,
+		Kubeconfig:      filepath.Join(localDir, "kubeconfig"),
+		NamespacePrefix: "e2e-",
+		Poll:            300 * time.Millisecond,
+	})
 
-	logf("building the controller")
-	if out, err := runCmd(exec.Command(filepath.Join(root, "hack", "build.sh")), "OUT="+controllerBin); err != nil {
-		logf("build failed: %v\n%s", err, out)
+	e2eutil.Logf("building the controller")
+	if out, err := e2eutil.Run(exec.Command(filepath.Join(root, "hack", "build.sh")), "OUT="+controllerBin); err != nil {
+		e2eutil.Logf("build failed: %v\n%s", err, out)
 		return 1
 	}
 
@@ -80,43 +84,27 @@ func runSuite(m *testing.M) int {
 	return m.Run()
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "[e2e %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
-
-func runCmd(cmd *exec.Cmd, env ...string) ([]byte, error) {
-	cmd.Env = append(os.Environ(), env...)
-	return cmd.CombinedOutput()
-}
-
 // startControlPlane runs hack/local-up.sh on ports of its own, so that the
 // suite never collides with a `make run-local` cluster.
 func startControlPlane() int {
-	logf("starting the local control plane in %s", localDir)
+	e2eutil.Logf("starting the local control plane in %s", localDir)
 	start := time.Now()
 	cmd := exec.Command(filepath.Join(root, "hack", "local-up.sh"))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.Env = append(os.Environ(),
 		"LOCAL_DIR="+localDir,
 		"LOCAL_APISERVER_PORT="+apiserverPort,
-		"LOCAL_ETCD_PORT="+envOr("E2E_ETCD_PORT", "12379"),
-		"LOCAL_ETCD_PEER_PORT="+envOr("E2E_ETCD_PEER_PORT", "12380"),
-		"LOCAL_CONTROLLER_MANAGER_PORT="+envOr("E2E_KCM_PORT", "20257"),
-		"LOCAL_SCHEDULER_PORT="+envOr("E2E_SCHEDULER_PORT", "20259"),
-		"LOCAL_KWOK_PORT="+envOr("E2E_KWOK_PORT", "20247"),
+		"LOCAL_ETCD_PORT="+e2eutil.EnvOr("E2E_ETCD_PORT", "12379"),
+		"LOCAL_ETCD_PEER_PORT="+e2eutil.EnvOr("E2E_ETCD_PEER_PORT", "12380"),
+		"LOCAL_CONTROLLER_MANAGER_PORT="+e2eutil.EnvOr("E2E_KCM_PORT", "20257"),
+		"LOCAL_SCHEDULER_PORT="+e2eutil.EnvOr("E2E_SCHEDULER_PORT", "20259"),
+		"LOCAL_KWOK_PORT="+e2eutil.EnvOr("E2E_KWOK_PORT", "20247"),
 	)
 	if err := cmd.Run(); err != nil {
-		logf("local control plane failed to start: %v", err)
+		e2eutil.Logf("local control plane failed to start: %v", err)
 		return 1
 	}
-	logf("local control plane is up after %s", time.Since(start).Round(time.Second))
+	e2eutil.Logf("local control plane is up after %s", time.Since(start).Round(time.Second))
 	return 0
 }
 
@@ -124,7 +112,7 @@ func stopControlPlane() {
 	cmd := exec.Command(filepath.Join(root, "hack", "local-down.sh"))
 	cmd.Env = append(os.Environ(), "LOCAL_DIR="+localDir)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		logf("local-down: %v\n%s", err, out)
+		e2eutil.Logf("local-down: %v\n%s", err, out)
 	}
 }
 
@@ -132,28 +120,28 @@ func stopControlPlane() {
 // would, and writes a token for its ServiceAccount where in-cluster clients
 // look for it.
 func install() int {
-	logf("installing with kubectl apply -k artifacts/deploy")
-	if out, err := kubectlRun("", "apply", "-k", filepath.Join(root, "artifacts", "deploy")); err != nil {
-		logf("kubectl apply -k artifacts/deploy: %v\n%s", err, out)
+	e2eutil.Logf("installing with kubectl apply -k artifacts/deploy")
+	if out, err := e2eutil.KubectlRun("", "apply", "-k", filepath.Join(root, "artifacts", "deploy")); err != nil {
+		e2eutil.Logf("kubectl apply -k artifacts/deploy: %v\n%s", err, out)
 		return 1
 	}
-	if out, err := kubectlRun("", "wait", "--for=condition=Established", "--timeout=60s",
+	if out, err := e2eutil.KubectlRun("", "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/databases.dbcontroller.io", "crd/databasebackups.dbcontroller.io"); err != nil {
-		logf("CRD not established: %v\n%s", err, out)
+		e2eutil.Logf("CRD not established: %v\n%s", err, out)
 		return 1
 	}
-	token, err := kubectlRun("", "create", "token", serviceAccount, "-n", installNamespace, "--duration=4h")
+	token, err := e2eutil.KubectlRun("", "create", "token", serviceAccount, "-n", installNamespace, "--duration=4h")
 	if err != nil {
-		logf("kubectl create token: %v\n%s", err, token)
+		e2eutil.Logf("kubectl create token: %v\n%s", err, token)
 		return 1
 	}
 	ca, err := os.ReadFile(filepath.Join(localDir, "certs", "ca.crt"))
 	if err != nil {
-		logf("reading the cluster CA: %v", err)
+		e2eutil.Logf("reading the cluster CA: %v", err)
 		return 1
 	}
 	if err := os.MkdirAll(saDir, 0o755); err != nil {
-		logf("creating %s: %v", saDir, err)
+		e2eutil.Logf("creating %s: %v", saDir, err)
 		return 1
 	}
 	for name, content := range map[string][]byte{
@@ -162,135 +150,20 @@ func install() int {
 		"namespace": []byte(installNamespace),
 	} {
 		if err := os.WriteFile(filepath.Join(saDir, name), content, 0o600); err != nil {
-			logf("writing %s: %v", name, err)
+			e2eutil.Logf("writing %s: %v", name, err)
 			return 1
 		}
 	}
 	return 0
 }
 
-// kubectl runs kubectl as the cluster admin and fails the test on error.
-func kubectl(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := kubectlRun("", args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// kubectlIn is kubectl with standard input.
-func kubectlIn(t testing.TB, stdin string, args ...string) string {
-	t.Helper()
-	out, err := kubectlRun(stdin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-func kubectlRun(stdin string, args ...string) ([]byte, error) {
-	cmd := exec.Command(kubectlBin, append([]string{"--kubeconfig", filepath.Join(localDir, "kubeconfig")}, args...)...)
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	return cmd.CombinedOutput()
-}
-
-// newNamespace creates a namespace for one test and deletes it afterwards.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	name := strings.ToLower(regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(t.Name(), "-"))
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	ns := "e2e-" + strings.Trim(name, "-") + "-" + hex.EncodeToString(b)
-	kubectl(t, "create", "namespace", ns)
-	t.Cleanup(func() {
-		if os.Getenv("E2E_KEEP_NAMESPACES") == "" {
-			_, _ = kubectlRun("", "delete", "namespace", ns, "--wait=false")
-		}
-	})
-	return ns
-}
-
-// eventually polls cond until it returns true, failing after timeout with
-// cond's last explanation.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		last = why
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-}
-
-// getDB reads a Database through kubectl.
-func getDB(t testing.TB, ns, name string) *dbv1alpha1.Database {
-	t.Helper()
-	db := &dbv1alpha1.Database{}
-	getJSON(t, db, "-n", ns, "get", "database", name)
-	return db
-}
-
-func getJSON(t testing.TB, into any, args ...string) {
-	t.Helper()
-	out := kubectl(t, append(args, "-o", "json")...)
-	if err := json.Unmarshal([]byte(out), into); err != nil {
-		t.Fatalf("decoding kubectl %v: %v", args, err)
-	}
-}
-
-func condition(db *dbv1alpha1.Database, condType string) (status, reason, message string) {
-	for _, c := range db.Status.Conditions {
-		if c.Type == condType {
-			return string(c.Status), c.Reason, c.Message
-		}
-	}
-	return "", "", ""
-}
-
-// waitRunning waits until the Database is Running with every replica ready.
-func waitRunning(t testing.TB, ns, name string, timeout time.Duration) *dbv1alpha1.Database {
-	t.Helper()
-	var db *dbv1alpha1.Database
-	eventually(t, timeout, "Database "+ns+"/"+name+" to be Running", func() (bool, string) {
-		db = getDB(t, ns, name)
-		return isRunning(db)
-	})
-	return db
-}
-
-// isRunning tells whether a Database is Running with every replica ready
-// and its status up to date, and if not, why.
-func isRunning(db *dbv1alpha1.Database) (bool, string) {
-	want := int32(1)
-	if db.Spec.Replicas != nil {
-		want = *db.Spec.Replicas
-	}
-	ready, _, _ := condition(db, "Ready")
-	ok := db.Status.Phase == dbv1alpha1.PhaseRunning && db.Status.ReadyReplicas == want &&
-		ready == "True" && db.Status.ObservedGeneration == db.Generation
-	return ok, fmt.Sprintf("phase=%s ready=%d/%d Ready=%s", db.Status.Phase, db.Status.ReadyReplicas, want, ready)
-}
-
 // waitCondition waits until a Database's condition has the given status and reason.
 func waitCondition(t testing.TB, ns, name, condType, status, reason string, timeout time.Duration) *dbv1alpha1.Database {
 	t.Helper()
 	var db *dbv1alpha1.Database
-	eventually(t, timeout, fmt.Sprintf("%s=%s (%s) on %s/%s", condType, status, reason, ns, name), func() (bool, string) {
-		db = getDB(t, ns, name)
-		s, r, m := condition(db, condType)
+	e2eutil.Eventually(t, timeout, fmt.Sprintf("%s=%s (%s) on %s/%s", condType, status, reason, ns, name), func() (bool, string) {
+		db = e2eutil.GetDB(t, ns, name)
+		s, r, m := e2eutil.Condition(db, condType)
 		return s == status && r == reason, fmt.Sprintf("%s=%s reason=%s message=%q phase=%s", condType, s, r, m, db.Status.Phase)
 	})
 	return db
@@ -304,7 +177,7 @@ func events(t testing.TB, ns, name string) []string {
 			Type, Reason, Message string
 		}
 	}
-	getJSON(t, &list, "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Database,involvedObject.name="+name)
+	e2eutil.GetJSON(t, &list, "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Database,involvedObject.name="+name)
 	var out []string
 	for _, e := range list.Items {
 		out = append(out, e.Type+" "+e.Reason+" "+e.Message)
@@ -314,7 +187,7 @@ func events(t testing.TB, ns, name string) []string {
 
 func waitEvent(t testing.TB, ns, name, prefix string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, fmt.Sprintf("event %q on %s/%s", prefix, ns, name), func() (bool, string) {
+	e2eutil.Eventually(t, timeout, fmt.Sprintf("event %q on %s/%s", prefix, ns, name), func() (bool, string) {
 		evs := events(t, ns, name)
 		for _, e := range evs {
 			if strings.HasPrefix(e, prefix) {
@@ -384,7 +257,7 @@ func startController(t testing.TB, o controllerOptions) *controllerProcess {
 			t.Logf("controller log %s (last lines):\n%s", p.logPath, tail(p.logPath, 40))
 		}
 	})
-	eventually(t, 60*time.Second, "controller /readyz", func() (bool, string) {
+	e2eutil.Eventually(t, 60*time.Second, "controller /readyz", func() (bool, string) {
 		select {
 		case <-p.exited:
 			t.Fatalf("controller exited at start:\n%s", tail(p.logPath, 30))
@@ -513,14 +386,14 @@ func tail(path string, n int) string {
 // returns its name.
 func createFromExample(t testing.TB, ns, file string) string {
 	t.Helper()
-	out := kubectl(t, "-n", ns, "create", "-f", filepath.Join(root, "artifacts", "examples", file), "-o", "name")
+	out := e2eutil.Kubectl(t, "-n", ns, "create", "-f", filepath.Join(root, "artifacts", "examples", file), "-o", "name")
 	return strings.TrimPrefix(strings.TrimSpace(out), "database.dbcontroller.io/")
 }
 
 // createDB creates a Database from YAML in ns.
 func createDB(t testing.TB, ns, yaml string) {
 	t.Helper()
-	kubectlIn(t, yaml, "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")
 }
 
 func dbYAML(name, engine, version string, replicas int, extra string) string {

@@ -16,18 +16,20 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
 // TestInstall checks what `kubectl apply -k artifacts/deploy` (run by
 // TestMain) installed: the Deployment's pods run, on kwok's fake nodes.
 func TestInstall(t *testing.T) {
 	t.Parallel()
-	eventually(t, 2*converge, "the controller Deployment to be available", func() (bool, string) {
-		out, _ := kubectlRun("", "-n", installNamespace, "get", "deployment", "database-controller",
+	e2eutil.Eventually(t, 2*converge, "the controller Deployment to be available", func() (bool, string) {
+		out, _ := e2eutil.KubectlRun("", "-n", installNamespace, "get", "deployment", "database-controller",
 			"-o", "jsonpath={.status.readyReplicas}/{.spec.replicas}")
 		return string(out) == "2/2", string(out)
 	})
-	out := kubectl(t, "-n", installNamespace, "get", "pods", "-o", "jsonpath={range .items[*]}{.status.phase} {end}")
+	out := e2eutil.Kubectl(t, "-n", installNamespace, "get", "pods", "-o", "jsonpath={range .items[*]}{.status.phase} {end}")
 	if strings.Count(out, "Running") != 2 {
 		t.Errorf("controller pods: %q, want 2 Running", out)
 	}
@@ -85,7 +87,7 @@ func TestLeastPrivilege(t *testing.T) {
 		{[]string{"get", "nodes"}, "no"},
 	}
 	for _, tt := range tests {
-		out, _ := kubectlRun("", append([]string{"auth", "can-i", as}, tt.args...)...)
+		out, _ := e2eutil.KubectlRun("", append([]string{"auth", "can-i", as}, tt.args...)...)
 		// The answer is the last line; kubectl may warn before it.
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		if got := lines[len(lines)-1]; got != tt.want {
@@ -96,7 +98,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 func leaseHolder(t *testing.T, ns string) string {
 	t.Helper()
-	out, err := kubectlRun("", "-n", ns, "get", "lease", "database-controller", "-o", "jsonpath={.spec.holderIdentity}")
+	out, err := e2eutil.KubectlRun("", "-n", ns, "get", "lease", "database-controller", "-o", "jsonpath={.spec.holderIdentity}")
 	if err != nil {
 		return ""
 	}
@@ -173,7 +175,7 @@ func watchLease(t *testing.T, ns, name string) *leaseWatch {
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	eventually(t, 30*time.Second, "the Lease watch to start", func() (bool, string) {
+	e2eutil.Eventually(t, 30*time.Second, "the Lease watch to start", func() (bool, string) {
 		records, err := w.snapshot()
 		return len(records) > 0, fmt.Sprint(err)
 	})
@@ -201,7 +203,7 @@ type handover struct {
 func (w *leaseWatch) waitHandover(t *testing.T, from, to string) handover {
 	t.Helper()
 	var h handover
-	eventually(t, 30*time.Second, fmt.Sprintf("the Lease to pass from %s to %s", from, to), func() (bool, string) {
+	e2eutil.Eventually(t, 30*time.Second, fmt.Sprintf("the Lease to pass from %s to %s", from, to), func() (bool, string) {
 		records, err := w.snapshot()
 		for i, r := range records {
 			if r.holder != to {
@@ -241,7 +243,7 @@ func leaderIdentity(p *controllerProcess) string {
 // once, without waiting for it to expire.
 func TestLeaderElection(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	const (
 		leaseDuration = 6 * time.Second
 		renewDeadline = 4 * time.Second
@@ -272,7 +274,7 @@ func TestLeaderElection(t *testing.T) {
 	procs := []*controllerProcess{a, b}
 
 	var leader, standby *controllerProcess
-	eventually(t, 30*time.Second, "a leader", func() (bool, string) {
+	e2eutil.Eventually(t, 30*time.Second, "a leader", func() (bool, string) {
 		holder := leaseHolder(t, ns)
 		for i, p := range procs {
 			if id := leaderIdentity(p); id != "" {
@@ -285,7 +287,7 @@ func TestLeaderElection(t *testing.T) {
 	lease := watchLease(t, ns, "database-controller")
 
 	createDB(t, ns, dbYAML("one", "postgresql", "16", 1, ""))
-	waitRunning(t, ns, "one", converge)
+	e2eutil.WaitRunning(t, ns, "one", converge)
 	if n := sum(standby.metrics(), "database_controller_reconcile_total"); n != 0 {
 		t.Errorf("the standby synced %v times; only the leader may act", n)
 	}
@@ -300,7 +302,7 @@ func TestLeaderElection(t *testing.T) {
 	killedID := leaderIdentity(leader)
 	killed := time.Now()
 	leader.kill()
-	eventually(t, 30*time.Second, "the standby to take over", func() (bool, string) {
+	e2eutil.Eventually(t, 30*time.Second, "the standby to take over", func() (bool, string) {
 		return leaderIdentity(standby) != "", leaseHolder(t, ns)
 	})
 	seen := time.Since(killed)
@@ -320,14 +322,14 @@ func TestLeaderElection(t *testing.T) {
 			waited.Round(time.Millisecond), leaseDuration, h.between)
 	}
 	createDB(t, ns, dbYAML("two", "mysql", "8.4", 1, ""))
-	waitRunning(t, ns, "two", converge)
+	e2eutil.WaitRunning(t, ns, "two", converge)
 
 	// SIGTERM: the lease is released, and a new candidate takes it at once.
 	c := startController(t, le)
 	termedID := leaderIdentity(standby)
 	termed := time.Now()
 	_ = standby.cmd.Process.Signal(syscall.SIGTERM)
-	eventually(t, 30*time.Second, "the new candidate to take over", func() (bool, string) {
+	e2eutil.Eventually(t, 30*time.Second, "the new candidate to take over", func() (bool, string) {
 		return leaderIdentity(c) != "", leaseHolder(t, ns)
 	})
 	seen = time.Since(termed)
@@ -353,15 +355,15 @@ func TestLeaderElection(t *testing.T) {
 			takeover.Round(time.Millisecond), releasedTakeoverBound, retryPeriod, leaseDuration)
 	}
 	createDB(t, ns, dbYAML("three", "mongodb", "7.0", 1, ""))
-	waitRunning(t, ns, "three", converge)
+	e2eutil.WaitRunning(t, ns, "three", converge)
 }
 
 func TestMetricsAndReadiness(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	c := startController(t, controllerOptions{namespace: ns}) // returns once /readyz is ok
 	createDB(t, ns, dbYAML("observed", "postgresql", "16", 1, ""))
-	waitRunning(t, ns, "observed", converge)
+	e2eutil.WaitRunning(t, ns, "observed", converge)
 
 	m := c.metrics()
 	for _, check := range []struct {

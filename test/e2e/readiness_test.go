@@ -8,17 +8,19 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
 // A volume that cannot be provisioned is named in the Ready condition with
 // the provisioner's own words, and in one Warning event.
 func TestUnknownStorageClassIsNamed(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("nowhere", "postgresql", "16", 1, "  storage:\n    storageClassName: does-not-exist\n"))
 	db := waitCondition(t, ns, "nowhere", "Ready", "False", "VolumeNotProvisioned", converge)
-	_, _, msg := condition(db, "Ready")
+	_, _, msg := e2eutil.Condition(db, "Ready")
 	if want := `PersistentVolumeClaim data-nowhere-0 cannot be provisioned: storageclass.storage.k8s.io "does-not-exist" not found`; !strings.Contains(msg, want) {
 		t.Errorf("Ready message = %q, want it to contain %q", msg, want)
 	}
@@ -26,7 +28,7 @@ func TestUnknownStorageClassIsNamed(t *testing.T) {
 		t.Errorf("phase = %s, want Provisioning", db.Status.Phase)
 	}
 	waitEvent(t, ns, "nowhere", "Warning VolumeNotProvisioned", converge)
-	out := kubectl(t, "-n", ns, "get", "db", "nowhere")
+	out := e2eutil.Kubectl(t, "-n", ns, "get", "db", "nowhere")
 	if !strings.Contains(out, "VolumeNotProvisioned") {
 		t.Errorf("kubectl get db does not show the reason:\n%s", out)
 	}
@@ -35,26 +37,26 @@ func TestUnknownStorageClassIsNamed(t *testing.T) {
 // Pods that no node can hold are named with the scheduler's message.
 func TestUnschedulablePodsAreNamed(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	// The fake nodes have 32 CPUs.
 	createDB(t, ns, dbYAML("huge", "mysql", "8.4", 1, "  resources:\n    requests:\n      cpu: \"500\"\n"))
 	db := waitCondition(t, ns, "huge", "Ready", "False", "Unschedulable", converge)
-	_, _, msg := condition(db, "Ready")
+	_, _, msg := e2eutil.Condition(db, "Ready")
 	if !strings.Contains(msg, "pod huge-0 cannot be scheduled: ") || !strings.Contains(msg, "Insufficient cpu") {
 		t.Errorf("Ready message = %q, want the scheduler's Insufficient cpu", msg)
 	}
 	waitEvent(t, ns, "huge", "Warning Unschedulable", converge)
 	// Asking for less lets it run.
-	kubectl(t, "-n", ns, "patch", "db/huge", "--type=merge", "-p", `{"spec":{"resources":{"requests":{"cpu":"1"}}}}`)
-	waitRunning(t, ns, "huge", 2*converge)
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/huge", "--type=merge", "-p", `{"spec":{"resources":{"requests":{"cpu":"1"}}}}`)
+	e2eutil.WaitRunning(t, ns, "huge", 2*converge)
 }
 
 // Version changes the data cannot take are refused, with the StatefulSet
 // left as it was.
 func TestRefusedVersionChanges(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
 	for _, tt := range []struct {
 		name, engine, from, to, reason, image string
@@ -63,46 +65,46 @@ func TestRefusedVersionChanges(t *testing.T) {
 		{"mongo", "mongodb", "6.0", "8.0", "SeriesSkipRefused", "mongo:6.0"},
 	} {
 		createDB(t, ns, dbYAML(tt.name, tt.engine, tt.from, 1, ""))
-		waitRunning(t, ns, tt.name, converge)
+		e2eutil.WaitRunning(t, ns, tt.name, converge)
 		var before appsv1.StatefulSet
-		getJSON(t, &before, "-n", ns, "get", "statefulset", tt.name)
-		kubectl(t, "-n", ns, "patch", "db/"+tt.name, "--type=merge", "-p", `{"spec":{"version":"`+tt.to+`"}}`)
+		e2eutil.GetJSON(t, &before, "-n", ns, "get", "statefulset", tt.name)
+		e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+tt.name, "--type=merge", "-p", `{"spec":{"version":"`+tt.to+`"}}`)
 		db := waitCondition(t, ns, tt.name, "Ready", "False", tt.reason, converge)
 		if db.Status.CurrentVersion != tt.from {
 			t.Errorf("%s: currentVersion = %q, want %s", tt.name, db.Status.CurrentVersion, tt.from)
 		}
 		waitEvent(t, ns, tt.name, "Warning "+tt.reason, converge)
 		var after appsv1.StatefulSet
-		getJSON(t, &after, "-n", ns, "get", "statefulset", tt.name)
+		e2eutil.GetJSON(t, &after, "-n", ns, "get", "statefulset", tt.name)
 		if after.Generation != before.Generation || after.Spec.Template.Spec.Containers[0].Image != tt.image {
 			t.Errorf("%s: StatefulSet touched on a refused change: image %s, generation %d -> %d",
 				tt.name, after.Spec.Template.Spec.Containers[0].Image, before.Generation, after.Generation)
 		}
 	}
 	// mongo 6.0 is end of life: it runs, and says so.
-	db := getDB(t, ns, "mongo")
-	if status, reason, _ := condition(db, "VersionSupported"); status != "False" || reason != "EndOfLife" {
+	db := e2eutil.GetDB(t, ns, "mongo")
+	if status, reason, _ := e2eutil.Condition(db, "VersionSupported"); status != "False" || reason != "EndOfLife" {
 		t.Errorf("mongo 6.0: VersionSupported = %s %s, want False EndOfLife", status, reason)
 	}
 	// One series at a time is allowed.
-	kubectl(t, "-n", ns, "patch", "db/mongo", "--type=merge", "-p", `{"spec":{"version":"7.0"}}`)
-	db = waitRunning(t, ns, "mongo", converge)
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/mongo", "--type=merge", "-p", `{"spec":{"version":"7.0"}}`)
+	db = e2eutil.WaitRunning(t, ns, "mongo", converge)
 	if db.Status.CurrentVersion != "7.0" {
 		t.Errorf("mongo: currentVersion = %q after 6.0 -> 7.0, want 7.0", db.Status.CurrentVersion)
 	}
-	if status, _, _ := condition(db, "VersionSupported"); status != "" {
+	if status, _, _ := e2eutil.Condition(db, "VersionSupported"); status != "" {
 		t.Errorf("mongo 7.0 still has a VersionSupported condition: %s", status)
 	}
 	// The controller sets the featureCompatibilityVersion with a Job
 	// (kwok completes its pod); then the next series is allowed.
-	eventually(t, converge, "featureCompatibilityVersion 7.0", func() (bool, string) {
-		db := getDB(t, ns, "mongo")
+	e2eutil.Eventually(t, converge, "featureCompatibilityVersion 7.0", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "mongo")
 		return db.Status.FeatureCompatibilityVersion == "7.0", db.Status.FeatureCompatibilityVersion
 	})
-	kubectl(t, "-n", ns, "get", "job", "mongo-fcv-7-0")
-	kubectl(t, "-n", ns, "patch", "db/mongo", "--type=merge", "-p", `{"spec":{"version":"8.0"}}`)
-	eventually(t, converge, "mongo to run 8.0", func() (bool, string) {
-		db := getDB(t, ns, "mongo")
+	e2eutil.Kubectl(t, "-n", ns, "get", "job", "mongo-fcv-7-0")
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/mongo", "--type=merge", "-p", `{"spec":{"version":"8.0"}}`)
+	e2eutil.Eventually(t, converge, "mongo to run 8.0", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "mongo")
 		return db.Status.CurrentVersion == "8.0" && db.Status.Phase == "Running", db.Status.CurrentVersion + " " + string(db.Status.Phase)
 	})
 }
@@ -111,16 +113,16 @@ func TestRefusedVersionChanges(t *testing.T) {
 // without waiting for the resync (10 minutes here).
 func TestConflictClearsPromptly(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	startController(t, controllerOptions{namespace: ns})
-	kubectlIn(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: blocked\nspec:\n  ports:\n  - port: 80\n", "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: blocked\nspec:\n  ports:\n  - port: 80\n", "-n", ns, "create", "-f", "-")
 	createDB(t, ns, dbYAML("blocked", "postgresql", "16", 1, ""))
 	waitCondition(t, ns, "blocked", "Ready", "False", "ResourceConflict", converge)
 	// Let a few backoff steps pass, so that the clearing is not caught by
 	// the first, 5 s recheck.
 	time.Sleep(20 * time.Second)
 	deleted := time.Now()
-	kubectl(t, "-n", ns, "delete", "service", "blocked")
-	waitRunning(t, ns, "blocked", 75*time.Second)
+	e2eutil.Kubectl(t, "-n", ns, "delete", "service", "blocked")
+	e2eutil.WaitRunning(t, ns, "blocked", 75*time.Second)
 	t.Logf("Running %s after the foreign Service was deleted", time.Since(deleted).Round(time.Second))
 }

@@ -9,27 +9,21 @@ import (
 	"time"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
-
-func getBackup(t testing.TB, ns, name string) *dbv1alpha1.DatabaseBackup {
-	t.Helper()
-	b := &dbv1alpha1.DatabaseBackup{}
-	getJSON(t, b, "-n", ns, "get", "databasebackup", name)
-	return b
-}
 
 func waitBackupCompleted(t testing.TB, ns, name string) *dbv1alpha1.DatabaseBackup {
 	t.Helper()
 	var b *dbv1alpha1.DatabaseBackup
-	eventually(t, converge, "DatabaseBackup "+name+" to complete", func() (bool, string) {
-		out, err := kubectlRun("", "-n", ns, "get", "databasebackup", name, "-o", "jsonpath={.status.phase}")
+	e2eutil.Eventually(t, converge, "DatabaseBackup "+name+" to complete", func() (bool, string) {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "get", "databasebackup", name, "-o", "jsonpath={.status.phase}")
 		if err != nil {
 			return false, "not there yet"
 		}
 		if strings.TrimSpace(string(out)) == string(dbv1alpha1.BackupFailed) {
-			t.Fatalf("DatabaseBackup %s failed: %+v", name, getBackup(t, ns, name).Status)
+			t.Fatalf("DatabaseBackup %s failed: %+v", name, e2eutil.GetBackup(t, ns, name).Status)
 		}
-		b = getBackup(t, ns, name)
+		b = e2eutil.GetBackup(t, ns, name)
 		return b.Status.Phase == dbv1alpha1.BackupCompleted, "phase " + string(b.Status.Phase) + ": " + b.Status.Message
 	})
 	return b
@@ -64,16 +58,16 @@ func TestBackupDeleteAndRestore(t *testing.T) {
 	for _, tc := range backupCases {
 		t.Run(tc.engine, func(t *testing.T) {
 			t.Parallel()
-			ns := newNamespace(t)
+			ns := e2eutil.NewNamespace(t)
 			withBackups := func(name string, extra string) string {
 				return dbYAML(name, tc.engine, tc.version, tc.image, 1) + "  backup: {}\n" + extra
 			}
-			kubectlIn(t, withBackups("shop", ""), "-n", ns, "create", "-f", "-")
-			db := waitRunning(t, ns, "shop")
+			e2eutil.KubectlIn(t, withBackups("shop", ""), "-n", ns, "create", "-f", "-")
+			db := e2eutil.WaitRunning(t, ns, "shop", converge)
 			runClient(t, ns, "shop", tc.image, tc.write(1, 500))
 			early := strings.TrimSpace(runClient(t, ns, "shop", tc.image, tc.count))
 
-			kubectlIn(t, "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: shop-now\nspec:\n  database: shop\n", "-n", ns, "create", "-f", "-")
+			e2eutil.KubectlIn(t, "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: shop-now\nspec:\n  database: shop\n", "-n", ns, "create", "-f", "-")
 			now := waitBackupCompleted(t, ns, "shop-now")
 			if now.Status.SizeBytes == nil || *now.Status.SizeBytes <= 0 {
 				t.Errorf("on-demand backup size %v", now.Status.SizeBytes)
@@ -85,17 +79,17 @@ func TestBackupDeleteAndRestore(t *testing.T) {
 			}
 
 			start := time.Now()
-			kubectl(t, "-n", ns, "delete", "db", "shop", "--wait=false")
-			eventually(t, converge, "the Database to go after its final backup", func() (bool, string) {
-				_, err := kubectlRun("", "-n", ns, "get", "db", "shop")
+			e2eutil.Kubectl(t, "-n", ns, "delete", "db", "shop", "--wait=false")
+			e2eutil.Eventually(t, converge, "the Database to go after its final backup", func() (bool, string) {
+				_, err := e2eutil.KubectlRun("", "-n", ns, "get", "db", "shop")
 				return err != nil, "still there"
 			})
 			final := "shop-final-" + string(db.UID)[:8]
 			b := waitBackupCompleted(t, ns, final)
 			t.Logf("delete with its final backup took %s; the final backup is %d bytes", time.Since(start).Round(time.Second), *b.Status.SizeBytes)
 
-			kubectlIn(t, dbYAML("restored", tc.engine, tc.version, tc.image, 1)+"  restore:\n    backup: "+final+"\n", "-n", ns, "create", "-f", "-")
-			restored := waitRunning(t, ns, "restored")
+			e2eutil.KubectlIn(t, dbYAML("restored", tc.engine, tc.version, tc.image, 1)+"  restore:\n    backup: "+final+"\n", "-n", ns, "create", "-f", "-")
+			restored := e2eutil.WaitRunning(t, ns, "restored", converge)
 			if restored.Status.Restore == nil || restored.Status.Restore.CompletionTime == nil {
 				t.Errorf("status.restore %+v", restored.Status.Restore)
 			}
@@ -103,13 +97,13 @@ func TestBackupDeleteAndRestore(t *testing.T) {
 				t.Errorf("rows restored from the final backup %q, want %q", got, full)
 			}
 			// The restored Database no longer mounts the backup's volume.
-			out := kubectl(t, "-n", ns, "get", "statefulset", "restored", "-o", "jsonpath={.spec.template.spec.volumes[*].name}")
+			out := e2eutil.Kubectl(t, "-n", ns, "get", "statefulset", "restored", "-o", "jsonpath={.spec.template.spec.volumes[*].name}")
 			if strings.Contains(out, "restore") {
 				t.Errorf("the restored StatefulSet still has volumes %q", out)
 			}
 
-			kubectlIn(t, dbYAML("early", tc.engine, tc.version, tc.image, 1)+"  restore:\n    backup: shop-now\n", "-n", ns, "create", "-f", "-")
-			waitRunning(t, ns, "early")
+			e2eutil.KubectlIn(t, dbYAML("early", tc.engine, tc.version, tc.image, 1)+"  restore:\n    backup: shop-now\n", "-n", ns, "create", "-f", "-")
+			e2eutil.WaitRunning(t, ns, "early", converge)
 			if got := strings.TrimSpace(runClient(t, ns, "early", tc.image, tc.count)); got != early {
 				t.Errorf("rows restored from the on-demand backup %q, want %q", got, early)
 			}
@@ -121,21 +115,21 @@ func TestBackupDeleteAndRestore(t *testing.T) {
 // its old data with its old credentials: the Secret stayed with the volume.
 func TestRetainDeleteAndRecreateKeepsCredentials(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("again", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
-	waitRunning(t, ns, "again")
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("again", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "again", converge)
 	runClient(t, ns, "again", postgresImage, psql+`-c "CREATE TABLE kept (v text)" -c "INSERT INTO kept VALUES ('before')"`)
 	password := secretValue(t, ns, "again", "password")
 
-	kubectl(t, "-n", ns, "delete", "db", "again")
-	eventually(t, converge, "the pod to go", func() (bool, string) {
+	e2eutil.Kubectl(t, "-n", ns, "delete", "db", "again")
+	e2eutil.Eventually(t, converge, "the pod to go", func() (bool, string) {
 		return podUID(t, ns, "again") == "", "pod still there"
 	})
 	if got := secretValue(t, ns, "again", "password"); got != password {
 		t.Fatal("the kept Secret's password changed")
 	}
-	kubectlIn(t, dbYAML("again", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
-	waitRunning(t, ns, "again")
+	e2eutil.KubectlIn(t, dbYAML("again", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "again", converge)
 	if got := secretValue(t, ns, "again", "password"); got != password {
 		t.Error("the Database made again minted a new password")
 	}

@@ -17,7 +17,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,7 +29,7 @@ import (
 	"testing"
 	"time"
 
-	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
 // The images hack/images/build.sh makes (hack/images/names.sh).
@@ -47,9 +46,8 @@ const (
 const converge = 3 * time.Minute
 
 var (
-	root       string
-	localDir   string
-	kubectlBin string
+	root     string
+	localDir string
 	// controller is the suite's one controller process.
 	controller struct {
 		mu    sync.Mutex
@@ -89,21 +87,29 @@ func TestMain(m *testing.M) {
 func runSuite(m *testing.M) (code int) {
 	wd, _ := os.Getwd()
 	root = filepath.Clean(filepath.Join(wd, "..", "..", ".."))
-	kubectlBin = filepath.Join(root, "_output", "bin", "kubectl")
-	localDir = envOr("E2E_NODE_LOCAL_DIR", filepath.Join(root, "_output", "e2e-node"))
+	localDir = e2eutil.EnvOr("E2E_NODE_LOCAL_DIR", filepath.Join(root, "_output", "e2e-node"))
+	e2eutil.Setup(e2eutil.Config{
+		LogPrefix:       "e2e-node",
+		Kubectl:         filepath.Join(root, "_output", "bin", "kubectl"),
+		Kubeconfig:      filepath.Join(localDir, "kubeconfig"),
+		NamespacePrefix: "node-",
+		DumpOnFailure:   "db,statefulset,pod,pvc,events",
+		Poll:            500 * time.Millisecond,
+		ReadyMessage:    true,
+	})
 	if os.Geteuid() != 0 {
-		logf("the real-node suite needs root (containerd, runc, network namespaces); run make test as root")
+		e2eutil.Logf("the real-node suite needs root (containerd, runc, network namespaces); run make test as root")
 		return 1
 	}
 	controllerBin := filepath.Join(root, "_output", "e2e-node-controller")
-	logf("building the controller")
-	if out, err := run(exec.Command(filepath.Join(root, "hack", "build.sh")), "OUT="+controllerBin); err != nil {
-		logf("build failed: %v\n%s", err, out)
+	e2eutil.Logf("building the controller")
+	if out, err := e2eutil.Run(exec.Command(filepath.Join(root, "hack", "build.sh")), "OUT="+controllerBin); err != nil {
+		e2eutil.Logf("build failed: %v\n%s", err, out)
 		return 1
 	}
 
 	before := hostState()
-	logf("starting the local control plane with a real node in %s", localDir)
+	e2eutil.Logf("starting the local control plane with a real node in %s", localDir)
 	start := time.Now()
 	up := exec.Command(filepath.Join(root, "hack", "local-up.sh"))
 	up.Stdout, up.Stderr = os.Stderr, os.Stderr
@@ -114,37 +120,37 @@ func runSuite(m *testing.M) (code int) {
 		down := exec.Command(filepath.Join(root, "hack", "local-down.sh"))
 		down.Env = append(os.Environ(), "LOCAL_DIR="+localDir)
 		if out, err := down.CombinedOutput(); err != nil {
-			logf("local-down: %v\n%s", err, out)
+			e2eutil.Logf("local-down: %v\n%s", err, out)
 			code = 1
 		}
-		logf("local-down took %s", time.Since(stop).Round(100*time.Millisecond))
+		e2eutil.Logf("local-down took %s", time.Since(stop).Round(100*time.Millisecond))
 		// Stopping must leave the host as it was.
 		if diff := diffStates(before, hostState()); diff != "" {
-			logf("FAIL: stopping the real node left the host changed:\n%s", diff)
+			e2eutil.Logf("FAIL: stopping the real node left the host changed:\n%s", diff)
 			code = 1
 		} else {
-			logf("the host is as it was before the node started (%d facts compared)", len(before))
+			e2eutil.Logf("the host is as it was before the node started (%d facts compared)", len(before))
 		}
 	}()
 	if upErr != nil {
-		logf("local control plane failed to start: %v", upErr)
+		e2eutil.Logf("local control plane failed to start: %v", upErr)
 		return 1
 	}
-	logf("local control plane with a real node is up after %s", time.Since(start).Round(100*time.Millisecond))
+	e2eutil.Logf("local control plane with a real node is up after %s", time.Since(start).Round(100*time.Millisecond))
 
-	if out, err := kubectlRun("", "apply", "-k", filepath.Join(root, "artifacts", "crd")); err != nil {
-		logf("installing the CRDs: %v\n%s", err, out)
+	if out, err := e2eutil.KubectlRun("", "apply", "-k", filepath.Join(root, "artifacts", "crd")); err != nil {
+		e2eutil.Logf("installing the CRDs: %v\n%s", err, out)
 		return 1
 	}
-	if out, err := kubectlRun("", "wait", "--for=condition=Established", "--timeout=60s",
+	if out, err := e2eutil.KubectlRun("", "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/databases.dbcontroller.io", "crd/databasebackups.dbcontroller.io"); err != nil {
-		logf("CRD not established: %v\n%s", err, out)
+		e2eutil.Logf("CRD not established: %v\n%s", err, out)
 		return 1
 	}
 	logPath := filepath.Join(root, "_output", "e2e-node-controller.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		logf("%v", err)
+		e2eutil.Logf("%v", err)
 		return 1
 	}
 	defer logFile.Close()
@@ -155,7 +161,7 @@ func runSuite(m *testing.M) (code int) {
 		return ctrl, ctrl.Start()
 	}
 	if controller.cmd, err = controller.start(); err != nil {
-		logf("starting the controller: %v", err)
+		e2eutil.Logf("starting the controller: %v", err)
 		return 1
 	}
 	defer func() {
@@ -166,7 +172,7 @@ func runSuite(m *testing.M) (code int) {
 	}()
 	suiteStart := time.Now()
 	code = m.Run()
-	logf("real-node tests took %s (controller log: %s)", time.Since(suiteStart).Round(100*time.Millisecond), logPath)
+	e2eutil.Logf("real-node tests took %s (controller log: %s)", time.Since(suiteStart).Round(100*time.Millisecond), logPath)
 	return code
 }
 
@@ -178,14 +184,14 @@ func localEnv() []string {
 		"LOCAL_REAL_NODE=1",
 		// Local volumes are never reused once released (reclaim policy
 		// Retain): one per Database, backup volume and claim of the suite.
-		"LOCAL_REAL_NODE_VOLUMES=" + envOr("E2E_NODE_VOLUMES", "40"),
-		"SKIP_BUILD=" + envOr("E2E_NODE_SKIP_BUILD", "1"),
-		"LOCAL_APISERVER_PORT=" + envOr("E2E_NODE_APISERVER_PORT", "17443"),
-		"LOCAL_ETCD_PORT=" + envOr("E2E_NODE_ETCD_PORT", "13379"),
-		"LOCAL_ETCD_PEER_PORT=" + envOr("E2E_NODE_ETCD_PEER_PORT", "13380"),
-		"LOCAL_CONTROLLER_MANAGER_PORT=" + envOr("E2E_NODE_KCM_PORT", "21257"),
-		"LOCAL_SCHEDULER_PORT=" + envOr("E2E_NODE_SCHEDULER_PORT", "21259"),
-		"LOCAL_KWOK_PORT=" + envOr("E2E_NODE_KWOK_PORT", "21247"),
+		"LOCAL_REAL_NODE_VOLUMES=" + e2eutil.EnvOr("E2E_NODE_VOLUMES", "40"),
+		"SKIP_BUILD=" + e2eutil.EnvOr("E2E_NODE_SKIP_BUILD", "1"),
+		"LOCAL_APISERVER_PORT=" + e2eutil.EnvOr("E2E_NODE_APISERVER_PORT", "17443"),
+		"LOCAL_ETCD_PORT=" + e2eutil.EnvOr("E2E_NODE_ETCD_PORT", "13379"),
+		"LOCAL_ETCD_PEER_PORT=" + e2eutil.EnvOr("E2E_NODE_ETCD_PEER_PORT", "13380"),
+		"LOCAL_CONTROLLER_MANAGER_PORT=" + e2eutil.EnvOr("E2E_NODE_KCM_PORT", "21257"),
+		"LOCAL_SCHEDULER_PORT=" + e2eutil.EnvOr("E2E_NODE_SCHEDULER_PORT", "21259"),
+		"LOCAL_KWOK_PORT=" + e2eutil.EnvOr("E2E_NODE_KWOK_PORT", "21247"),
 	}
 }
 
@@ -270,135 +276,6 @@ func diffStates(before, after []string) string {
 	return strings.Join(out, "\n")
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "[e2e-node %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
-
-func run(cmd *exec.Cmd, env ...string) ([]byte, error) {
-	cmd.Env = append(os.Environ(), env...)
-	return cmd.CombinedOutput()
-}
-
-func kubectlRun(stdin string, args ...string) ([]byte, error) {
-	cmd := exec.Command(kubectlBin, append([]string{"--kubeconfig", filepath.Join(localDir, "kubeconfig")}, args...)...)
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	return cmd.CombinedOutput()
-}
-
-func kubectl(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := kubectlRun("", args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-func kubectlIn(t testing.TB, stdin string, args ...string) string {
-	t.Helper()
-	out, err := kubectlRun(stdin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-func getJSON(t testing.TB, into any, args ...string) {
-	t.Helper()
-	out := kubectl(t, append(args, "-o", "json")...)
-	if err := json.Unmarshal([]byte(out), into); err != nil {
-		t.Fatalf("decoding kubectl %v: %v", args, err)
-	}
-}
-
-// newNamespace creates a namespace for one test and deletes it afterwards.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	name := strings.ToLower(regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(t.Name(), "-"))
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	ns := "node-" + strings.Trim(name, "-") + "-" + hex.EncodeToString(b)
-	kubectl(t, "create", "namespace", ns)
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := kubectlRun("", "-n", ns, "get", "db,statefulset,pod,pvc,events", "-o", "wide")
-			t.Logf("namespace %s when the test failed:\n%s", ns, out)
-		}
-		if os.Getenv("E2E_KEEP_NAMESPACES") == "" {
-			_, _ = kubectlRun("", "delete", "namespace", ns, "--wait=false")
-		}
-	})
-	return ns
-}
-
-// eventually polls cond until it returns true, failing after timeout with
-// cond's last explanation.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, why)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-func getDB(t testing.TB, ns, name string) *dbv1alpha1.Database {
-	t.Helper()
-	db := &dbv1alpha1.Database{}
-	getJSON(t, db, "-n", ns, "get", "database", name)
-	return db
-}
-
-func condition(db *dbv1alpha1.Database, condType string) (status, reason, message string) {
-	for _, c := range db.Status.Conditions {
-		if c.Type == condType {
-			return string(c.Status), c.Reason, c.Message
-		}
-	}
-	return "", "", ""
-}
-
-// isRunning tells whether a Database is Running with every replica ready
-// and its status up to date, and if not, why.
-func isRunning(db *dbv1alpha1.Database) (bool, string) {
-	want := int32(1)
-	if db.Spec.Replicas != nil {
-		want = *db.Spec.Replicas
-	}
-	ready, _, msg := condition(db, "Ready")
-	ok := db.Status.Phase == dbv1alpha1.PhaseRunning && db.Status.ReadyReplicas == want &&
-		ready == "True" && db.Status.ObservedGeneration == db.Generation
-	return ok, fmt.Sprintf("phase=%s ready=%d/%d Ready=%s (%s)", db.Status.Phase, db.Status.ReadyReplicas, want, ready, msg)
-}
-
-func waitRunning(t testing.TB, ns, name string) *dbv1alpha1.Database {
-	t.Helper()
-	var db *dbv1alpha1.Database
-	eventually(t, converge, "Database "+ns+"/"+name+" to be Running", func() (bool, string) {
-		db = getDB(t, ns, name)
-		return isRunning(db)
-	})
-	return db
-}
-
 // dbYAML is a Database on one of the node's images, with requests small
 // enough for a 2-core machine.
 func dbYAML(name, engine, version, image string, replicas int) string {
@@ -419,7 +296,7 @@ spec:
 
 func secretValue(t testing.TB, ns, db, key string) string {
 	t.Helper()
-	out := kubectl(t, "-n", ns, "get", "secret", db+"-credentials", "-o", "jsonpath={.data."+key+"}")
+	out := e2eutil.Kubectl(t, "-n", ns, "get", "secret", db+"-credentials", "-o", "jsonpath={.data."+key+"}")
 	b, err := base64.StdEncoding.DecodeString(out)
 	if err != nil || len(b) == 0 {
 		t.Fatalf("key %s of the Secret %s-credentials: %q %v", key, db, out, err)
@@ -469,15 +346,15 @@ func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) 
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	name := "client-" + hex.EncodeToString(b)
-	kubectlIn(t, clientPod(name, db, image, script, append([]string{"uri", "username", "password", "host", "port", "database"}, extraKeys...)...),
+	e2eutil.KubectlIn(t, clientPod(name, db, image, script, append([]string{"uri", "username", "password", "host", "port", "database"}, extraKeys...)...),
 		"-n", ns, "create", "-f", "-")
 	var phase string
-	eventually(t, converge, "client pod "+name, func() (bool, string) {
-		phase = strings.TrimSpace(kubectl(t, "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}"))
+	e2eutil.Eventually(t, converge, "client pod "+name, func() (bool, string) {
+		phase = strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}"))
 		return phase == "Succeeded" || phase == "Failed", "phase " + phase
 	})
-	logs := kubectl(t, "-n", ns, "logs", name)
-	_, _ = kubectlRun("", "-n", ns, "delete", "pod", name, "--wait=false")
+	logs := e2eutil.Kubectl(t, "-n", ns, "logs", name)
+	_, _ = e2eutil.KubectlRun("", "-n", ns, "delete", "pod", name, "--wait=false")
 	if phase != "Succeeded" {
 		return logs, fmt.Errorf("client pod %s %s", name, phase)
 	}
@@ -487,7 +364,7 @@ func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) 
 // podUID is the uid of the Database's first pod, "" if there is none.
 func podUID(t testing.TB, ns, db string) string {
 	t.Helper()
-	out, err := kubectlRun("", "-n", ns, "get", "pod", db+"-0", "-o", "jsonpath={.metadata.uid}")
+	out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pod", db+"-0", "-o", "jsonpath={.metadata.uid}")
 	if err != nil {
 		return ""
 	}

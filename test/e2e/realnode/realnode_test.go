@@ -12,6 +12,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
 // psql runs SQL with the Secret's uri, exactly as the controller wrote it.
@@ -32,23 +34,23 @@ const waitMariaDB = `for i in $(seq 60); do mariadb-admin ping -h "$HOST" -P "$P
 // by kube-proxy.
 func TestPostgreSQLServesThroughTheSecretURI(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("orders", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("orders", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 
 	// The moment the Database is first seen Running, its server must take an
 	// authenticated TCP connection, and the entrypoint must be done with
 	// its temporary, socket-only server.
 	var polls int
-	eventually(t, converge, "Database to be Running", func() (bool, string) {
+	e2eutil.Eventually(t, converge, "Database to be Running", func() (bool, string) {
 		polls++
-		return isRunning(getDB(t, ns, "orders"))
+		return e2eutil.IsRunning(e2eutil.GetDB(t, ns, "orders"))
 	})
-	out, err := kubectlRun("", "-n", ns, "exec", "orders-0", "--", "sh", "-c",
+	out, err := e2eutil.KubectlRun("", "-n", ns, "exec", "orders-0", "--", "sh", "-c",
 		`PGPASSWORD="$POSTGRES_PASSWORD" psql -h 127.0.0.1 -U "$POSTGRES_USER" -d "$POSTGRES_DB" -tAc 'select 1'`)
 	if err != nil || strings.TrimSpace(string(out)) != "1" {
 		t.Fatalf("Database Running after %d polls, but its server did not take a TCP connection: %v\n%s", polls, err, out)
 	}
-	if logs := kubectl(t, "-n", ns, "logs", "orders-0"); !strings.Contains(logs, "entrypoint: initialised") {
+	if logs := e2eutil.Kubectl(t, "-n", ns, "logs", "orders-0"); !strings.Contains(logs, "entrypoint: initialised") {
 		t.Errorf("Database Running before the entrypoint finished initialising:\n%s", logs)
 	}
 
@@ -60,7 +62,7 @@ func TestPostgreSQLServesThroughTheSecretURI(t *testing.T) {
 	if want := "orders." + ns + ".svc"; u.Hostname() != want {
 		t.Fatalf("uri host = %q, want %q", u.Hostname(), want)
 	}
-	clusterIP := strings.TrimSpace(kubectl(t, "-n", ns, "get", "service", "orders", "-o", "jsonpath={.spec.clusterIP}"))
+	clusterIP := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "service", "orders", "-o", "jsonpath={.spec.clusterIP}"))
 
 	got := runClient(t, ns, "orders", postgresImage, `set -e
 getent hosts "$HOST" | awk '{print "resolved", $1}'
@@ -92,9 +94,9 @@ psql "postgresql://$USERNAME:wrong@$HOST:$PORT/$DATABASE" -c "select 1"`); err =
 // Rows survive the pod's deletion and scaling the Database to zero and back.
 func TestRowsSurvivePodDeletionAndScaleToZero(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("keep", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
-	waitRunning(t, ns, "keep")
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("keep", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "keep", converge)
 	runClient(t, ns, "keep", postgresImage, psql+`-c "CREATE TABLE kept (n int)" -c "INSERT INTO kept SELECT generate_series(1, 1000)"`)
 	count := func() string {
 		return strings.TrimSpace(runClient(t, ns, "keep", postgresImage, psql+`-c "SELECT count(*) || ':' || sum(n) FROM kept"`))
@@ -104,23 +106,23 @@ func TestRowsSurvivePodDeletionAndScaleToZero(t *testing.T) {
 	}
 
 	uid := podUID(t, ns, "keep")
-	kubectl(t, "-n", ns, "delete", "pod", "keep-0")
-	eventually(t, converge, "a new pod keep-0", func() (bool, string) {
+	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", "keep-0")
+	e2eutil.Eventually(t, converge, "a new pod keep-0", func() (bool, string) {
 		now := podUID(t, ns, "keep")
 		return now != "" && now != uid, "uid " + now
 	})
-	waitRunning(t, ns, "keep")
+	e2eutil.WaitRunning(t, ns, "keep", converge)
 	if got := count(); got != "1000:500500" {
 		t.Errorf("rows after deleting the pod: %q", got)
 	}
 
-	kubectl(t, "-n", ns, "patch", "db", "keep", "--type=merge", "-p", `{"spec":{"replicas":0}}`)
-	eventually(t, converge, "Stopped with no pod", func() (bool, string) {
-		db := getDB(t, ns, "keep")
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db", "keep", "--type=merge", "-p", `{"spec":{"replicas":0}}`)
+	e2eutil.Eventually(t, converge, "Stopped with no pod", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "keep")
 		return db.Status.Phase == "Stopped" && podUID(t, ns, "keep") == "", "phase " + string(db.Status.Phase)
 	})
-	kubectl(t, "-n", ns, "patch", "db", "keep", "--type=merge", "-p", `{"spec":{"replicas":1}}`)
-	waitRunning(t, ns, "keep")
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db", "keep", "--type=merge", "-p", `{"spec":{"replicas":1}}`)
+	e2eutil.WaitRunning(t, ns, "keep", converge)
 	if got := count(); got != "1000:500500" {
 		t.Errorf("rows after scaling 1→0→1: %q", got)
 	}
@@ -131,10 +133,10 @@ func TestRowsSurvivePodDeletionAndScaleToZero(t *testing.T) {
 // careless version change, and postgres 15 refuses it and exits.
 func TestServerThatCannotStartIsNeverRunning(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e2eutil.NewNamespace(t)
 	// The claim the StatefulSet will adopt (data-<name>-0), filled first by
 	// a pod of our own, as uid 999 like the server.
-	kubectlIn(t, `apiVersion: v1
+	e2eutil.KubectlIn(t, `apiVersion: v1
 kind: PersistentVolumeClaim
 metadata:
   name: data-old-0
@@ -160,22 +162,22 @@ spec:
   - name: data
     persistentVolumeClaim: {claimName: data-old-0}
 `, "-n", ns, "create", "-f", "-")
-	eventually(t, converge, "the writer pod to succeed", func() (bool, string) {
-		phase := strings.TrimSpace(kubectl(t, "-n", ns, "get", "pod", "writer", "-o", "jsonpath={.status.phase}"))
+	e2eutil.Eventually(t, converge, "the writer pod to succeed", func() (bool, string) {
+		phase := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", "writer", "-o", "jsonpath={.status.phase}"))
 		if phase == "Failed" {
-			t.Fatalf("writer pod failed: %s", kubectl(t, "-n", ns, "logs", "writer"))
+			t.Fatalf("writer pod failed: %s", e2eutil.Kubectl(t, "-n", ns, "logs", "writer"))
 		}
 		return phase == "Succeeded", phase
 	})
-	kubectl(t, "-n", ns, "delete", "pod", "writer")
+	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", "writer")
 
-	kubectlIn(t, dbYAML("old", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, dbYAML("old", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 	// Until the server has failed to start at least twice, the Database must
 	// never look Running or Ready.
 	var seen []string
-	eventually(t, converge, "postgres to refuse the data directory twice", func() (bool, string) {
-		db := getDB(t, ns, "old")
-		ready, reason, msg := condition(db, "Ready")
+	e2eutil.Eventually(t, converge, "postgres to refuse the data directory twice", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "old")
+		ready, reason, msg := e2eutil.Condition(db, "Ready")
 		if db.Status.Phase == "Running" || ready == "True" {
 			t.Fatalf("a Database whose server cannot start reports phase=%s Ready=%s (%s: %s)", db.Status.Phase, ready, reason, msg)
 		}
@@ -184,27 +186,27 @@ spec:
 			seen = append(seen, state)
 		}
 		var pod corev1.Pod
-		if _, err := kubectlRun("", "-n", ns, "get", "pod", "old-0"); err != nil {
+		if _, err := e2eutil.KubectlRun("", "-n", ns, "get", "pod", "old-0"); err != nil {
 			return false, "no pod yet"
 		}
-		getJSON(t, &pod, "-n", ns, "get", "pod", "old-0")
+		e2eutil.GetJSON(t, &pod, "-n", ns, "get", "pod", "old-0")
 		if len(pod.Status.ContainerStatuses) == 0 || pod.Status.ContainerStatuses[0].RestartCount < 2 {
 			return false, "fewer than 2 restarts; " + state
 		}
-		logs, _ := kubectlRun("", "-n", ns, "logs", "old-0", "--previous")
+		logs, _ := e2eutil.KubectlRun("", "-n", ns, "logs", "old-0", "--previous")
 		return strings.Contains(string(logs), "database files are incompatible with server"), "previous log: " + string(logs)
 	})
 	t.Logf("states seen: %s", strings.Join(seen, " → "))
 	// The Ready condition names the cause: a crash loop, with the last exit.
-	eventually(t, converge, "the Ready condition to name the crash loop", func() (bool, string) {
-		_, reason, msg := condition(getDB(t, ns, "old"), "Ready")
+	e2eutil.Eventually(t, converge, "the Ready condition to name the crash loop", func() (bool, string) {
+		_, reason, msg := e2eutil.Condition(e2eutil.GetDB(t, ns, "old"), "Ready")
 		return reason == "CrashLooping" && strings.Contains(msg, "container postgresql of pod old-0 keeps crashing; it last ended with Error (exit code 1)"),
 			reason + ": " + msg
 	})
 	// One Warning for the cause, not one per restart (the events store a
 	// repeat as a count, so count them too).
 	var list corev1.EventList
-	getJSON(t, &list, "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Database,involvedObject.name=old,reason=CrashLooping")
+	e2eutil.GetJSON(t, &list, "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Database,involvedObject.name=old,reason=CrashLooping")
 	if n := len(list.Items); n != 1 || list.Items[0].Count > 1 {
 		t.Errorf("Warning CrashLooping events: %d objects %+v, want one, recorded once", n, dbEvents(t, ns, "old"))
 	}
@@ -213,8 +215,8 @@ spec:
 			t.Errorf("an event claims success: %s", e)
 		}
 	}
-	db := getDB(t, ns, "old")
-	if ready, _, _ := condition(db, "Ready"); db.Status.Phase == "Running" || ready == "True" || db.Status.ReadyReplicas != 0 {
+	db := e2eutil.GetDB(t, ns, "old")
+	if ready, _, _ := e2eutil.Condition(db, "Ready"); db.Status.Phase == "Running" || ready == "True" || db.Status.ReadyReplicas != 0 {
 		t.Errorf("status claims success: phase=%s Ready=%s readyReplicas=%d", db.Status.Phase, ready, db.Status.ReadyReplicas)
 	}
 }
@@ -222,7 +224,7 @@ spec:
 func dbEvents(t testing.TB, ns, name string) []string {
 	t.Helper()
 	var list corev1.EventList
-	getJSON(t, &list, "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Database,involvedObject.name="+name)
+	e2eutil.GetJSON(t, &list, "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Database,involvedObject.name="+name)
 	var out []string
 	for _, e := range list.Items {
 		out = append(out, e.Type+" "+e.Reason+" "+e.Message)
@@ -234,9 +236,9 @@ func dbEvents(t testing.TB, ns, name string) []string {
 // credentials, and only those, and runs SQL.
 func TestMySQLOnMariaDB(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("inventory", "mysql", "8.4", mariadbImage, 1), "-n", ns, "create", "-f", "-")
-	waitRunning(t, ns, "inventory")
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("inventory", "mysql", "8.4", mariadbImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "inventory", converge)
 	got := runClient(t, ns, "inventory", mariadbImage, waitMariaDB+`set -e
 mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -p"$PASSWORD" "$DATABASE" -N -e "CREATE TABLE stock (sku VARCHAR(10), n INT); INSERT INTO stock VALUES ('a', 3), ('b', 4); SELECT CONCAT('total=', SUM(n)) FROM stock; SELECT CONCAT('user=', CURRENT_USER())"
 if mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -pwrong "$DATABASE" -e "SELECT 1" 2>/dev/null; then echo "wrong password accepted"; fi`)
@@ -256,12 +258,12 @@ if mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -pwrong "$DATABASE" -e "SELECT 1
 // with its scratch directories writable, no service account token.
 func TestPodRunsAsTheControllerBuildsIt(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("strict", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
-	waitRunning(t, ns, "strict")
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("strict", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "strict", converge)
 
 	var pod corev1.Pod
-	getJSON(t, &pod, "-n", ns, "get", "pod", "strict-0")
+	e2eutil.GetJSON(t, &pod, "-n", ns, "get", "pod", "strict-0")
 	psc, c := pod.Spec.SecurityContext, pod.Spec.Containers[0]
 	if psc == nil || psc.RunAsUser == nil || *psc.RunAsUser != 999 || psc.FSGroup == nil || *psc.FSGroup != 999 ||
 		c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem ||
@@ -276,7 +278,7 @@ func TestPodRunsAsTheControllerBuildsIt(t *testing.T) {
 
 	exec := func(script string) string {
 		t.Helper()
-		out, _ := kubectlRun("", "-n", ns, "exec", "strict-0", "--", "sh", "-c", script)
+		out, _ := e2eutil.KubectlRun("", "-n", ns, "exec", "strict-0", "--", "sh", "-c", script)
 		return strings.TrimSpace(string(out))
 	}
 	if got := strings.Fields(exec("id -u; id -g; id -G")); len(got) < 3 || got[0] != "999" || got[1] != "999" || !contains(got[2:], "999") {
@@ -301,9 +303,9 @@ func TestPodRunsAsTheControllerBuildsIt(t *testing.T) {
 	if got := exec("stat -c '%g %A' /var/lib/postgresql/data"); !strings.HasPrefix(got, "999 drwxrws") {
 		t.Errorf("the data volume's group and mode: %q, want group 999 with setgid", got)
 	}
-	pvName := strings.TrimSpace(kubectl(t, "-n", ns, "get", "pvc", "data-strict-0", "-o", "jsonpath={.spec.volumeName}"))
+	pvName := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pvc", "data-strict-0", "-o", "jsonpath={.spec.volumeName}"))
 	var pv corev1.PersistentVolume
-	getJSON(t, &pv, "get", "pv", pvName)
+	e2eutil.GetJSON(t, &pv, "get", "pv", pvName)
 	if pv.Spec.Local == nil {
 		t.Fatalf("PersistentVolume %s is not a local volume: %+v", pvName, pv.Spec.PersistentVolumeSource)
 	}
@@ -317,9 +319,9 @@ func TestPodRunsAsTheControllerBuildsIt(t *testing.T) {
 // server serving the same data.
 func TestDriftRepairAndRolloutRestartKeepServing(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("drift", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
-	waitRunning(t, ns, "drift")
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("drift", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "drift", converge)
 	runClient(t, ns, "drift", postgresImage, psql+`-c "CREATE TABLE t (v text)" -c "INSERT INTO t VALUES ('before')"`)
 	read := func() string {
 		return strings.TrimSpace(runClient(t, ns, "drift", postgresImage, psql+`-c "SELECT string_agg(v, ',' ORDER BY v) FROM t"`))
@@ -327,19 +329,19 @@ func TestDriftRepairAndRolloutRestartKeepServing(t *testing.T) {
 
 	// Drift: the container's memory limit changed by hand (which rolls the
 	// pod), and the client Service deleted.
-	kubectl(t, "-n", ns, "set", "resources", "statefulset/drift", "-c", "postgresql", "--limits=memory=300Mi")
-	kubectl(t, "-n", ns, "delete", "service", "drift")
-	eventually(t, converge, "StatefulSet and Service repaired", func() (bool, string) {
+	e2eutil.Kubectl(t, "-n", ns, "set", "resources", "statefulset/drift", "-c", "postgresql", "--limits=memory=300Mi")
+	e2eutil.Kubectl(t, "-n", ns, "delete", "service", "drift")
+	e2eutil.Eventually(t, converge, "StatefulSet and Service repaired", func() (bool, string) {
 		var sts appsv1.StatefulSet
-		getJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
+		e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
 		limit := sts.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String()
-		_, err := kubectlRun("", "-n", ns, "get", "service", "drift")
+		_, err := e2eutil.KubectlRun("", "-n", ns, "get", "service", "drift")
 		return limit == "512Mi" && err == nil, fmt.Sprintf("limit=%s service: %v", limit, err)
 	})
-	eventually(t, converge, "the StatefulSet rolled out and the Database Running", func() (bool, string) {
+	e2eutil.Eventually(t, converge, "the StatefulSet rolled out and the Database Running", func() (bool, string) {
 		var sts appsv1.StatefulSet
-		getJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
-		ok, why := isRunning(getDB(t, ns, "drift"))
+		e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "drift")
+		ok, why := e2eutil.IsRunning(e2eutil.GetDB(t, ns, "drift"))
 		return ok && sts.Status.UpdateRevision == sts.Status.CurrentRevision && sts.Status.ReadyReplicas == 1,
 			fmt.Sprintf("%s; revisions %s/%s", why, sts.Status.CurrentRevision, sts.Status.UpdateRevision)
 	})
@@ -349,13 +351,13 @@ func TestDriftRepairAndRolloutRestartKeepServing(t *testing.T) {
 	runClient(t, ns, "drift", postgresImage, psql+`-c "INSERT INTO t VALUES ('repaired')"`)
 
 	uid := podUID(t, ns, "drift")
-	kubectl(t, "-n", ns, "rollout", "restart", "statefulset/drift")
-	eventually(t, converge, "the pod replaced by rollout restart", func() (bool, string) {
+	e2eutil.Kubectl(t, "-n", ns, "rollout", "restart", "statefulset/drift")
+	e2eutil.Eventually(t, converge, "the pod replaced by rollout restart", func() (bool, string) {
 		now := podUID(t, ns, "drift")
 		return now != "" && now != uid, "uid " + now
 	})
-	kubectl(t, "-n", ns, "rollout", "status", "statefulset/drift", "--timeout=3m")
-	waitRunning(t, ns, "drift")
+	e2eutil.Kubectl(t, "-n", ns, "rollout", "status", "statefulset/drift", "--timeout=3m")
+	e2eutil.WaitRunning(t, ns, "drift", converge)
 	if got := read(); got != "before,repaired" {
 		t.Errorf("data after rollout restart: %q", got)
 	}
@@ -377,14 +379,14 @@ func contains(list []string, s string) bool {
 // serve a database without what the scripts make).
 func TestFirstInitSlowerThanLivenessCompletes(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("slow", "postgresql", "15", slowInitImage, 1), "-n", ns, "create", "-f", "-")
-	eventually(t, converge+3*time.Minute, "the slow first init to finish", func() (bool, string) {
-		return isRunning(getDB(t, ns, "slow"))
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("slow", "postgresql", "15", slowInitImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.Eventually(t, converge+3*time.Minute, "the slow first init to finish", func() (bool, string) {
+		return e2eutil.IsRunning(e2eutil.GetDB(t, ns, "slow"))
 	})
 
 	var sts appsv1.StatefulSet
-	getJSON(t, &sts, "-n", ns, "get", "statefulset", "slow")
+	e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "slow")
 	live := sts.Spec.Template.Spec.Containers[0].LivenessProbe
 	if live == nil {
 		t.Fatal("the StatefulSet has no liveness probe")
@@ -392,7 +394,7 @@ func TestFirstInitSlowerThanLivenessCompletes(t *testing.T) {
 	budget := time.Duration(live.InitialDelaySeconds+live.PeriodSeconds*live.FailureThreshold) * time.Second
 
 	var pod corev1.Pod
-	getJSON(t, &pod, "-n", ns, "get", "pod", "slow-0")
+	e2eutil.GetJSON(t, &pod, "-n", ns, "get", "pod", "slow-0")
 	cs := pod.Status.ContainerStatuses[0]
 	if cs.RestartCount != 0 {
 		t.Errorf("the container restarted %d times during its first init; last ended: %+v", cs.RestartCount, cs.LastTerminationState.Terminated)
@@ -413,7 +415,7 @@ func TestFirstInitSlowerThanLivenessCompletes(t *testing.T) {
 	if took <= budget {
 		t.Errorf("the first init took %s, within the liveness budget %s: the image is not slow enough to test anything", took, budget)
 	}
-	if logs := kubectl(t, "-n", ns, "logs", "slow-0"); !strings.Contains(logs, "slow-init: done") || !strings.Contains(logs, "entrypoint: initialised") {
+	if logs := e2eutil.Kubectl(t, "-n", ns, "logs", "slow-0"); !strings.Contains(logs, "slow-init: done") || !strings.Contains(logs, "entrypoint: initialised") {
 		t.Errorf("the init did not run to its end:\n%s", logs)
 	}
 	if got := strings.TrimSpace(runClient(t, ns, "slow", postgresImage, psql+`-c "SELECT count(*) FROM init_completed"`)); got != "1" {

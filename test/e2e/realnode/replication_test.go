@@ -15,6 +15,7 @@ import (
 	"time"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
 // writerScript inserts 1, 2, 3, ... through the Secret's URI, one
@@ -121,7 +122,7 @@ func sampleLabels(ns, db string) *labelSampler {
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
-			out, err := kubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db,
+			out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db,
 				"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.labels.dbcontroller\.io/role} {end}`)
 			if err != nil {
 				continue
@@ -157,10 +158,10 @@ func (s *labelSampler) finish(t testing.TB) {
 func waitReplicating(t testing.TB, ns, name, why string) *dbv1alpha1.Database {
 	t.Helper()
 	var db *dbv1alpha1.Database
-	eventually(t, 3*converge, why, func() (bool, string) {
-		db = getDB(t, ns, name)
-		running, msg := isRunning(db)
-		st, reason, rmsg := condition(db, dbv1alpha1.ConditionReplicating)
+	e2eutil.Eventually(t, 3*converge, why, func() (bool, string) {
+		db = e2eutil.GetDB(t, ns, name)
+		running, msg := e2eutil.IsRunning(db)
+		st, reason, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
 		return running && st == "True", fmt.Sprintf("%s; Replicating=%s/%s (%s)", msg, st, reason, rmsg)
 	})
 	return db
@@ -173,8 +174,8 @@ func waitReplicating(t testing.TB, ns, name, why string) *dbv1alpha1.Database {
 // a named replica loses no acknowledged write; and no two pods are ever
 // labelled primary at once.
 func TestReplicationFailoverAndSwitchover(t *testing.T) {
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("ha", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("ha", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
 	start := time.Now()
 	db := waitReplicating(t, ns, "ha", "three replicas, one primary and two streaming")
 	t.Logf("3 replicas Running and replicating after %s; primary %s", time.Since(start).Round(time.Second), db.Status.Replication.Primary)
@@ -199,14 +200,14 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 	// 2. Failover: the primary's pod is deleted while a client writes.
 	writer := startWriter(t, ns, "ha", 75)
 	time.Sleep(5 * time.Second)
-	old := getDB(t, ns, "ha").Status.Replication.Primary
+	old := e2eutil.GetDB(t, ns, "ha").Status.Replication.Primary
 	killed := time.Now()
-	kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
-	eventually(t, converge, "a new primary", func() (bool, string) {
-		rs := getDB(t, ns, "ha").Status.Replication
+	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
+	e2eutil.Eventually(t, converge, "a new primary", func() (bool, string) {
+		rs := e2eutil.GetDB(t, ns, "ha").Status.Replication
 		return rs != nil && rs.Primary != old && rs.Primary != "", fmt.Sprintf("%+v", rs)
 	})
-	t.Logf("deleted primary %s; %s is the primary %s later", old, getDB(t, ns, "ha").Status.Replication.Primary, time.Since(killed).Round(100*time.Millisecond))
+	t.Logf("deleted primary %s; %s is the primary %s later", old, e2eutil.GetDB(t, ns, "ha").Status.Replication.Primary, time.Since(killed).Round(100*time.Millisecond))
 	db = waitReplicating(t, ns, "ha", "the old primary to come back as a replica that streams")
 	for _, i := range db.Status.Replication.Instances {
 		if i.Name == old && (i.Role != dbv1alpha1.RoleReplica || !i.Streaming) {
@@ -223,9 +224,9 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 		}
 	}
 	asked := time.Now()
-	kubectl(t, "-n", ns, "patch", "db/ha", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replication":{"primary":%q}}}`, to))
-	eventually(t, converge, "the switchover to "+to, func() (bool, string) {
-		rs := getDB(t, ns, "ha").Status.Replication
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/ha", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replication":{"primary":%q}}}`, to))
+	e2eutil.Eventually(t, converge, "the switchover to "+to, func() (bool, string) {
+		rs := e2eutil.GetDB(t, ns, "ha").Status.Replication
 		return rs != nil && rs.Primary == to && rs.TargetPrimary == "", fmt.Sprintf("%+v", rs)
 	})
 	t.Logf("switchover to %s done %s after it was asked", to, time.Since(asked).Round(100*time.Millisecond))
@@ -258,9 +259,9 @@ type writer struct {
 func startWriter(t testing.TB, ns, db string, seconds int) *writer {
 	t.Helper()
 	name := "writer-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10)
-	kubectlIn(t, clientPod(name, db, postgresImage, fmt.Sprintf(writerScript, seconds), "uri"), "-n", ns, "create", "-f", "-")
-	eventually(t, converge, "writer pod "+name+" to run", func() (bool, string) {
-		phase := strings.TrimSpace(kubectl(t, "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}"))
+	e2eutil.KubectlIn(t, clientPod(name, db, postgresImage, fmt.Sprintf(writerScript, seconds), "uri"), "-n", ns, "create", "-f", "-")
+	e2eutil.Eventually(t, converge, "writer pod "+name+" to run", func() (bool, string) {
+		phase := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}"))
 		return phase == "Running" || phase == "Succeeded", "phase " + phase
 	})
 	return &writer{ns: ns, pod: name}
@@ -269,11 +270,11 @@ func startWriter(t testing.TB, ns, db string, seconds int) *writer {
 // wait waits for the writer to end and returns what it printed.
 func (w *writer) wait(t testing.TB) string {
 	t.Helper()
-	eventually(t, 3*converge, "writer pod "+w.pod+" to end", func() (bool, string) {
-		phase := strings.TrimSpace(kubectl(t, "-n", w.ns, "get", "pod", w.pod, "-o", "jsonpath={.status.phase}"))
+	e2eutil.Eventually(t, 3*converge, "writer pod "+w.pod+" to end", func() (bool, string) {
+		phase := strings.TrimSpace(e2eutil.Kubectl(t, "-n", w.ns, "get", "pod", w.pod, "-o", "jsonpath={.status.phase}"))
 		return phase == "Succeeded" || phase == "Failed", "phase " + phase
 	})
-	return kubectl(t, "-n", w.ns, "logs", w.pod)
+	return e2eutil.Kubectl(t, "-n", w.ns, "logs", w.pod)
 }
 
 // killPostmaster kills the PostgreSQL server of pod with SIGKILL, from the
@@ -305,7 +306,7 @@ func crashPrimary(t testing.TB, ns, db, what string) time.Time {
 	crashed := primaryOf(t, ns, db)
 	at := time.Now()
 	killPostmaster(t, crashed)
-	eventually(t, converge, "a new primary after the crash", func() (bool, string) {
+	e2eutil.Eventually(t, converge, "a new primary after the crash", func() (bool, string) {
 		p := primaryOf(t, ns, db)
 		return p != "" && p != crashed, "primary " + p
 	})
@@ -316,7 +317,7 @@ func crashPrimary(t testing.TB, ns, db, what string) time.Time {
 
 func primaryOf(t testing.TB, ns, name string) string {
 	t.Helper()
-	if rs := getDB(t, ns, name).Status.Replication; rs != nil {
+	if rs := e2eutil.GetDB(t, ns, name).Status.Replication; rs != nil {
 		return rs.Primary
 	}
 	return ""
@@ -331,8 +332,8 @@ func primaryOf(t testing.TB, ns, name string) string {
 // asynchronous replication are counted. Last, the same crash with
 // synchronous replication (a quorum of one) loses no acknowledged write.
 func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("crash", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 8\n", "-n", ns, "create", "-f", "-")
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("crash", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 8\n", "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "crash", "three replicas, one primary and two streaming")
 	runClient(t, ns, "crash", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	sampler := sampleLabels(ns, "crash")
@@ -342,34 +343,34 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 
 	// 1. The node is lost to the primary; the controller dies mid-way.
 	old := primaryOf(t, ns, "crash")
-	kubectl(t, "cordon", "real-node")
-	t.Cleanup(func() { _, _ = kubectlRun("", "uncordon", "real-node") })
+	e2eutil.Kubectl(t, "cordon", "real-node")
+	t.Cleanup(func() { _, _ = e2eutil.KubectlRun("", "uncordon", "real-node") })
 	lostAt := time.Now()
-	kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
-	eventually(t, converge, "the controller to record that the primary was lost", func() (bool, string) {
-		rs := getDB(t, ns, "crash").Status.Replication
+	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
+	e2eutil.Eventually(t, converge, "the controller to record that the primary was lost", func() (bool, string) {
+		rs := e2eutil.GetDB(t, ns, "crash").Status.Replication
 		return rs != nil && rs.PrimaryLostSince != nil, fmt.Sprintf("%+v", rs)
 	})
 	killController(t)
 	t.Logf("controller killed with SIGKILL %s after the primary's pod was deleted, during the failover delay", time.Since(lostAt).Round(100*time.Millisecond))
 	time.Sleep(2 * time.Second)
 	startController(t)
-	eventually(t, converge, "a new primary after the controller's restart", func() (bool, string) {
+	e2eutil.Eventually(t, converge, "a new primary after the controller's restart", func() (bool, string) {
 		p := primaryOf(t, ns, "crash")
 		return p != "" && p != old, "primary " + p
 	})
 	t.Logf("%s is the primary %s after %s's pod was deleted (delay 8 s, controller down 2 s)", primaryOf(t, ns, "crash"), time.Since(lostAt).Round(100*time.Millisecond), old)
-	kubectl(t, "uncordon", "real-node")
+	e2eutil.Kubectl(t, "uncordon", "real-node")
 	waitReplicating(t, ns, "crash", "the old primary to come back as a replica that streams")
 
 	// 2. A crash of the primary's server, failing over at once.
-	kubectl(t, "-n", ns, "patch", "db/crash", "--type=merge", "-p", `{"spec":{"replication":{"failoverDelaySeconds":0}}}`)
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/crash", "--type=merge", "-p", `{"spec":{"replication":{"failoverDelaySeconds":0}}}`)
 	time.Sleep(3 * time.Second)
 	crashAt := crashPrimary(t, ns, "crash", "asynchronous")
 
 	// 3. The same crash with synchronous replication: nothing acknowledged is lost.
-	kubectl(t, "-n", ns, "patch", "db/crash", "--type=merge", "-p", `{"spec":{"replication":{"synchronous":{"number":1}}}}`)
-	eventually(t, converge, "the primary to commit synchronously", func() (bool, string) {
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/crash", "--type=merge", "-p", `{"spec":{"replication":{"synchronous":{"number":1}}}}`)
+	e2eutil.Eventually(t, converge, "the primary to commit synchronously", func() (bool, string) {
 		out, err := tryClient(t, ns, "crash", postgresImage, psql+`-c "SHOW synchronous_standby_names"`)
 		return err == nil && strings.TrimSpace(out) == "ANY 1 (*)", strings.TrimSpace(out)
 	})
@@ -408,8 +409,8 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 // once, the replicas first, and the primary last, after a switchover; no
 // acknowledged write is lost and no two pods are ever labelled primary.
 func TestReplicationRollingImageChange(t *testing.T) {
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("roll", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("roll", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "roll", "three replicas, one primary and two streaming")
 	runClient(t, ns, "roll", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	sampler := sampleLabels(ns, "roll")
@@ -419,7 +420,7 @@ func TestReplicationRollingImageChange(t *testing.T) {
 	time.Sleep(3 * time.Second)
 
 	uids := func() map[string]string {
-		out, err := kubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance=roll,app.kubernetes.io/name=postgresql",
+		out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance=roll,app.kubernetes.io/name=postgresql",
 			"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.uid} {end}`)
 		m := map[string]string{}
 		if err != nil {
@@ -436,17 +437,17 @@ func TestReplicationRollingImageChange(t *testing.T) {
 	changed := time.Now()
 	// The same PostgreSQL 15, another image: the slow-init layer only runs
 	// at a first init, which these data directories had.
-	kubectl(t, "-n", ns, "patch", "db/roll", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"image":%q}}`, slowInitImage))
-	eventually(t, 3*converge, "every pod on the new image, replicating", func() (bool, string) {
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/roll", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"image":%q}}`, slowInitImage))
+	e2eutil.Eventually(t, 3*converge, "every pod on the new image, replicating", func() (bool, string) {
 		for name, uid := range uids() {
 			if old, ok := seen[name]; ok && old != uid {
 				order = append(order, name)
 			}
 			seen[name] = uid
 		}
-		db := getDB(t, ns, "roll")
-		running, msg := isRunning(db)
-		st, _, rmsg := condition(db, dbv1alpha1.ConditionReplicating)
+		db := e2eutil.GetDB(t, ns, "roll")
+		running, msg := e2eutil.IsRunning(db)
+		st, _, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
 		return running && st == "True" && db.Status.CurrentVersion == "15" && len(order) >= 3,
 			fmt.Sprintf("%s; Replicating=%s (%s); restarts so far %v", msg, st, rmsg, order)
 	})
@@ -464,7 +465,7 @@ func TestReplicationRollingImageChange(t *testing.T) {
 			} `json:"template"`
 		} `json:"spec"`
 	}
-	getJSON(t, &sts, "-n", ns, "get", "statefulset", "roll")
+	e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "roll")
 	if got := sts.Spec.Template.Spec.Containers[0].Image; got != slowInitImage {
 		t.Errorf("StatefulSet image = %s, want %s", got, slowInitImage)
 	}
@@ -482,15 +483,15 @@ func TestReplicationRollingImageChange(t *testing.T) {
 // clone from it), down to one while another pod is the primary (the role
 // moves to pod 0 first), to zero and back: the rows and the primary stay.
 func TestReplicationScaling(t *testing.T) {
-	ns := newNamespace(t)
-	kubectlIn(t, dbYAML("grow", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
-	waitRunning(t, ns, "grow")
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("grow", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "grow", converge)
 	runClient(t, ns, "grow", postgresImage, psql+`-c "CREATE TABLE kept (n int)" -c "INSERT INTO kept SELECT generate_series(1, 500)"`)
 	count := psql + `-c "SELECT count(*) || ':' || sum(n) FROM kept"`
 	const want = "500:125250"
 
 	start := time.Now()
-	kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=3")
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=3")
 	db := waitReplicating(t, ns, "grow", "a single server scaled up to three, replicating")
 	t.Logf("1 → 3 replicas, replicating, in %s; primary %s", time.Since(start).Round(time.Second), db.Status.Replication.Primary)
 	if db.Status.Replication.Primary != "grow-0" {
@@ -499,17 +500,17 @@ func TestReplicationScaling(t *testing.T) {
 	out := runClient(t, ns, "grow", postgresImage, `for i in $(seq 100); do got=$(psql "$RO_URI" -tAc "SELECT count(*) || ':' || sum(n) FROM kept" 2>/dev/null); [ "$got" = `+want+` ] && { echo "$got"; exit 0; }; sleep 0.2; done; echo "$got"; exit 1`, "ro-uri")
 	t.Logf("the replicas cloned the rows: %s", strings.TrimSpace(out))
 
-	kubectl(t, "-n", ns, "patch", "db/grow", "--type=merge", "-p", `{"spec":{"replication":{"primary":"grow-2"}}}`)
-	eventually(t, converge, "the switchover to grow-2", func() (bool, string) {
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/grow", "--type=merge", "-p", `{"spec":{"replication":{"primary":"grow-2"}}}`)
+	e2eutil.Eventually(t, converge, "the switchover to grow-2", func() (bool, string) {
 		p := primaryOf(t, ns, "grow")
 		return p == "grow-2", "primary " + p
 	})
-	kubectl(t, "-n", ns, "patch", "db/grow", "--type=json", "-p", `[{"op":"remove","path":"/spec/replication"}]`)
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/grow", "--type=json", "-p", `[{"op":"remove","path":"/spec/replication"}]`)
 	start = time.Now()
-	kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=1")
-	eventually(t, 2*converge, "one pod, grow-0, the primary", func() (bool, string) {
-		db := getDB(t, ns, "grow")
-		running, msg := isRunning(db)
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=1")
+	e2eutil.Eventually(t, 2*converge, "one pod, grow-0, the primary", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "grow")
+		running, msg := e2eutil.IsRunning(db)
 		p := primaryOf(t, ns, "grow")
 		return running && p == "grow-0" && db.Status.Replicas == 1, fmt.Sprintf("%s; primary %s; pods %d", msg, p, db.Status.Replicas)
 	})
@@ -518,12 +519,12 @@ func TestReplicationScaling(t *testing.T) {
 		t.Errorf("rows after the scale-down: %s, want %s", got, want)
 	}
 
-	kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=0")
-	eventually(t, converge, "Stopped", func() (bool, string) {
-		db := getDB(t, ns, "grow")
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=0")
+	e2eutil.Eventually(t, converge, "Stopped", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "grow")
 		return db.Status.Phase == dbv1alpha1.PhaseStopped, string(db.Status.Phase)
 	})
-	kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=3")
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=3")
 	db = waitReplicating(t, ns, "grow", "back to three, replicating")
 	if db.Status.Replication.Primary != "grow-0" {
 		t.Errorf("primary after 0 and back = %s, want grow-0", db.Status.Replication.Primary)

@@ -1,0 +1,210 @@
+//go:build e2e
+
+// Package e2eutil holds the kubectl and polling helpers that the end-to-end
+// suites share: test/e2e on kwok nodes and test/e2e/realnode on a real node.
+// Each suite calls Setup from its TestMain, before anything else here, with
+// what tells it from the other: its kubectl, its kubeconfig, how it names
+// and logs things and how often it polls.
+package e2eutil
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
+// Config is what differs between the suites that use these helpers.
+type Config struct {
+	// LogPrefix starts every line Logf writes, before the time: "e2e".
+	LogPrefix string
+	// Kubectl is the kubectl binary.
+	Kubectl string
+	// Kubeconfig is the admin kubeconfig kubectl runs with.
+	Kubeconfig string
+	// NamespacePrefix starts the name of every namespace NewNamespace
+	// creates: "e2e-".
+	NamespacePrefix string
+	// DumpOnFailure lists the kinds that NewNamespace shows, with
+	// kubectl get -o wide, from the namespace of a test that failed:
+	// "pod,events". Nothing is shown if it is empty.
+	DumpOnFailure string
+	// Poll is how long Eventually waits between two checks.
+	Poll time.Duration
+	// ReadyMessage adds the message of the Ready condition to the
+	// explanation IsRunning gives.
+	ReadyMessage bool
+}
+
+// suite is the Config of the suite running, set by Setup.
+var suite Config
+
+// Setup sets the Config of the suite running. TestMain calls it once,
+// before the tests start.
+func Setup(c Config) {
+	suite = c
+}
+
+// EnvOr is the environment variable k, or def if it is empty.
+func EnvOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// Logf writes a line to standard error, with the suite's prefix and the time.
+func Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%s %s] %s\n", suite.LogPrefix, time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// Run runs cmd with env added to this process's environment and returns
+// its standard output and error together.
+func Run(cmd *exec.Cmd, env ...string) ([]byte, error) {
+	cmd.Env = append(os.Environ(), env...)
+	return cmd.CombinedOutput()
+}
+
+// KubectlRun runs kubectl as the cluster admin, with stdin as its standard
+// input unless it is empty, and returns its output and error.
+func KubectlRun(stdin string, args ...string) ([]byte, error) {
+	cmd := exec.Command(suite.Kubectl, append([]string{"--kubeconfig", suite.Kubeconfig}, args...)...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	return cmd.CombinedOutput()
+}
+
+// Kubectl runs kubectl as the cluster admin and fails the test on error.
+func Kubectl(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := KubectlRun("", args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// KubectlIn is Kubectl with standard input.
+func KubectlIn(t testing.TB, stdin string, args ...string) string {
+	t.Helper()
+	out, err := KubectlRun(stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// GetJSON runs kubectl with args and "-o json" and decodes its output into
+// into, failing the test on error.
+func GetJSON(t testing.TB, into any, args ...string) {
+	t.Helper()
+	out := Kubectl(t, append(args, "-o", "json")...)
+	if err := json.Unmarshal([]byte(out), into); err != nil {
+		t.Fatalf("decoding kubectl %v: %v", args, err)
+	}
+}
+
+// NewNamespace creates a namespace for one test and deletes it afterwards,
+// unless E2E_KEEP_NAMESPACES is set.
+func NewNamespace(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	name := strings.ToLower(regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(t.Name(), "-"))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	ns := suite.NamespacePrefix + strings.Trim(name, "-") + "-" + hex.EncodeToString(b)
+	Kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() {
+		if t.Failed() && suite.DumpOnFailure != "" {
+			out, _ := KubectlRun("", "-n", ns, "get", suite.DumpOnFailure, "-o", "wide")
+			t.Logf("namespace %s when the test failed:\n%s", ns, out)
+		}
+		if os.Getenv("E2E_KEEP_NAMESPACES") == "" {
+			_, _ = KubectlRun("", "delete", "namespace", ns, "--wait=false")
+		}
+	})
+	return ns
+}
+
+// Eventually polls cond until it returns true, failing after timeout with
+// cond's last explanation.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, why)
+		}
+		time.Sleep(suite.Poll)
+	}
+}
+
+// GetDB reads a Database through kubectl.
+func GetDB(t testing.TB, ns, name string) *dbv1alpha1.Database {
+	t.Helper()
+	db := &dbv1alpha1.Database{}
+	GetJSON(t, db, "-n", ns, "get", "database", name)
+	return db
+}
+
+// GetBackup reads a DatabaseBackup through kubectl.
+func GetBackup(t testing.TB, ns, name string) *dbv1alpha1.DatabaseBackup {
+	t.Helper()
+	b := &dbv1alpha1.DatabaseBackup{}
+	GetJSON(t, b, "-n", ns, "get", "databasebackup", name)
+	return b
+}
+
+// Condition is the status, reason and message of a Database's condition,
+// all empty if it has none of that type.
+func Condition(db *dbv1alpha1.Database, condType string) (status, reason, message string) {
+	for _, c := range db.Status.Conditions {
+		if c.Type == condType {
+			return string(c.Status), c.Reason, c.Message
+		}
+	}
+	return "", "", ""
+}
+
+// IsRunning tells whether a Database is Running with every replica ready
+// and its status up to date, and if not, why.
+func IsRunning(db *dbv1alpha1.Database) (bool, string) {
+	want := int32(1)
+	if db.Spec.Replicas != nil {
+		want = *db.Spec.Replicas
+	}
+	ready, _, msg := Condition(db, "Ready")
+	ok := db.Status.Phase == dbv1alpha1.PhaseRunning && db.Status.ReadyReplicas == want &&
+		ready == "True" && db.Status.ObservedGeneration == db.Generation
+	why := fmt.Sprintf("phase=%s ready=%d/%d Ready=%s", db.Status.Phase, db.Status.ReadyReplicas, want, ready)
+	if suite.ReadyMessage {
+		why += fmt.Sprintf(" (%s)", msg)
+	}
+	return ok, why
+}
+
+// WaitRunning waits until the Database is Running with every replica ready.
+func WaitRunning(t testing.TB, ns, name string, timeout time.Duration) *dbv1alpha1.Database {
+	t.Helper()
+	var db *dbv1alpha1.Database
+	Eventually(t, timeout, "Database "+ns+"/"+name+" to be Running", func() (bool, string) {
+		db = GetDB(t, ns, name)
+		return IsRunning(db)
+	})
+	return db
+}
