@@ -1,16 +1,12 @@
 package backup
 
 import (
-	"encoding/json"
 	"fmt"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +21,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine/registry"
@@ -119,83 +116,9 @@ func (f *fixture) run(db *dbv1alpha1.Database) {
 	if next != f.wantNext {
 		f.t.Errorf("next tick in %s, want %s", next, f.wantNext)
 	}
-	checkActions(f.t, "database clientset", f.actions, client.Actions())
-	checkActions(f.t, "kube clientset", f.kubeactions, kube.Actions())
-	var got []string
-	for len(recorder.Events) > 0 {
-		got = append(got, <-recorder.Events)
-	}
-	if len(got) != len(f.events) {
-		f.t.Errorf("events: got %q, want %q", got, f.events)
-		return
-	}
-	for i := range got {
-		if !strings.HasPrefix(got[i], f.events[i]) {
-			f.t.Errorf("event %d: got %q, want one starting with %q", i, got[i], f.events[i])
-		}
-	}
-}
-
-func checkActions(t *testing.T, which string, expected, actual []core.Action) {
-	t.Helper()
-	var kept []core.Action
-	for _, a := range actual {
-		if a.GetVerb() != "list" && a.GetVerb() != "watch" {
-			kept = append(kept, a)
-		}
-	}
-	for i, a := range kept {
-		if i >= len(expected) {
-			t.Errorf("%s: unexpected actions from %d: %s", which, i, describe(kept[i:]))
-			return
-		}
-		e := expected[i]
-		if !e.Matches(a.GetVerb(), a.GetResource().Resource) || e.GetSubresource() != a.GetSubresource() {
-			t.Errorf("%s: action %d is %s, want %s", which, i, describe(kept[i:i+1]), describe(expected[i:i+1]))
-			continue
-		}
-		switch a := a.(type) {
-		case core.CreateActionImpl:
-			if want := e.(core.CreateActionImpl).GetObject(); !equality.Semantic.DeepEqual(want, a.GetObject()) {
-				t.Errorf("%s: create %s differs:\n got: %s\nwant: %s", which, a.GetResource().Resource, toJSON(a.GetObject()), toJSON(want))
-			}
-		case core.UpdateActionImpl:
-			if want := e.(core.UpdateActionImpl).GetObject(); !equality.Semantic.DeepEqual(want, a.GetObject()) {
-				t.Errorf("%s: update %s differs:\n got: %s\nwant: %s", which, a.GetResource().Resource, toJSON(a.GetObject()), toJSON(want))
-			}
-		case core.PatchActionImpl:
-			pe := e.(core.PatchActionImpl)
-			var got, want any
-			_ = json.Unmarshal(a.GetPatch(), &got)
-			_ = json.Unmarshal(pe.GetPatch(), &want)
-			if a.GetName() != pe.GetName() || a.GetPatchType() != pe.GetPatchType() || !reflect.DeepEqual(got, want) {
-				t.Errorf("%s: patch %s %s %s, want %s %s %s", which, a.GetName(), a.GetPatchType(), a.GetPatch(), pe.GetName(), pe.GetPatchType(), pe.GetPatch())
-			}
-		case core.DeleteActionImpl:
-			de := e.(core.DeleteActionImpl)
-			if a.GetName() != de.GetName() || !equality.Semantic.DeepEqual(a.GetDeleteOptions(), de.GetDeleteOptions()) {
-				t.Errorf("%s: delete %s %+v, want %s %+v", which, a.GetName(), a.GetDeleteOptions(), de.GetName(), de.GetDeleteOptions())
-			}
-		default:
-			t.Errorf("%s: unchecked action %s", which, describe([]core.Action{a}))
-		}
-	}
-	if len(expected) > len(kept) {
-		t.Errorf("%s: missing actions: %s", which, describe(expected[len(kept):]))
-	}
-}
-
-func describe(actions []core.Action) string {
-	var parts []string
-	for _, a := range actions {
-		parts = append(parts, fmt.Sprintf("%s %s/%s", a.GetVerb(), a.GetResource().Resource, a.GetSubresource()))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func toJSON(o any) string {
-	b, _ := json.Marshal(o)
-	return string(b)
+	actiontest.CheckActions(f.t, "database clientset", f.actions, client.Actions())
+	actiontest.CheckActions(f.t, "kube clientset", f.kubeactions, kube.Actions())
+	actiontest.CheckEvents(f.t, f.events, recorder)
 }
 
 func database(backup *dbv1alpha1.BackupSpec) *dbv1alpha1.Database {
