@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -31,8 +32,8 @@ import (
 	dbscheme "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/scheme"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	listers "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/names"
-	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/queue"
 	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/status"
@@ -83,9 +84,9 @@ type Config struct {
 	Random io.Reader
 	// Metrics is told the outcome of every sync; nothing when nil.
 	Metrics SyncObserver
-	// SQL talks to the servers of replicated PostgreSQL Databases;
-	// pgsql.New() when nil.
-	SQL pgsql.Client
+	// Replication talks to the servers of replicated Databases, by engine;
+	// package pgsql's client for PostgreSQL when nil.
+	Replication map[dbv1alpha1.Engine]ha.Client
 }
 
 // Controller feeds Databases to the reconciler: shared informers put their
@@ -106,10 +107,19 @@ type Controller struct {
 	recheck workqueue.TypedRateLimiter[cache.ObjectName]
 	// reconciler runs the sync pass of one Database, and backups runs its
 	// DatabaseBackups.
-	reconciler *reconcile.Reconciler
+	reconciler Reconciler
 	backups    *backup.Runner
 	clock      clock.PassiveClock
 	metrics    SyncObserver
+}
+
+// Reconciler runs the sync pass of one Database (reconcile.Reconciler).
+type Reconciler interface {
+	// Sync brings db to its spec; see reconcile.Reconciler.Sync for what
+	// it returns.
+	Sync(ctx context.Context, db *dbv1alpha1.Database) (skipped bool, err error)
+	// Forget drops what is remembered of a Database that no longer exists.
+	Forget(namespace, name string)
 }
 
 // SyncObserver is told the outcome of every sync.
@@ -138,37 +148,18 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		cfg.Recorder = newRecorder(ctx, cfg.EventsClient, cfg.KubeClient)
 	}
 
-	statefulSets := cfg.KubeInformers.Apps().V1().StatefulSets()
-	services := cfg.KubeInformers.Core().V1().Services()
-	secrets := cfg.KubeInformers.Core().V1().Secrets()
-	claims := cfg.KubeInformers.Core().V1().PersistentVolumeClaims()
-	pods := cfg.KubeInformers.Core().V1().Pods()
-	jobs := cfg.KubeInformers.Batch().V1().Jobs()
+	caches, cachesSynced, err := reconcile.NewCaches(cfg.KubeInformers, cfg.DBInformers, cfg.ClaimEventInformers)
+	if err != nil {
+		return nil, err
+	}
 	databases := cfg.DBInformers.Dbcontroller().V1alpha1().Databases()
-	if cfg.ClaimEventInformers == nil {
-		return nil, errors.New("no informer factory for the events about claims")
-	}
-	claimEvents := cfg.ClaimEventInformers.Core().V1().Events()
-	if err := claimEvents.Informer().AddIndexers(cache.Indexers{reconcile.IndexClaim: reconcile.IndexByClaim}); err != nil {
-		return nil, err
-	}
-	backups := cfg.DBInformers.Dbcontroller().V1alpha1().DatabaseBackups()
-	if err := backups.Informer().AddIndexers(cache.Indexers{backup.IndexDatabase: backup.IndexByDatabase}); err != nil {
-		return nil, err
-	}
-	for _, inf := range []cache.SharedIndexInformer{claims.Informer(), pods.Informer(), jobs.Informer()} {
-		if err := inf.AddIndexers(cache.Indexers{reconcile.IndexInstance: reconcile.IndexByInstance}); err != nil {
-			return nil, err
-		}
-	}
+	claims := cfg.KubeInformers.Core().V1().PersistentVolumeClaims()
 
 	order := queue.NewPrioritized[cache.ObjectName](preferredRun)
 	c := &Controller{
 		databasesLister: databases.Lister(),
 		claimsLister:    claims.Lister(),
-		cachesSynced: []cache.InformerSynced{databases.Informer().HasSynced, statefulSets.Informer().HasSynced,
-			services.Informer().HasSynced, secrets.Informer().HasSynced, claims.Informer().HasSynced, pods.Informer().HasSynced,
-			jobs.Informer().HasSynced, backups.Informer().HasSynced, claimEvents.Informer().HasSynced},
+		cachesSynced:    append(cachesSynced, databases.Informer().HasSynced),
 		workqueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
@@ -181,35 +172,11 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		),
 		order:   order,
 		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
-		reconciler: reconcile.New(reconcile.Config{
-			KubeClient:      cfg.KubeClient,
-			DBClient:        cfg.DBClient,
-			StatefulSets:    statefulSets.Lister(),
-			Services:        services.Lister(),
-			Secrets:         secrets.Lister(),
-			Jobs:            jobs.Lister(),
-			Backups:         backups.Lister(),
-			ClaimIndex:      claims.Informer().GetIndexer(),
-			PodIndex:        pods.Informer().GetIndexer(),
-			JobIndex:        jobs.Informer().GetIndexer(),
-			BackupIndex:     backups.Informer().GetIndexer(),
-			ClaimEventIndex: claimEvents.Informer().GetIndexer(),
-			Recorder:        cfg.Recorder,
-			Clock:           cfg.Clock,
-			Random:          cfg.Random,
-			SQL:             cfg.SQL,
-		}),
-		backups: backup.New(backup.Config{
-			KubeClient:   cfg.KubeClient,
-			DBClient:     cfg.DBClient,
-			Backups:      backups.Informer().GetIndexer(),
-			Jobs:         jobs.Lister(),
-			Pods:         pods.Lister(),
-			Claims:       claims.Lister(),
-			Recorder:     cfg.Recorder,
-			Clock:        cfg.Clock,
-			FieldManager: reconcile.FieldManager,
-		}),
+		reconciler: reconcile.New(reconcile.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Caches: caches,
+			Recorder: cfg.Recorder, Clock: cfg.Clock, Random: cfg.Random, Replication: cfg.Replication}),
+		backups: backup.New(backup.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Backups: caches.Backups,
+			Jobs: batchlisters.NewJobLister(caches.Jobs), Pods: corelisters.NewPodLister(caches.Pods), Claims: claims.Lister(),
+			Recorder: cfg.Recorder, Clock: cfg.Clock, FieldManager: reconcile.FieldManager}),
 		clock:   cfg.Clock,
 		metrics: cfg.Metrics,
 	}
@@ -225,8 +192,13 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, err
 	}
+	statefulSets := cfg.KubeInformers.Apps().V1().StatefulSets().Informer()
+	services := cfg.KubeInformers.Core().V1().Services().Informer()
+	secrets := cfg.KubeInformers.Core().V1().Secrets().Informer()
+	pods := cfg.KubeInformers.Core().V1().Pods().Informer()
+	jobs := cfg.KubeInformers.Batch().V1().Jobs().Informer()
 	// Children lead to the Database that owns them.
-	for _, inf := range []cache.SharedIndexInformer{statefulSets.Informer(), services.Informer(), secrets.Informer(), jobs.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{statefulSets, services, secrets, jobs} {
 		if _, err := inf.AddEventHandler(onChange(c.handleObject)); err != nil {
 			return nil, err
 		}
@@ -235,18 +207,18 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	// to their Database by its instance label, so that the Ready condition
 	// can name what blocks them. So do the Jobs of backups, which belong to
 	// DatabaseBackups, and may outlive their Database.
-	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), claims.Informer(), jobs.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{pods, claims.Informer(), jobs} {
 		if _, err := inf.AddEventHandler(onChange(c.enqueueByLabel)); err != nil {
 			return nil, err
 		}
 	}
 	// An event about a claim that waits for its volume may name why it
 	// waits: it leads to the claim's Database.
-	if _, err := claimEvents.Informer().AddEventHandler(onChange(c.enqueueClaimEvent)); err != nil {
+	if _, err := cfg.ClaimEventInformers.Core().V1().Events().Informer().AddEventHandler(onChange(c.enqueueClaimEvent)); err != nil {
 		return nil, err
 	}
 	// A DatabaseBackup leads to the Database it backs up, which need not exist.
-	if _, err := backups.Informer().AddEventHandler(onChange(c.enqueueBackupsDatabase)); err != nil {
+	if _, err := cfg.DBInformers.Dbcontroller().V1alpha1().DatabaseBackups().Informer().AddEventHandler(onChange(c.enqueueBackupsDatabase)); err != nil {
 		return nil, err
 	}
 	return c, nil

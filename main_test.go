@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
@@ -203,13 +204,13 @@ func runUntilShutdownDuringASync(t *testing.T, drain, hold time.Duration) (*bloc
 		t.Fatal(err)
 	}
 
-	db := newDatabase("orders", "postgresql", "16", 1)
+	db := actiontest.NewDatabase("orders", "postgresql", "16", 1)
 	dbs := fake.NewSimpleClientset(db)
 	dbFactory := informers.NewSharedInformerFactory(dbs, 0)
 	kubeFactory := kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0)
 	eventFactory := kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0)
 	c, err := NewController(ctx, Config{KubeClient: kube, DBClient: dbs, KubeInformers: kubeFactory, DBInformers: dbFactory,
-		ClaimEventInformers: eventFactory, Recorder: record.NewFakeRecorder(100), Random: passwordSource()})
+		ClaimEventInformers: eventFactory, Recorder: record.NewFakeRecorder(100), Random: actiontest.PasswordSource()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -361,12 +361,15 @@ func (r *Runner) writeStatus(ctx context.Context, b *dbv1alpha1.DatabaseBackup, 
 // schedule makes the backup of the newest tick due since the last one, and
 // returns how long until the next tick.
 func (r *Runner) schedule(ctx context.Context, db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) (time.Duration, error) {
-	if db.Spec.Backup.Schedule == "" {
+	s, err := ScheduleOf(db)
+	if err != nil {
+		// No backup is made on a schedule that does not parse: the Backup
+		// condition names the error (Status), with a Warning event.
+		klog.FromContext(ctx).V(2).Info("Not scheduling backups", "err", err)
 		return 0, nil
 	}
-	s, err := ParseSchedule(db.Spec.Backup.Schedule)
-	if err != nil {
-		return 0, nil // the reconciler reports it in the Backup condition
+	if s == nil {
+		return 0, nil
 	}
 	now := r.cfg.Clock.Now()
 	tick, due, next := Due(s, LastTick(backups, db.CreationTimestamp.Time), now)

@@ -29,6 +29,15 @@ func ParseSchedule(schedule string) (cron.Schedule, error) {
 	return s, nil
 }
 
+// ScheduleOf is db's spec.backup.schedule, parsed: nil when it has none.
+// The Runner schedules with it, and Status reports its error, if any.
+func ScheduleOf(db *dbv1alpha1.Database) (cron.Schedule, error) {
+	if db.Spec.Backup == nil || db.Spec.Backup.Schedule == "" {
+		return nil, nil
+	}
+	return ParseSchedule(db.Spec.Backup.Schedule)
+}
+
 // Due returns the newest tick of s in (after, now], and whether there is
 // one; and the first tick after now, when to look again.
 func Due(s cron.Schedule, after, now time.Time) (tick time.Time, due bool, next time.Time) {
@@ -67,16 +76,12 @@ func LastTick(backups []*dbv1alpha1.DatabaseBackup, since time.Time) time.Time {
 	return last
 }
 
-// DefaultRetention is how many Completed scheduled backups are kept when
-// spec.backup.retention is not set (the schema's default).
-const DefaultRetention = 7
-
 // Retention is how many Completed scheduled backups of db are kept.
 func Retention(db *dbv1alpha1.Database) int {
-	if db.Spec.Backup != nil && db.Spec.Backup.Retention != nil {
-		return int(*db.Spec.Backup.Retention)
+	if db.Spec.Backup == nil {
+		return int(dbv1alpha1.DefaultRetention)
 	}
-	return DefaultRetention
+	return int(db.Spec.Backup.RetentionCount())
 }
 
 // ToPrune returns the Completed scheduled backups beyond the newest

@@ -100,10 +100,6 @@ type Replication struct {
 	// primary, or rejoins a former primary as a replica, or leaves the data
 	// as it is. It writes FirstInitScript into $DBC_INITDB_DIR.
 	InitScript string
-	// FenceMarker is the file, on the data volume beside the data
-	// directory, whose presence tells InitScript that the controller fenced
-	// this server: it must rejoin as a replica, and never start as a primary.
-	FenceMarker string
 }
 
 // BackupTool is how an engine's image dumps one database to a file and

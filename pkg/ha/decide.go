@@ -33,7 +33,7 @@ const (
 )
 
 // Instance is what the controller observed of one instance: its pod, and
-// over SQL through the headless Service, its server.
+// over the engine's Client, its server.
 type Instance struct {
 	// Name is the pod's name; Ordinal its StatefulSet ordinal.
 	Name    string
@@ -43,22 +43,21 @@ type Instance struct {
 	// Ready is the pod's Ready condition.
 	Ready bool
 	// Terminating says the pod is being deleted and its grace period has
-	// not run out: its server is shutting down, and sends the WAL it wrote
-	// to its replicas before it stops.
+	// not run out: its server is shutting down, and sends the changes it
+	// wrote to its replicas before it stops.
 	Terminating bool
 	// Reachable says the server answered; the fields below are known only then.
 	Reachable bool
-	// InRecovery is pg_is_in_recovery(): true for a replica.
-	InRecovery bool
-	// Timeline is the timeline of the server's last checkpoint.
-	Timeline uint32
-	// ReceivedLSN and ReplayedLSN are, for a replica, the WAL received from
-	// its upstream and replayed: pg_last_wal_receive_lsn() and
-	// pg_last_wal_replay_lsn(). WrittenLSN is, for a server out of
-	// recovery, its current WAL position: pg_current_wal_lsn().
-	ReceivedLSN, ReplayedLSN, WrittenLSN uint64
-	// Upstream is the instance that streams WAL to it, as that instance's
-	// pg_stat_replication says ("" when none does).
+	// Replica says the server applies another's changes and writes none of
+	// its own (PostgreSQL: pg_is_in_recovery()).
+	Replica bool
+	// Received and Applied are, for a replica, the position in the
+	// primary's change log up to which it has received changes, and
+	// applied them; Written is, for a server that is no replica, the
+	// position it has written up to (see Facts).
+	Received, Applied, Written uint64
+	// Upstream is the instance that streams changes to it, as that
+	// instance's list of standbys says ("" when none does).
 	Upstream string
 	// Fenced says the controller fenced the server (ActionFence): it
 	// refuses writes, and rejoins as a replica at its next start.
@@ -66,8 +65,8 @@ type Instance struct {
 }
 
 // Serving reports whether the instance serves as a primary: its pod is
-// ready and its server answers out of recovery.
-func (i Instance) Serving() bool { return i.Ready && i.Reachable && !i.InRecovery }
+// ready and its server answers as no replica.
+func (i Instance) Serving() bool { return i.Ready && i.Reachable && !i.Replica }
 
 // Observation is the input of Next.
 type Observation struct {
@@ -88,6 +87,8 @@ type Observation struct {
 	Requested string
 	// FailoverDelay is how long Primary may not serve before a failover.
 	FailoverDelay time.Duration
+	// Terms are the engine's words for its change log, in Reasons.
+	Terms Terms
 }
 
 // Kind is what an Action does.
@@ -152,7 +153,7 @@ func Next(o Observation) Action {
 	switch {
 	case exists && primary.Serving():
 		return steady(o, primary)
-	case exists && primary.Reachable && primary.InRecovery:
+	case exists && primary.Reachable && primary.Replica:
 		// Never made a replica by the controller: a person did this. Its
 		// replicas cannot follow it; choose again.
 		return failover(o, fmt.Sprintf("primary %s is in recovery", o.Primary))
@@ -162,7 +163,7 @@ func Next(o Observation) Action {
 		lost = 0
 	}
 	if exists && primary.Terminating {
-		return waitShutdown(o.Primary)
+		return waitShutdown(o)
 	}
 	if lost < o.FailoverDelay {
 		return Action{Kind: ActionWait, After: o.FailoverDelay - lost,
@@ -175,7 +176,7 @@ func Next(o Observation) Action {
 // else the lowest ordinal, which initialises the data.
 func bootstrap(o Observation) Action {
 	for _, i := range o.Instances {
-		if i.Reachable && !i.InRecovery {
+		if i.Reachable && !i.Replica {
 			return Action{Kind: ActionRecordTarget, Instance: i.Name, Reason: "first primary: " + i.Name + " runs out of recovery"}
 		}
 	}
@@ -188,7 +189,7 @@ func failover(o Observation, why string) Action {
 	var best *Instance
 	for k := range o.Instances {
 		c := &o.Instances[k]
-		if c.Name == o.Primary || !c.Reachable || !c.InRecovery {
+		if c.Name == o.Primary || !c.Reachable || !c.Replica {
 			continue
 		}
 		if best == nil || moreAdvanced(*c, *best) {
@@ -198,17 +199,17 @@ func failover(o Observation, why string) Action {
 	if best == nil {
 		return Action{Kind: ActionNone, Reason: why + ", and no replica answers to be promoted"}
 	}
-	return Action{Kind: ActionRecordTarget, Instance: best.Name, Reason: why + "; failing over to " + best.Name + ", the replica with the most WAL received"}
+	return Action{Kind: ActionRecordTarget, Instance: best.Name, Reason: why + "; failing over to " + best.Name + ", the replica with the most " + o.Terms.log() + " received"}
 }
 
-// moreAdvanced orders candidates: most WAL received, then replayed, then
+// moreAdvanced orders candidates: most changes received, then applied, then
 // the lower ordinal, so that the choice is stable.
 func moreAdvanced(a, b Instance) bool {
-	if a.ReceivedLSN != b.ReceivedLSN {
-		return a.ReceivedLSN > b.ReceivedLSN
+	if a.Received != b.Received {
+		return a.Received > b.Received
 	}
-	if a.ReplayedLSN != b.ReplayedLSN {
-		return a.ReplayedLSN > b.ReplayedLSN
+	if a.Applied != b.Applied {
+		return a.Applied > b.Applied
 	}
 	return a.Ordinal < b.Ordinal
 }
@@ -228,28 +229,28 @@ func toTarget(o Observation, byName map[string]Instance) Action {
 	}
 	// 2. No other instance may still accept writes: a switchover's old
 	// primary, or one that came back. It is fenced; a switchover's old
-	// primary then stops once the target has received all the WAL it
+	// primary then stops once the target has received all the changes it
 	// wrote, so that no acknowledged write is lost.
 	for _, i := range sortedByOrdinal(o.Instances) {
-		if i.Name == o.Target || !i.Reachable || i.InRecovery {
+		if i.Name == o.Target || !i.Reachable || i.Replica {
 			continue
 		}
 		switch {
 		case !i.Fenced:
 			return Action{Kind: ActionFence, Instance: i.Name, Reason: i.Name + " still accepts writes; it is fenced before " + o.Target + " is promoted"}
-		case i.Name == o.Primary && target.Reachable && target.InRecovery && target.ReceivedLSN < i.WrittenLSN:
-			return Action{Kind: ActionWait, After: time.Second, Reason: fmt.Sprintf("waiting for %s to receive the WAL of %s up to %s before it is promoted", o.Target, i.Name, lsn(i.WrittenLSN))}
+		case i.Name == o.Primary && target.Reachable && target.Replica && target.Received < i.Written:
+			return Action{Kind: ActionWait, After: time.Second, Reason: fmt.Sprintf("waiting for %s to receive the %s of %s up to %s before it is promoted", o.Target, o.Terms.log(), i.Name, o.Terms.position(i.Written))}
 		}
 		return Action{Kind: ActionStop, Instance: i.Name, Reason: i.Name + " is fenced; it restarts to rejoin as a replica"}
 	}
 	if old, exists := byName[o.Primary]; exists && old.Name != o.Target && old.Terminating {
-		return waitShutdown(o.Primary)
+		return waitShutdown(o)
 	}
 	if !target.Reachable {
 		return Action{Kind: ActionNone, Reason: "waiting for the new primary " + o.Target + " to answer"}
 	}
 	// 3. Promote, 4. label, 5. record.
-	if target.InRecovery {
+	if target.Replica {
 		return Action{Kind: ActionPromote, Instance: o.Target, Reason: "promoting " + o.Target}
 	}
 	if target.Role != RolePrimary {
@@ -272,9 +273,9 @@ func steady(o Observation, primary Instance) Action {
 	}
 	for _, i := range others {
 		switch {
-		case i.Reachable && !i.InRecovery && !i.Fenced:
+		case i.Reachable && !i.Replica && !i.Fenced:
 			return Action{Kind: ActionFence, Instance: i.Name, Reason: i.Name + " runs as a second primary; it is fenced, to rejoin as a replica of " + primary.Name}
-		case i.Reachable && !i.InRecovery:
+		case i.Reachable && !i.Replica:
 			return Action{Kind: ActionStop, Instance: i.Name, Reason: i.Name + " is fenced; it restarts to rejoin as a replica of " + primary.Name}
 		case i.Reachable && i.Upstream == primary.Name && i.Role != RoleReplica:
 			// A replica that does not stream yet is left as it is: it
@@ -297,18 +298,15 @@ func steady(o Observation, primary Instance) Action {
 }
 
 // waitShutdown waits for a primary whose pod is being deleted: its clean
-// shutdown sends the replicas every WAL record it wrote, its shutdown
+// shutdown sends the replicas every change it wrote, its shutdown
 // checkpoint included, so that nothing is lost and it rejoins with no
 // rewind. Promoting before would cut that short. The wait is bounded by
 // the pod's grace period (see Instance.Terminating), for a node that is
 // gone.
-func waitShutdown(name string) Action {
+func waitShutdown(o Observation) Action {
 	return Action{Kind: ActionWait, After: time.Second,
-		Reason: "waiting for the former primary " + name + " to shut down cleanly, sending its last WAL to the replicas"}
+		Reason: "waiting for the former primary " + o.Primary + " to shut down cleanly, sending its last " + o.Terms.log() + " to the replicas"}
 }
-
-// lsn formats a WAL position as PostgreSQL does.
-func lsn(n uint64) string { return fmt.Sprintf("%X/%X", n>>32, uint32(n)) }
 
 func byNameOf(instances []Instance, name string) (Instance, bool) {
 	for _, i := range instances {

@@ -10,12 +10,12 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 // Instances in the states a test needs: a serving primary, a streaming
 // replica, a replica whose WAL receiver stopped, an unreachable pod.
 func primary(name string, ordinal int) Instance {
-	return Instance{Name: name, Ordinal: ordinal, Role: RolePrimary, Ready: true, Reachable: true, Timeline: 1}
+	return Instance{Name: name, Ordinal: ordinal, Role: RolePrimary, Ready: true, Reachable: true}
 }
 
 func replica(name string, ordinal int, upstream string, received uint64) Instance {
-	return Instance{Name: name, Ordinal: ordinal, Role: RoleReplica, Ready: true, Reachable: true, InRecovery: true,
-		Timeline: 1, Upstream: upstream, ReceivedLSN: received, ReplayedLSN: received}
+	return Instance{Name: name, Ordinal: ordinal, Role: RoleReplica, Ready: true, Reachable: true, Replica: true,
+		Upstream: upstream, Received: received, Applied: received}
 }
 
 func down(name string, ordinal int, role Role) Instance {
@@ -75,7 +75,7 @@ func TestNext(t *testing.T) {
 			Action{Kind: ActionRecordTarget, Instance: "db-2"}},
 		{"equal WAL received: more replayed wins",
 			Observation{Now: t0.Add(time.Minute), Instances: []Instance{down("db-0", 0, RolePrimary), replica("db-1", 1, "", 100),
-				with(replica("db-2", 2, "", 100), func(i *Instance) { i.ReplayedLSN = 90 })}, Primary: "db-0", PrimaryLostSince: t0},
+				with(replica("db-2", 2, "", 100), func(i *Instance) { i.Applied = 90 })}, Primary: "db-0", PrimaryLostSince: t0},
 			Action{Kind: ActionRecordTarget, Instance: "db-1"}},
 		{"equal WAL: the lower ordinal, for a stable choice",
 			Observation{Now: t0.Add(time.Minute), Instances: []Instance{down("db-0", 0, RolePrimary), replica("db-2", 2, "", 100), replica("db-1", 1, "", 100)},
@@ -108,11 +108,11 @@ func TestNext(t *testing.T) {
 			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone }), replica("db-1", 1, "db-0", 100)}, Primary: "db-0", Target: "db-1"},
 			Action{Kind: ActionFence, Instance: "db-0"}},
 		{"target (switchover): the fenced old primary stops only once the target received all it wrote",
-			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.WrittenLSN = 101 }), replica("db-1", 1, "db-0", 100)},
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.Written = 101 }), replica("db-1", 1, "db-0", 100)},
 				Primary: "db-0", Target: "db-1"},
 			Action{Kind: ActionWait, After: time.Second}},
 		{"target (switchover): the target has it all: the old primary stops",
-			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.WrittenLSN = 100 }), replica("db-1", 1, "db-0", 100)},
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.Written = 100 }), replica("db-1", 1, "db-0", 100)},
 				Primary: "db-0", Target: "db-1"},
 			Action{Kind: ActionStop, Instance: "db-0"}},
 		{"target (switchover): the stopped old primary ends its clean shutdown before the promotion",
@@ -171,7 +171,7 @@ func TestNextNeverMakesTwoPrimaries(t *testing.T) {
 		for k := range 3 {
 			bits := mask >> (3 * k) & 7
 			i := Instance{Name: []string{"db-0", "db-1", "db-2"}[k], Ordinal: k, Role: roles[bits%3], Ready: true,
-				Reachable: bits&4 != 0 || bits == 1, InRecovery: bits&2 != 0}
+				Reachable: bits&4 != 0 || bits == 1, Replica: bits&2 != 0}
 			instances = append(instances, i)
 		}
 		for _, target := range []string{"", "db-0", "db-1", "db-2"} {
@@ -187,7 +187,7 @@ func TestNextNeverMakesTwoPrimaries(t *testing.T) {
 				if other.Role == RolePrimary {
 					t.Errorf("%+v: %s %s while %s is labelled primary", o, a.Kind, a.Instance, other.Name)
 				}
-				if a.Kind == ActionPromote && other.Reachable && !other.InRecovery {
+				if a.Kind == ActionPromote && other.Reachable && !other.Replica {
 					t.Errorf("%+v: promotes %s while %s accepts writes", o, a.Instance, other.Name)
 				}
 			}

@@ -1,9 +1,8 @@
 // Package pgsql is how the controller talks SQL to the PostgreSQL servers
-// of a replicated Database, through each pod's own address: it asks what a
-// server is (primary or replica, its WAL positions, the replicas that stream
-// from it), promotes a replica, and fences a primary. It holds no
-// connection between calls, and no credentials: the caller reads them from
-// the Secret when it needs them.
+// of a replicated Database (ha.Client): it asks what a server is (primary
+// or replica, its WAL positions, the replicas that stream from it),
+// promotes a replica, fences a primary, and sets how many replicas a commit
+// waits for. One connection per call, none kept between calls.
 package pgsql
 
 import (
@@ -11,76 +10,41 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dbcontroller/database-controller/pkg/engine/postgresql"
+	"github.com/dbcontroller/database-controller/pkg/ha"
 )
-
-// Credentials are the superuser's, from the Database's Secret.
-type Credentials struct {
-	User, Password string
-}
-
-// Standby is a replica that a primary sends WAL to (pg_stat_replication).
-type Standby struct {
-	// Name is its application_name: the pod's name.
-	Name string
-	// Streaming says its state is "streaming" (not catching up or stopping).
-	Streaming bool
-	// LagBytes is the WAL the primary wrote that it has not replayed yet.
-	LagBytes int64
-}
-
-// Facts is what one server answered.
-type Facts struct {
-	// Name is its cluster_name: the pod's name.
-	Name string
-	// InRecovery is pg_is_in_recovery(): true for a replica.
-	InRecovery bool
-	// Timeline is the timeline of its last checkpoint.
-	Timeline uint32
-	// ReceivedLSN and ReplayedLSN are a replica's WAL received and
-	// replayed; WrittenLSN is a primary's current WAL position.
-	ReceivedLSN, ReplayedLSN, WrittenLSN uint64
-	// Receiving says a replica's WAL receiver streams now.
-	Receiving bool
-	// Standbys are, on a primary, the replicas it sends WAL to.
-	Standbys []Standby
-	// Fenced says a server out of recovery refuses writes
-	// (default_transaction_read_only, as Fence sets it).
-	Fenced bool
-	// SynchronousStandbyNames is its synchronous_standby_names.
-	SynchronousStandbyNames string
-}
-
-// Client talks to the servers.
-type Client interface {
-	// Probe asks the server at host:port what it is.
-	Probe(ctx context.Context, host string, port int32, cred Credentials) (Facts, error)
-	// Promote ends a replica's recovery, waits until it has, and
-	// checkpoints, so that a former primary can be rewound from it.
-	Promote(ctx context.Context, host string, port int32, cred Credentials) error
-	// Fence makes a primary refuse writes from now on, ends its clients'
-	// sessions, and writes marker beside its data directory, so that at
-	// its next start it rejoins as a replica and never serves as a
-	// primary again.
-	Fence(ctx context.Context, host string, port int32, cred Credentials, marker string) error
-	// SetSynchronous sets a primary's synchronous_standby_names (ALTER
-	// SYSTEM, then a reload): "" for asynchronous replication.
-	SetSynchronous(ctx context.Context, host string, port int32, cred Credentials, names string) error
-}
 
 // Timeout bounds each call: a server that does not answer within it counts
 // as not answering.
 const Timeout = 3 * time.Second
 
-// New returns the Client that connects with pgx, one connection per call.
-func New() Client { return pgxClient{} }
+// conn is the part of a pgx connection the client uses: what it sends is
+// all there, so a test can see every statement.
+type conn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Close(ctx context.Context) error
+}
 
-type pgxClient struct{}
+// dialer opens one connection to the server at host:port.
+type dialer func(ctx context.Context, host string, port int32, cred ha.Credentials) (conn, error)
 
-func connect(ctx context.Context, host string, port int32, cred Credentials) (*pgx.Conn, error) {
+// New returns the Client that connects with pgx.
+func New() ha.Client { return client{dial: dial} }
+
+type client struct{ dial dialer }
+
+var _ ha.Client = client{}
+
+func dial(ctx context.Context, host string, port int32, cred ha.Credentials) (conn, error) {
 	u := url.URL{
 		Scheme:   "postgresql",
 		User:     url.UserPassword(cred.User, cred.Password),
@@ -98,101 +62,144 @@ func connect(ctx context.Context, host string, port int32, cred Credentials) (*p
 	return pgx.ConnectConfig(ctx, cfg)
 }
 
-func (pgxClient) Probe(ctx context.Context, host string, port int32, cred Credentials) (Facts, error) {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
-	conn, err := connect(ctx, host, port, cred)
-	if err != nil {
-		return Facts{}, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var f Facts
-	var received, replayed, written int64
-	var timeline int64
-	err = conn.QueryRow(ctx, `SELECT current_setting('cluster_name'), pg_is_in_recovery(),
-  (SELECT timeline_id FROM pg_control_checkpoint())::bigint,
+// Statements the client sends, named for its tests.
+const (
+	probeQuery = `SELECT current_setting('cluster_name'), pg_is_in_recovery(),
   COALESCE(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), '0/0'), 0)::bigint,
   COALESCE(pg_wal_lsn_diff(pg_last_wal_replay_lsn(), '0/0'), 0)::bigint,
   CASE WHEN pg_is_in_recovery() THEN 0 ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0') END::bigint,
-  EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'),
   NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'on',
-  current_setting('synchronous_standby_names')`).
-		Scan(&f.Name, &f.InRecovery, &timeline, &received, &replayed, &written, &f.Receiving, &f.Fenced, &f.SynchronousStandbyNames)
+  current_setting('synchronous_standby_names')`
+	standbysQuery = `SELECT application_name, state = 'streaming',
+  COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn), 0)::bigint
+FROM pg_stat_replication ORDER BY application_name`
+	// pg_promote waits (up to 5 s here) until recovery has ended; a server
+	// already out of recovery answers true, and the next probe sees it.
+	promoteQuery = `SELECT CASE WHEN pg_is_in_recovery() THEN pg_promote(true, 5) ELSE true END`
+	// Until its first checkpoint, a promoted server's control file still
+	// names the old timeline, and pg_rewind from it (a former primary
+	// rejoining) takes the wrong divergence point: the rewound server then
+	// never starts ("requested timeline does not contain minimum recovery
+	// point").
+	checkpoint = `CHECKPOINT`
+	reload     = `SELECT pg_reload_conf()`
+)
+
+func (c client) Terms() ha.Terms { return ha.Terms{Log: "WAL", Position: formatLSN} }
+
+// formatLSN formats a WAL position as PostgreSQL does: 0/3000060.
+func formatLSN(n uint64) string { return fmt.Sprintf("%X/%X", n>>32, uint32(n)) }
+
+func (c client) Probe(ctx context.Context, host string, port int32, cred ha.Credentials) (ha.Facts, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	conn, err := c.dial(ctx, host, port, cred)
 	if err != nil {
-		return Facts{}, fmt.Errorf("asking %s what it is: %w", host, err)
+		return ha.Facts{}, err
 	}
-	f.Timeline, f.ReceivedLSN, f.ReplayedLSN, f.WrittenLSN = uint32(timeline), uint64(received), uint64(replayed), uint64(written)
-	if f.InRecovery {
+	defer conn.Close(context.WithoutCancel(ctx))
+	var f ha.Facts
+	var received, replayed, written int64
+	var synchronous string
+	err = conn.QueryRow(ctx, probeQuery).Scan(&f.Name, &f.Replica, &received, &replayed, &written, &f.Fenced, &synchronous)
+	if err != nil {
+		return ha.Facts{}, fmt.Errorf("asking %s what it is: %w", host, err)
+	}
+	f.Received, f.Applied, f.Written = uint64(received), uint64(replayed), uint64(written)
+	f.Synchronous = parseSynchronous(synchronous)
+	if f.Replica {
 		return f, nil
 	}
-	rows, err := conn.Query(ctx, `SELECT application_name, state = 'streaming',
-  COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn), 0)::bigint
-FROM pg_stat_replication ORDER BY application_name`)
+	rows, err := conn.Query(ctx, standbysQuery)
 	if err != nil {
-		return Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
+		return ha.Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
 	}
-	f.Standbys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Standby, error) {
-		var s Standby
+	f.Standbys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ha.Standby, error) {
+		var s ha.Standby
 		err := row.Scan(&s.Name, &s.Streaming, &s.LagBytes)
 		return s, err
 	})
 	if err != nil {
-		return Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
+		return ha.Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
 	}
 	return f, nil
 }
 
-func (pgxClient) Promote(ctx context.Context, host string, port int32, cred Credentials) error {
+func (c client) Promote(ctx context.Context, host string, port int32, cred ha.Credentials) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*Timeout)
 	defer cancel()
-	conn, err := connect(ctx, host, port, cred)
+	conn, err := c.dial(ctx, host, port, cred)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var promoted bool
-	// pg_promote waits (up to 60 s by default) until recovery has ended; a
-	// server already out of recovery answers with an error, which is fine:
-	// the next probe sees it.
-	if err := conn.QueryRow(ctx, `SELECT CASE WHEN pg_is_in_recovery() THEN pg_promote(true, 5) ELSE true END`).Scan(&promoted); err != nil {
+	if err := conn.QueryRow(ctx, promoteQuery).Scan(&promoted); err != nil {
 		return fmt.Errorf("promoting %s: %w", host, err)
 	}
 	if !promoted {
 		return fmt.Errorf("promoting %s: recovery did not end within 5 s", host)
 	}
-	// Until its first checkpoint, a promoted server's control file still
-	// names the old timeline, and pg_rewind from it (a former primary
-	// rejoining) takes the wrong divergence point: the rewound server then
-	// never starts ("requested timeline does not contain minimum recovery
-	// point"). Checkpoint now.
-	if _, err := conn.Exec(ctx, `CHECKPOINT`); err != nil {
+	if _, err := conn.Exec(ctx, checkpoint); err != nil {
 		return fmt.Errorf("checkpointing %s after its promotion: %w", host, err)
 	}
 	return nil
 }
 
-func (pgxClient) Fence(ctx context.Context, host string, port int32, cred Credentials, marker string) error {
-	// The marker first: whatever happens next, the next start rejoins.
-	// Then no new transaction may write, and the sessions that could are ended.
-	return execAll(ctx, host, port, cred, "fencing",
-		`COPY (SELECT 'fenced by database-controller at ' || now()) TO `+quoteLiteral(marker),
-		`ALTER SYSTEM SET default_transaction_read_only = on`,
-		`SELECT pg_reload_conf()`,
-		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`)
+// fenceStatements fence a primary. The marker first: whatever happens next,
+// the next start rejoins (postgresql.FenceMarker). Then no new transaction
+// may write, and the sessions that could are ended.
+var fenceStatements = []string{
+	`COPY (SELECT 'fenced by database-controller at ' || now()) TO ` + quoteLiteral(postgresql.FenceMarker),
+	`ALTER SYSTEM SET default_transaction_read_only = on`,
+	reload,
+	`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
 }
 
-func (pgxClient) SetSynchronous(ctx context.Context, host string, port int32, cred Credentials, names string) error {
-	return execAll(ctx, host, port, cred, "setting synchronous_standby_names on",
-		`ALTER SYSTEM SET synchronous_standby_names = `+quoteLiteral(names),
-		`SELECT pg_reload_conf()`)
+func (c client) Fence(ctx context.Context, host string, port int32, cred ha.Credentials) error {
+	return c.execAll(ctx, host, port, cred, "fencing", fenceStatements...)
+}
+
+func (c client) SetSynchronous(ctx context.Context, host string, port int32, cred ha.Credentials, n int32) error {
+	return c.execAll(ctx, host, port, cred, "setting synchronous_standby_names on",
+		`ALTER SYSTEM SET synchronous_standby_names = `+quoteLiteral(synchronousStandbyNames(n)),
+		reload)
+}
+
+// synchronousStandbyNames is the setting for a quorum of n of any replicas:
+// "ANY n (*)", or "" for asynchronous replication.
+func synchronousStandbyNames(n int32) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("ANY %d (*)", n)
+}
+
+var quorum = regexp.MustCompile(`^ANY ([1-9][0-9]*) \(\*\)$`)
+
+// parseSynchronous is the n of synchronousStandbyNames(n) that setting is,
+// or -1 for a setting it does not make.
+func parseSynchronous(setting string) int32 {
+	if setting == "" {
+		return 0
+	}
+	m := quorum.FindStringSubmatch(setting)
+	if m == nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(m[1], 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(n)
 }
 
 // execAll runs stmts in order on one connection to host, stopping at the
 // first that fails; what names the work in that error.
-func execAll(ctx context.Context, host string, port int32, cred Credentials, what string, stmts ...string) error {
+func (c client) execAll(ctx context.Context, host string, port int32, cred ha.Credentials, what string, stmts ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	conn, err := connect(ctx, host, port, cred)
+	conn, err := c.dial(ctx, host, port, cred)
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,6 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 
@@ -31,8 +29,8 @@ var (
 type childAdapter[T metav1.Object, AC any] interface {
 	// kind names the kind in events and messages.
 	kind() string
-	// cached reads the child from the informer cache.
-	cached(namespace, name string) (T, error)
+	// cached reads the child from the informer cache, through the pass's reader.
+	cached(r *reader, namespace, name string) (T, error)
 	// live reads the child from the API server, for what the filtered
 	// cache cannot see.
 	live(ctx context.Context, namespace, name string) (T, error)
@@ -46,15 +44,14 @@ type childAdapter[T metav1.Object, AC any] interface {
 // serviceAdapter reads and writes Services.
 type serviceAdapter struct {
 	client kubernetes.Interface
-	lister corelisters.ServiceLister
 }
 
 var _ childAdapter[*corev1.Service, *corev1ac.ServiceApplyConfiguration] = serviceAdapter{}
 
 func (serviceAdapter) kind() string { return "Service" }
 
-func (a serviceAdapter) cached(namespace, name string) (*corev1.Service, error) {
-	return a.lister.Services(namespace).Get(name)
+func (serviceAdapter) cached(r *reader, namespace, name string) (*corev1.Service, error) {
+	return r.service(namespace, name)
 }
 
 func (a serviceAdapter) live(ctx context.Context, namespace, name string) (*corev1.Service, error) {
@@ -82,15 +79,14 @@ func (a serviceAdapter) repair(ctx context.Context, desired *corev1ac.ServiceApp
 // statefulSetAdapter reads and writes StatefulSets.
 type statefulSetAdapter struct {
 	client kubernetes.Interface
-	lister appslisters.StatefulSetLister
 }
 
 var _ childAdapter[*appsv1.StatefulSet, *appsv1ac.StatefulSetApplyConfiguration] = statefulSetAdapter{}
 
 func (statefulSetAdapter) kind() string { return "StatefulSet" }
 
-func (a statefulSetAdapter) cached(namespace, name string) (*appsv1.StatefulSet, error) {
-	return a.lister.StatefulSets(namespace).Get(name)
+func (statefulSetAdapter) cached(r *reader, namespace, name string) (*appsv1.StatefulSet, error) {
+	return r.statefulSet(namespace, name)
 }
 
 func (a statefulSetAdapter) live(ctx context.Context, namespace, name string) (*appsv1.StatefulSet, error) {

@@ -10,18 +10,19 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
-// cause finds why the Database's replicas are not ready, from the pods,
-// the claims and the claims' events in the caches. When what it finds may
-// change with time alone, it asks for a recheck.
-func (p *pass) cause() (*status.Cause, error) {
+// cause finds why the Database's replicas are not ready, from what the
+// pass found of its StatefulSet, claims and pods, and the claims' events in
+// the caches. When what it finds may change with time alone, it says why
+// to look again soon (recheck).
+func (p *pass) cause(f *findings) (cause *status.Cause, recheck string, err error) {
 	db := p.db
-	if p.statefulSet == nil {
-		return nil, nil
+	if f.statefulSet == nil {
+		return nil, "", nil
 	}
 	in := status.CauseInput{ProvisioningFailures: map[string]string{}, Now: p.r.clock.Now()}
 	prefix := names.ClaimPrefix(db)
 	provisioning := false
-	for _, c := range p.claims {
+	for _, c := range f.claims {
 		if !strings.HasPrefix(c.Name, prefix) {
 			continue
 		}
@@ -35,26 +36,26 @@ func (p *pass) cause() (*status.Cause, error) {
 			provisioning = true
 			continue
 		}
-		events, err := p.r.index.eventsOf(c)
+		events, err := p.read.eventsOf(c)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		in.ProvisioningFailures[c.Name] = provisioningFailure(events)
 	}
-	in.Pods = p.pods
-	cause := status.FindCause(in)
+	in.Pods = f.pods
+	cause = status.FindCause(in)
 	switch {
 	case cause == nil && provisioning:
 		// Named if it still waits once the grace is over.
-		p.recheck = "a volume is being provisioned"
-	case cause == nil && status.StartingContainers(p.pods):
+		recheck = "a volume is being provisioned"
+	case cause == nil && status.StartingContainers(f.pods):
 		// A container that runs and is not ready becomes a cause with time
 		// alone, which no informer reports.
-		p.recheck = "a container is running and not ready yet"
+		recheck = "a container is running and not ready yet"
 	}
 	// A claim that waits longer needs no recheck: a new event about it, or
 	// its binding, reaches the Database through the informers.
-	return cause, nil
+	return cause, recheck, nil
 }
 
 // provisioningFailure is the message of the Warning event among a claim's

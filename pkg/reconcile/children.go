@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,76 +12,79 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/dbcontroller/database-controller/pkg/drift"
+	"github.com/dbcontroller/database-controller/pkg/plan"
 )
 
 // ensureServices brings the headless and the client Service to the plan,
-// and the read-only Service of a replicated Database.
-func (p *pass) ensureServices(ctx context.Context) error {
+// and the read-only Service of a replicated Database. It returns what it
+// created.
+func (p *pass) ensureServices(ctx context.Context) ([]string, error) {
 	services := []*corev1ac.ServiceApplyConfiguration{p.plan.HeadlessService, p.plan.Service}
 	if p.plan.ReadOnlyService != nil {
 		services = append(services, p.plan.ReadOnlyService)
 	}
+	var created []string
 	for _, desired := range services {
-		if _, err := ensureChild(ctx, p, p.r.services, desired, *desired.Name); err != nil {
-			return err
+		_, made, err := ensureChild(ctx, p, p.r.services, desired, *desired.Name)
+		created = append(created, made...)
+		if err != nil {
+			return created, err
 		}
 	}
-	return nil
+	return created, nil
 }
 
-// ensureStatefulSet brings the StatefulSet to the plan, and keeps it as it
-// now is for the status.
-func (p *pass) ensureStatefulSet(ctx context.Context) error {
-	sts, err := ensureChild(ctx, p, p.r.statefulSets, p.plan.StatefulSet, *p.plan.StatefulSet.Name)
-	if err != nil {
-		return err
-	}
-	p.statefulSet = sts
-	return nil
+// ensureStatefulSet brings the StatefulSet to pl, and returns it as it now
+// is, and what it created.
+func (p *pass) ensureStatefulSet(ctx context.Context, pl *plan.Plan) (*appsv1.StatefulSet, []string, error) {
+	return ensureChild(ctx, p, p.r.statefulSets, pl.StatefulSet, *pl.StatefulSet.Name)
 }
 
-// ensureChild makes one child match desired and returns it as it now is.
-// A child that is missing is created; one that drifted in a field the
-// controller owns is repaired with server-side apply, which leaves fields
-// that others set alone; one that another owner controls is reported as a
-// conflict and left untouched.
-func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childAdapter[T, AC], desired AC, name string) (T, error) {
+// ensureChild makes one child match desired and returns it as it now is,
+// and, when it created it, "Kind name". A child that is missing is
+// created; one that drifted in a field the controller owns is repaired
+// with server-side apply, which leaves fields that others set alone; one
+// that another owner controls is reported as a conflict and left untouched.
+func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childAdapter[T, AC], desired AC, name string) (T, []string, error) {
 	var zero T
 	r, db := p.r, p.db
 	kind := a.kind()
 	key := ChildKey{Kind: kind, Namespace: db.Namespace, Name: name}
 
-	existing, err := a.cached(db.Namespace, name)
+	existing, err := a.cached(p.read, db.Namespace, name)
 	switch {
 	case err == nil:
 		r.expectations.Observed(key)
 	case !apierrors.IsNotFound(err):
-		return zero, err
+		return zero, nil, err
 	case r.expectations.Pending(key):
-		return zero, &WaitingError{Kind: kind, Name: name}
+		return zero, nil, &WaitingError{Kind: kind, Name: name}
 	default:
 		var created bool
-		if existing, created, err = createOrLook(ctx, p, a, key, desired); err != nil || created {
-			return existing, err
+		if existing, created, err = createOrLook(ctx, p, a, key, desired); err != nil {
+			return existing, nil, err
+		}
+		if created {
+			return existing, []string{kind + " " + name}, nil
 		}
 	}
 
 	if !metav1.IsControlledBy(existing, db) {
 		r.conflicts.put(key, struct{}{})
-		return zero, conflict(db, kind, name)
+		return zero, nil, conflict(db, kind, name)
 	}
 	r.conflicts.remove(key)
 	field, err := drift.FirstDifference(existing, desired)
 	if err != nil || field == "" {
-		return existing, err
+		return existing, nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Repairing drift", "kind", kind, "name", name, "field", field)
 	updated, err := a.repair(ctx, desired)
 	if err != nil {
-		return zero, fmt.Errorf("applying %s %s: %w", kind, name, err)
+		return zero, nil, fmt.Errorf("applying %s %s: %w", kind, name, err)
 	}
 	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Updated %s %s to match the Database spec", kind, name)
-	return updated, nil
+	return updated, nil, nil
 }
 
 // createOrLook handles a child missing from the cache. It creates it, and
@@ -101,7 +105,6 @@ func createOrLook[T metav1.Object, AC any](ctx context.Context, p *pass, a child
 	created, err := a.create(ctx, desired)
 	if err == nil {
 		r.expectations.Created(key)
-		p.created = append(p.created, key.Kind+" "+key.Name)
 		return created, true, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {

@@ -21,36 +21,36 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
-// ensureSecret creates the credentials Secret once. It never rewrites an
-// existing Secret, so users may rotate the password, and it never makes a
-// new password for a database whose StatefulSet already exists: that data
-// was initialised with the old one.
-func (p *pass) ensureSecret(ctx context.Context) error {
+// ensureSecret creates the credentials Secret once, and returns what it
+// created. It never rewrites an existing Secret, so users may rotate the
+// password, and it never makes a new password for a database that was
+// initialised (its StatefulSet exists): that data has the old one.
+func (p *pass) ensureSecret(ctx context.Context, initialised bool) ([]string, error) {
 	r, db := p.r, p.db
 	name := names.SecretName(db)
 	key := ChildKey{Kind: "Secret", Namespace: db.Namespace, Name: name}
-	existing, err := r.secrets.Secrets(db.Namespace).Get(name)
+	existing, err := p.read.secret(db.Namespace, name)
 	if err == nil {
 		r.expectations.Observed(key)
 		switch {
 		case metav1.IsControlledBy(existing, db):
-			return nil
+			return nil, nil
 		case metav1.GetControllerOf(existing) == nil:
 			// Released by an earlier Database of this name, or restored by a
 			// person: the cache holds no data, so read it to adopt it.
 			live, err := r.kube.CoreV1().Secrets(db.Namespace).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
-				return fmt.Errorf("reading Secret %s to adopt it: %w", name, err)
+				return nil, fmt.Errorf("reading Secret %s to adopt it: %w", name, err)
 			}
-			return p.adoptSecret(ctx, live)
+			return nil, p.adoptSecret(ctx, live)
 		}
-		return conflict(db, "Secret", name)
+		return nil, conflict(db, "Secret", name)
 	}
 	if !apierrors.IsNotFound(err) {
-		return err
+		return nil, err
 	}
 	if r.expectations.Pending(key) {
-		return &WaitingError{Kind: "Secret", Name: name}
+		return nil, &WaitingError{Kind: "Secret", Name: name}
 	}
 	secrets := r.kube.CoreV1().Secrets(db.Namespace)
 	// look reads the Secret that the filtered cache cannot see: someone
@@ -75,35 +75,34 @@ func (p *pass) ensureSecret(ctx context.Context) error {
 	if _, known := r.conflicts.get(key); known {
 		// Known to be taken: a read tells whether it still is.
 		if found, err := look(); found || err != nil {
-			return err
+			return nil, err
 		}
 		r.conflicts.remove(key)
 	}
-	if p.statefulSet == nil {
+	if !initialised {
 		pw, err := password.Generate(r.random)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var secret corev1.Secret
 		if err := builder.Convert(p.plan.Secret(pw), &secret); err != nil {
-			return err
+			return nil, err
 		}
 		_, err = secrets.Create(ctx, &secret, createOptions)
 		if err == nil {
 			r.expectations.Created(key)
-			p.created = append(p.created, "Secret "+name)
-			return nil
+			return []string{"Secret " + name}, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating Secret %s: %w", name, err)
+			return nil, fmt.Errorf("creating Secret %s: %w", name, err)
 		}
 	}
 	// Not in the cache, but it exists or the database was initialised:
 	// look once at the live object before deciding.
 	if found, err := look(); found || err != nil {
-		return err
+		return nil, err
 	}
-	return &status.Problem{Reason: status.ReasonCredentialsMissing, Message: fmt.Sprintf(
+	return nil, &status.Problem{Reason: status.ReasonCredentialsMissing, Message: fmt.Sprintf(
 		"Secret %s/%s is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri), and the controller adopts it and continues. It will not generate a new password",
 		db.Namespace, name)}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,16 +26,11 @@ const (
 	ReasonSecretReleased     = "CredentialsRetained"
 )
 
-// FinalBackupWanted reports whether db takes a backup before it is deleted.
-func FinalBackupWanted(db *dbv1alpha1.Database) bool {
-	return db.Spec.Backup != nil && (db.Spec.Backup.FinalBackup == nil || *db.Spec.Backup.FinalBackup)
-}
-
 // FinalizerWanted reports whether db needs the controller at its deletion:
 // for its final backup, or, under Retain, to release the credentials
 // Secret from the garbage collector so that it stays with the volumes.
 func FinalizerWanted(db *dbv1alpha1.Database) bool {
-	return db.Spec.DeletionPolicy != dbv1alpha1.DeletionPolicyDelete || FinalBackupWanted(db)
+	return db.Spec.Retains() || backup.FinalWanted(db)
 }
 
 // ensureFinalizer adds the Database's finalizer when it is wanted, and
@@ -63,91 +59,100 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, db *dbv1alpha1.Databas
 	return nil
 }
 
+// deletionFindings is what the pass over a Database being deleted found.
+type deletionFindings struct {
+	// termination is the state of the deletion, for the status.
+	termination *status.Termination
+	// released says the finalizer is gone: the Database goes.
+	released bool
+	// created is what the pass created.
+	created []string
+	// statefulSet is the StatefulSet as a write left it, nil when none did.
+	statefulSet *appsv1.StatefulSet
+}
+
 // runDeleting is the pass of a Database being deleted that holds the
 // finalizer: the final backup, when wanted, then under Retain the release
 // of the credentials Secret, then the finalizer goes and the garbage
 // collector takes the children.
-func (p *pass) runDeleting(ctx context.Context, observed plan.Observed) error {
+func (p *pass) runDeleting(ctx context.Context, observed plan.Observed) (deletionFindings, error) {
 	db := p.db
-	p.terminating = &status.Termination{Reason: status.ReasonDeleting, Message: "deleting"}
-	if FinalBackupWanted(db) {
-		done, err := p.finalBackup(ctx, observed)
+	if backup.FinalWanted(db) {
+		found, done, err := p.finalBackup(ctx, observed)
 		if err != nil || !done {
-			return err
+			return found, err
 		}
 	}
-	if db.Spec.DeletionPolicy != dbv1alpha1.DeletionPolicyDelete {
+	if db.Spec.Retains() {
 		if err := p.releaseSecret(ctx); err != nil {
-			return err
+			return deletionFindings{termination: deleting}, err
 		}
 	}
-	p.released = true
-	return p.r.patchFinalizers(ctx, db, slices.DeleteFunc(slices.Clone(db.Finalizers),
-		func(f string) bool { return f == dbv1alpha1.FinalizerDatabase }))
+	return deletionFindings{termination: deleting, released: true}, p.r.patchFinalizers(ctx, db,
+		slices.DeleteFunc(slices.Clone(db.Finalizers), func(f string) bool { return f == dbv1alpha1.FinalizerDatabase }))
 }
 
-// finalBackup takes the final backup and reports whether it is done. A
-// stopped Database is started at one replica for it. A Database that never
-// served has no data to back up, and a namespace being deleted takes every
-// volume with it: neither gets one.
-func (p *pass) finalBackup(ctx context.Context, observed plan.Observed) (bool, error) {
+// deleting is the state of a deletion with nothing left to wait for.
+var deleting = &status.Termination{Reason: status.ReasonDeleting, Message: "deleting"}
+
+// finalBackup takes the final backup, as backup.Final decides, and
+// reports whether it is done. A stopped Database is started at one replica
+// for it. A namespace being deleted takes every volume with it: no backup.
+func (p *pass) finalBackup(ctx context.Context, observed plan.Observed) (deletionFindings, bool, error) {
 	r, db := p.r, p.db
+	found := deletionFindings{termination: deleting}
 	name := names.FinalBackupName(db)
-	b, err := r.backups.DatabaseBackups(db.Namespace).Get(name)
+	b, err := p.read.backup(db.Namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
-		if db.Status.CurrentVersion == "" {
-			r.recorder.Event(db, corev1.EventTypeNormal, ReasonFinalBackupSkipped, "No final backup: the Database never served, so it holds no data")
-			return true, nil
-		}
+		b = nil
+	case err != nil:
+		return found, false, err
+	}
+	step, termination := backup.Final(db, b)
+	switch step {
+	case backup.FinalDone:
+		return found, true, nil
+	case backup.FinalSkipped:
+		r.recorder.Event(db, corev1.EventTypeNormal, ReasonFinalBackupSkipped, "No final backup: the Database never served, so it holds no data")
+		return found, true, nil
+	case backup.FinalCreate:
 		_, err := r.dbs.DbcontrollerV1alpha1().DatabaseBackups(db.Namespace).Create(ctx, backup.NewFinalBackup(db), createOptions)
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			r.recorder.Eventf(db, corev1.EventTypeWarning, ReasonFinalBackupSkipped,
 				"No final backup: namespace %s is being deleted, and every volume in it with it", db.Namespace)
-			return true, nil
+			return found, true, nil
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("creating the final DatabaseBackup %s: %w", name, err)
+			return found, false, fmt.Errorf("creating the final DatabaseBackup %s: %w", name, err)
 		}
 		if err == nil {
-			p.created = append(p.created, "DatabaseBackup "+name)
+			found.created = []string{"DatabaseBackup " + name}
 		}
-		p.terminating = &status.Termination{Reason: status.ReasonFinalBackup, Message: fmt.Sprintf(
-			"taking the final backup %s before the Database goes; to delete without it, set spec.backup.finalBackup to false", name)}
-	case err != nil:
-		return false, err
-	case b.Status.Phase == dbv1alpha1.BackupCompleted:
-		return true, nil
-	case b.Status.Phase == dbv1alpha1.BackupFailed:
-		p.terminating = &status.Termination{Reason: status.ReasonFinalBackupFailed, Warning: true, Message: fmt.Sprintf(
-			"the final backup %s failed (%s); the Database is kept until one succeeds: delete it to try again (kubectl delete dbbackup -n %s %s), or set spec.backup.finalBackup to false to delete without it",
-			name, b.Status.Message, db.Namespace, name)}
-		return false, nil
-	default:
-		why := ""
-		if b.Status.Message != "" {
-			why = " (" + b.Status.Message + ")"
-		}
-		p.terminating = &status.Termination{Reason: status.ReasonFinalBackup, Message: fmt.Sprintf(
-			"taking the final backup %s before the Database goes%s; to delete without it, set spec.backup.finalBackup to false", name, why)}
+	case backup.FinalFailed:
+		found.termination = termination
+		return found, false, nil
 	}
-	return false, p.serveForBackup(ctx, observed)
+	found.termination = termination
+	sts, err := p.serveForBackup(ctx, observed)
+	found.statefulSet = sts
+	return found, false, err
 }
 
-// serveForBackup keeps the server up for the final backup: the children as
-// planned, and one replica when the Database is stopped.
-func (p *pass) serveForBackup(ctx context.Context, observed plan.Observed) error {
-	db := p.db
-	if db.Spec.Replicas == nil || *db.Spec.Replicas > 0 || p.statefulSet == nil {
-		return nil
+// serveForBackup keeps the server up for the final backup: one replica
+// when the Database is stopped. It returns the StatefulSet it wrote, if any.
+func (p *pass) serveForBackup(ctx context.Context, observed plan.Observed) (*appsv1.StatefulSet, error) {
+	if p.db.Spec.DesiredReplicas() > 0 || observed.StatefulSet == nil {
+		return nil, nil
 	}
-	started := db.DeepCopy()
+	started := p.db.DeepCopy()
 	started.Spec.Replicas = ptr.To[int32](1)
-	p.plan = plan.Compute(started, observed)
-	if p.plan.Problem != nil {
-		return nil
+	pl := plan.Compute(started, observed)
+	if pl.Problem != nil {
+		return nil, nil
 	}
-	return p.ensureStatefulSet(ctx)
+	sts, _, err := p.ensureStatefulSet(ctx, pl)
+	return sts, err
 }
 
 // releaseSecret removes the Database's owner reference from the
@@ -156,7 +161,7 @@ func (p *pass) serveForBackup(ctx context.Context, observed plan.Observed) error
 func (p *pass) releaseSecret(ctx context.Context) error {
 	r, db := p.r, p.db
 	name := names.SecretName(db)
-	secret, err := r.secrets.Secrets(db.Namespace).Get(name)
+	secret, err := p.read.secret(db.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

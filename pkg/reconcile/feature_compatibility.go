@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,17 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
+// featureCompatibilityFindings is what ensureFeatureCompatibility did.
+type featureCompatibilityFindings struct {
+	// condition is the FeatureCompatibility condition to report: nil when
+	// nothing is being set and nothing failed.
+	condition *metav1.Condition
+	// set is a featureCompatibilityVersion the Job just set.
+	set string
+	// created is what it created.
+	created []string
+}
+
 // ensureFeatureCompatibility sets the featureCompatibilityVersion of an
 // upgraded MongoDB Database to its new series, once the upgrade has rolled
 // out and every replica is ready, with a Job (see
@@ -20,7 +32,8 @@ import (
 // refused. New data needs no Job: it starts at its own series, which the
 // status records. A failed Job is reported, deleted, and made again: the
 // Job controller's own backoff paces the attempts.
-func (p *pass) ensureFeatureCompatibility(ctx context.Context) error {
+func (p *pass) ensureFeatureCompatibility(ctx context.Context, sts *appsv1.StatefulSet) (featureCompatibilityFindings, error) {
+	var found featureCompatibilityFindings
 	db, e := p.db, p.plan.Engine
 	// The version that runs: spec.version, or while a change of it is
 	// refused (waiting for this very step), the version that ran last.
@@ -29,16 +42,13 @@ func (p *pass) ensureFeatureCompatibility(ctx context.Context) error {
 		running = db.Status.CurrentVersion
 	}
 	want := e.FeatureCompatibilityVersion(running)
-	if want == "" || db.Status.CurrentVersion == "" || db.Status.FeatureCompatibilityVersion == want || p.statefulSet == nil {
-		return nil
+	if want == "" || db.Status.CurrentVersion == "" || db.Status.FeatureCompatibilityVersion == want || sts == nil {
+		return found, nil
 	}
-	replicas := int32(1)
-	if db.Spec.Replicas != nil {
-		replicas = *db.Spec.Replicas
-	}
-	containers := p.statefulSet.Spec.Template.Spec.Containers
-	if replicas == 0 || len(containers) == 0 || !status.RolledOut(p.statefulSet, replicas, containers[0].Image) {
-		return nil // not yet: every replica must run the new series
+	replicas := db.Spec.DesiredReplicas()
+	containers := sts.Spec.Template.Spec.Containers
+	if replicas == 0 || len(containers) == 0 || !status.RolledOut(sts, replicas, containers[0].Image) {
+		return found, nil // not yet: every replica must run the new series
 	}
 	image := containers[0].Image
 	r := p.r
@@ -47,11 +57,11 @@ func (p *pass) ensureFeatureCompatibility(ctx context.Context) error {
 	setting := &metav1.Condition{Type: dbv1alpha1.ConditionFeatureCompatibility, Status: metav1.ConditionFalse,
 		Reason: status.ReasonSettingFCV, Message: fmt.Sprintf("setting featureCompatibilityVersion %s with Job %s", want, name)}
 
-	job, err := r.jobs.Jobs(db.Namespace).Get(name)
+	job, err := p.read.job(db.Namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		if r.expectations.Pending(key) {
-			return &WaitingError{Kind: "Job", Name: name}
+			return found, &WaitingError{Kind: "Job", Name: name}
 		}
 		if db.Status.FeatureCompatibilityVersion == "" {
 			// A Database from before this controller recorded it: the
@@ -61,29 +71,29 @@ func (p *pass) ensureFeatureCompatibility(ctx context.Context) error {
 		created, err := r.kube.BatchV1().Jobs(db.Namespace).Create(ctx,
 			jobObject(builder.NewFeatureCompatibilityJob(db, e, image, want, replicas)), createOptions)
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating Job %s: %w", name, err)
+			return found, fmt.Errorf("creating Job %s: %w", name, err)
 		}
 		if err == nil {
 			r.expectations.Created(key)
-			p.created = append(p.created, "Job "+created.Name)
+			found.created = []string{"Job " + created.Name}
 		}
-		p.featureCompatibility = setting
-		return nil
+		found.condition = setting
+		return found, nil
 	case err != nil:
-		return err
+		return found, err
 	}
 	r.expectations.Observed(key)
 	if !metav1.IsControlledBy(job, db) {
-		return conflict(db, "Job", name)
+		return found, conflict(db, "Job", name)
 	}
 	finished, succeeded, why := builder.JobFinished(job)
 	switch {
 	case !finished:
-		p.featureCompatibility = setting
+		found.condition = setting
 	case succeeded:
-		p.featureCompatibilitySet = want
+		found.set = want
 	default:
-		p.featureCompatibility = &metav1.Condition{Type: dbv1alpha1.ConditionFeatureCompatibility, Status: metav1.ConditionFalse,
+		found.condition = &metav1.Condition{Type: dbv1alpha1.ConditionFeatureCompatibility, Status: metav1.ConditionFalse,
 			Reason: status.ReasonFCVFailed, Message: fmt.Sprintf(
 				"Job %s could not set featureCompatibilityVersion %s (%s); it is made again. Its pod's log says why: kubectl logs -n %s job/%s",
 				name, want, why, db.Namespace, name)}
@@ -91,10 +101,10 @@ func (p *pass) ensureFeatureCompatibility(ctx context.Context) error {
 		err := r.kube.BatchV1().Jobs(db.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background,
 			Preconditions: &metav1.Preconditions{UID: &job.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting failed Job %s: %w", name, err)
+			return found, fmt.Errorf("deleting failed Job %s: %w", name, err)
 		}
 	}
-	return nil
+	return found, nil
 }
 
 // jobObject is the Job to create from its apply configuration.

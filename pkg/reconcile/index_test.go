@@ -28,7 +28,7 @@ func TestIndexByInstance(t *testing.T) {
 	}
 }
 
-// indexed hands back the objects of one instance that the selector
+// indexedAs hands back the objects of one instance that the selector
 // matches, and nothing of another instance or namespace.
 func TestIndexed(t *testing.T) {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexInstance: IndexByInstance})
@@ -43,11 +43,12 @@ func TestIndexed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := indexed[*corev1.Pod](idx, IndexInstance, "ns/orders", labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "postgresql"}))
+	r := newReader(&[numSources]cache.Indexer{srcPods: idx})
+	got, err := indexedAs[*corev1.Pod](r, srcPods, IndexInstance, "ns/orders", labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "postgresql"}))
 	if err != nil || len(got) != 1 || got[0] != own {
 		t.Fatalf("indexed = %v, %v; want only %s/%s", got, err, own.Namespace, own.Name)
 	}
-	all, err := indexed[*corev1.Pod](idx, IndexInstance, "ns/orders", nil)
+	all, err := indexedAs[*corev1.Pod](r, srcPods, IndexInstance, "ns/orders", nil)
 	if err != nil || len(all) != 2 {
 		t.Fatalf("indexed without a selector = %d objects, %v; want 2", len(all), err)
 	}
@@ -58,13 +59,16 @@ func TestIndexByClaim(t *testing.T) {
 		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e"},
 			InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: ns, Name: name}}
 	}
+	withUID := about("PersistentVolumeClaim", "ns", "data-orders-0")
+	withUID.InvolvedObject.UID = "claim-uid"
 	for _, tt := range []struct {
 		name string
 		obj  interface{}
 		want []string
 	}{
-		{"a claim", about("PersistentVolumeClaim", "ns", "data-orders-0"), []string{"ns/data-orders-0"}},
-		{"a claim, the reference without namespace", about("PersistentVolumeClaim", "", "data-orders-0"), []string{"ns/data-orders-0"}},
+		{"a claim", about("PersistentVolumeClaim", "ns", "data-orders-0"), []string{"ns/data-orders-0/"}},
+		{"a claim, the reference with its UID", withUID, []string{"ns/data-orders-0/claim-uid"}},
+		{"a claim, the reference without namespace", about("PersistentVolumeClaim", "", "data-orders-0"), []string{"ns/data-orders-0/"}},
 		{"a pod", about("Pod", "ns", "orders-0"), nil},
 		{"a claim without name", about("PersistentVolumeClaim", "ns", ""), nil},
 		{"not an event", &corev1.Pod{}, nil},

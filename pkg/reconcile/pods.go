@@ -16,13 +16,12 @@ import (
 // spec.resources is lowered to fit a node, the StatefulSet would wait
 // forever. A pod that was never scheduled never ran and holds no data (its
 // claim stays), so the StatefulSet makes it again at the current revision.
-func (p *pass) replaceUnscheduledPods(ctx context.Context) error {
-	sts := p.statefulSet
+func (p *pass) replaceUnscheduledPods(ctx context.Context, sts *appsv1.StatefulSet, pods []*corev1.Pod) error {
 	if sts == nil || sts.Status.UpdateRevision == "" {
 		return nil
 	}
 	db := p.db
-	for _, pod := range p.pods {
+	for _, pod := range pods {
 		if !metav1.IsControlledBy(pod, sts) || pod.DeletionTimestamp != nil || pod.Spec.NodeName != "" ||
 			pod.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision || !unschedulable(pod) {
 			continue

@@ -1,17 +1,23 @@
 // Package reconcile holds the sync pass of one Database: it plans the
 // desired state (package plan), brings the children to it step by step, and
-// writes the status. The loop that feeds it (controller.go) only reads the
-// Database from its lister and sorts the outcome.
+// writes the status once, at the end. The loop that feeds it (controller.go)
+// only reads the Database from its lister and sorts the outcome.
 //
-// The steps, in order, one file each:
+// The steps, in order, one file each, each returning what it found:
 //   - credentials.go: the credentials Secret, made once, never rewritten;
 //   - children.go: the Services and the StatefulSet, created or repaired;
+//   - replication.go: a replicated Database's roles (package ha decides);
 //   - pods.go: pods of an earlier revision that were never scheduled,
 //     replaced so that a rolling update can go on;
 //   - storage.go: the data volume claims, grown to spec.storage.size;
 //   - feature_compatibility.go: MongoDB's featureCompatibilityVersion,
 //     set by a Job after an upgrade;
-//   - status_writer.go: the status, written only when it changed.
+//   - deletion.go: the finalizer, and a deletion the controller holds;
+//   - status_writer.go: the status, from what the steps found, written only
+//     when it changed.
+//
+// A pass reads the cluster from the informer caches through a reader that
+// records what it read (reads.go), for the settled check (settled.go).
 //
 // Every step returns one outcome: nil, a *status.Problem (a person must
 // act), a *WaitingError (the informer cache has not caught up with a
@@ -33,9 +39,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -44,7 +47,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
-	dblisters "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/plan"
@@ -68,30 +71,17 @@ type Config struct {
 	KubeClient kubernetes.Interface
 	// DBClient writes Database status.
 	DBClient clientset.Interface
-	// The listers of the children, from informers limited to objects
-	// labelled as managed by this controller. The Secret lister holds no data.
-	StatefulSets appslisters.StatefulSetLister
-	Services     corelisters.ServiceLister
-	Secrets      corelisters.SecretLister
-	Jobs         batchlisters.JobLister
-	// Backups lists DatabaseBackups: the final one, and the one restored.
-	Backups dblisters.DatabaseBackupLister
-	// The indexers of the claims, pods and Jobs informers (limited as the
-	// listers are), with IndexInstance, and of the DatabaseBackups
-	// informer, with backup.IndexDatabase: a Database's own objects are
-	// read through them.
-	ClaimIndex, PodIndex, JobIndex, BackupIndex cache.Indexer
-	// ClaimEventIndex is the indexer of an informer of the events about
-	// claims, with IndexClaim: why a claim waits for its volume.
-	ClaimEventIndex cache.Indexer
+	// Caches are what a pass reads the cluster from.
+	Caches Caches
 	// Recorder emits events on Databases.
 	Recorder record.EventRecorder
 	// Clock stamps condition transitions and ages the expectations.
 	Clock clock.PassiveClock
 	// Random is the source of generated passwords: crypto/rand in production.
 	Random io.Reader
-	// SQL talks to the servers of replicated Databases; pgsql.New() when nil.
-	SQL pgsql.Client
+	// Replication talks to the servers of replicated Databases, by
+	// engine; {postgresql: pgsql.New()} when nil.
+	Replication map[dbv1alpha1.Engine]ha.Client
 }
 
 // Reconciler runs sync passes. It is safe for concurrent use by several
@@ -99,12 +89,9 @@ type Config struct {
 type Reconciler struct {
 	kube         kubernetes.Interface
 	dbs          clientset.Interface
+	caches       [numSources]cache.Indexer
 	statefulSets statefulSetAdapter
 	services     serviceAdapter
-	secrets      corelisters.SecretLister
-	jobs         batchlisters.JobLister
-	backups      dblisters.DatabaseBackupLister
-	index        indexes
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
 	random       io.Reader
@@ -119,15 +106,15 @@ type Reconciler struct {
 	// that the refused patch is not sent again until something that could
 	// change the answer changes.
 	refusedGrowth *ttlSet[ChildKey, refusedGrowth]
-	// settled remembers, for each Database whose last pass settled, the
-	// fingerprint of what that pass read (settled.go).
-	settled *ttlSet[settledKey, uint64]
-	// sql talks to the servers of replicated Databases, with the
+	// settled remembers, for each Database whose last pass settled, what
+	// that pass read (settled.go).
+	settled *ttlSet[types.NamespacedName, settledPass]
+	// replication talks to the servers of replicated Databases, with the
 	// credentials creds read from their Secrets (by the Secret's UID) when
 	// they change; an entry goes after memoryTTL, so that those of deleted
 	// Databases do not stay.
-	sql   pgsql.Client
-	creds *ttlSet[types.UID, cachedCredentials]
+	replication map[dbv1alpha1.Engine]ha.Client
+	creds       *ttlSet[types.UID, cachedCredentials]
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -136,19 +123,15 @@ const memoryTTL = time.Hour
 
 // New returns a Reconciler over cfg.
 func New(cfg Config) *Reconciler {
-	if cfg.SQL == nil {
-		cfg.SQL = pgsql.New()
+	if cfg.Replication == nil {
+		cfg.Replication = map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: pgsql.New()}
 	}
 	return &Reconciler{
 		kube:         cfg.KubeClient,
 		dbs:          cfg.DBClient,
-		statefulSets: statefulSetAdapter{client: cfg.KubeClient, lister: cfg.StatefulSets},
-		services:     serviceAdapter{client: cfg.KubeClient, lister: cfg.Services},
-		secrets:      cfg.Secrets,
-		jobs:         cfg.Jobs,
-		backups:      cfg.Backups,
-		index: indexes{claims: cfg.ClaimIndex, pods: cfg.PodIndex, jobs: cfg.JobIndex, backups: cfg.BackupIndex,
-			claimEvents: cfg.ClaimEventIndex},
+		caches:       cfg.Caches.indexers(),
+		statefulSets: statefulSetAdapter{client: cfg.KubeClient},
+		services:     serviceAdapter{client: cfg.KubeClient},
 		recorder:     cfg.Recorder,
 		clock:        cfg.Clock,
 		random:       cfg.Random,
@@ -156,83 +139,93 @@ func New(cfg Config) *Reconciler {
 
 		conflicts:     newTTLSet[ChildKey, struct{}](cfg.Clock, memoryTTL),
 		refusedGrowth: newTTLSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
-		settled:       newTTLSet[settledKey, uint64](cfg.Clock, SettledTTL),
-		sql:           cfg.SQL,
+		settled:       newTTLSet[types.NamespacedName, settledPass](cfg.Clock, SettledTTL),
+		replication:   cfg.Replication,
 		creds:         newTTLSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),
 	}
 }
 
-// pass is one sync of one Database: what was planned and observed.
+// pass is one sync of one Database: what it was given and planned. The
+// steps read it and write nothing to it; what each finds, it returns.
 type pass struct {
-	r  *Reconciler
+	r *Reconciler
+	// db is the Database as read from the lister.
 	db *dbv1alpha1.Database
+	// read reads the cluster from the caches, and records what it read.
+	read *reader
 	// plan is the desired state.
 	plan *plan.Plan
-	// statefulSet observed (or returned by the last write), nil if none.
+	// stored is the Database as last written: db until a status write of
+	// this pass, which the next write compares with.
+	stored *dbv1alpha1.Database
+}
+
+// findings is what the steps of one pass found, for the status. Each
+// field is the value one step returned, set by run alone: what a step
+// depends on is a parameter of it, and what the status reads is here.
+type findings struct {
+	// statefulSet is the StatefulSet observed, or returned by the last
+	// write; nil if none. claims and pods are every one with the
+	// Database's selector labels, as observed.
 	statefulSet *appsv1.StatefulSet
-	// claims and pods observed: every one with the Database's selector labels.
-	claims []*corev1.PersistentVolumeClaim
-	pods   []*corev1.Pod
-	// created lists the children this pass created, as "Kind name", for one
-	// event at the end of the pass.
+	claims      []*corev1.PersistentVolumeClaim
+	pods        []*corev1.Pod
+	// created lists the children this pass created, as "Kind name", for
+	// one event at the end of the pass.
 	created []string
-	// featureCompatibility is the FeatureCompatibility condition to report,
-	// and featureCompatibilitySet a featureCompatibilityVersion just set.
-	featureCompatibility    *metav1.Condition
-	featureCompatibilitySet string
-	// recheck, when set, says why to look again soon although no informer
-	// will say that anything changed.
-	recheck string
-	// terminating, when set, is the state of a deletion the controller
+	// replication is what the replication step found of a replicated
+	// Database; nil when the pass did not reach it.
+	replication *replicationFindings
+	// featureCompatibility is what the featureCompatibilityVersion step did.
+	featureCompatibility featureCompatibilityFindings
+	// termination, when set, is the state of a deletion the controller
 	// holds with its finalizer; released says it let the Database go.
-	terminating *status.Termination
+	termination *status.Termination
 	released    bool
-	// replication and replicating are, for a replicated Database, its
-	// replication status and Replicating condition; pollAfter is when to
-	// ask its servers again.
-	replication *dbv1alpha1.ReplicationStatus
-	replicating *metav1.Condition
-	pollAfter   time.Duration
 }
 
 // Sync brings db's children to its spec and writes its status when it
-// changed. It reads only from the listers, except where a step says so.
+// changed. It reads only from the caches, except where a step says so.
 // It returns nil, a *status.Problem or a *RecheckError once the status is
 // written, a *WaitingError, or a transient error. It reports skipped when
 // db was settled and nothing it depends on changed, so no pass ran.
 func (r *Reconciler) Sync(ctx context.Context, db *dbv1alpha1.Database) (skipped bool, err error) {
+	skipped, _, err = r.sync(ctx, db)
+	return skipped, err
+}
+
+// sync is Sync, which also returns the reader of the pass it ran (nil
+// when it ran none): what the pass read.
+func (r *Reconciler) sync(ctx context.Context, db *dbv1alpha1.Database) (bool, *reader, error) {
 	if db.DeletionTimestamp != nil && !slices.Contains(db.Finalizers, dbv1alpha1.FinalizerDatabase) {
 		// Being deleted, and nothing to do first: the garbage collector
 		// removes the children through their owner references.
 		klog.FromContext(ctx).V(4).Info("Database is being deleted")
-		return false, nil
+		return false, nil, nil
 	}
-	key := settledKey{Namespace: db.Namespace, Name: db.Name}
-	fingerprint, known := r.fingerprint(db)
-	if last, settled := r.settled.get(key); settled && known && last == fingerprint && db.DeletionTimestamp == nil {
+	if r.unchangedSinceSettled(db) {
 		klog.FromContext(ctx).V(5).Info("Settled, and nothing it depends on changed: skipping the pass")
-		return true, nil
+		return true, nil, nil
 	}
-	r.settled.remove(key)
-	err = r.sync(ctx, db)
-	if err == nil && known && db.DeletionTimestamp == nil {
-		r.settled.put(key, fingerprint)
+	p := &pass{r: r, db: db, stored: db, read: newReader(&r.caches)}
+	err := p.converge(ctx)
+	if err == nil {
+		r.settle(db, p.read)
 	}
-	return false, err
+	return false, p.read, err
 }
 
-// sync is one pass over db, and its status.
-func (r *Reconciler) sync(ctx context.Context, db *dbv1alpha1.Database) error {
-	p := &pass{r: r, db: db}
-	err := p.run(ctx)
-	if p.released {
+// converge is one pass over db, ending with its status.
+func (p *pass) converge(ctx context.Context) error {
+	f, err := p.run(ctx)
+	if f.released {
 		// The finalizer is gone, and the Database with it: no status to write.
 		return err
 	}
-	if len(p.created) > 0 {
+	if len(f.created) > 0 {
 		// One event for everything a pass created, also when a later step
 		// failed: four events per new Database would double its writes.
-		r.recorder.Event(db, corev1.EventTypeNormal, ReasonCreated, "Created "+strings.Join(p.created, ", "))
+		p.r.recorder.Event(p.db, corev1.EventTypeNormal, ReasonCreated, "Created "+strings.Join(f.created, ", "))
 	}
 	var problem *status.Problem
 	if err != nil && !errors.As(err, &problem) {
@@ -240,81 +233,121 @@ func (r *Reconciler) sync(ctx context.Context, db *dbv1alpha1.Database) error {
 		// report a state that is already stale.
 		return err
 	}
-	if werr := r.writeStatus(ctx, p, problem); werr != nil {
+	recheck, werr := p.writeStatus(ctx, f, problem)
+	if werr != nil {
 		return werr
 	}
-	if err == nil && p.recheck != "" {
-		return &RecheckError{Why: p.recheck}
+	switch {
+	case err != nil:
+		return err
+	case recheck != "":
+		return &RecheckError{Why: recheck}
+	case f.replication != nil && f.replication.pollAfter > 0:
+		return &RecheckError{Why: "asking the replicated servers again", After: f.replication.pollAfter}
 	}
-	if err == nil && p.pollAfter > 0 {
-		return &RecheckError{Why: "asking the replicated servers again", After: p.pollAfter}
-	}
-	return err
+	return nil
 }
 
 // run plans, then converges the children in dependency order: the Secret
 // the pods read, the Services, the StatefulSet and its pods, its claims,
 // then what follows a rollout. It stops at the first step that does not
-// succeed, touching nothing after it.
-func (p *pass) run(ctx context.Context) error {
+// succeed, touching nothing after it, and returns what the steps found.
+func (p *pass) run(ctx context.Context) (*findings, error) {
+	f := &findings{}
 	observed, err := p.observe()
 	if err != nil {
-		return err
+		return f, err
 	}
-	p.statefulSet = observed.StatefulSet
-	p.claims = observed.Claims
-	if p.pods, err = p.r.index.ownPods(p.db); err != nil {
-		return err
+	f.statefulSet, f.claims = observed.StatefulSet, observed.Claims
+	if f.pods, err = p.read.ownPods(p.db); err != nil {
+		return f, err
 	}
 	if p.db.DeletionTimestamp == nil {
 		if observed.Restore, err = p.restoreSource(); err != nil {
 			p.plan = plan.Compute(p.db, observed)
-			return err
+			return f, err
 		}
 	}
 	p.plan = plan.Compute(p.db, observed)
 	if p.db.DeletionTimestamp != nil {
-		return p.runDeleting(ctx, observed)
+		d, err := p.runDeleting(ctx, observed)
+		f.termination, f.released, f.created = d.termination, d.released, d.created
+		if d.statefulSet != nil {
+			f.statefulSet = d.statefulSet
+		}
+		return f, err
 	}
 	if err := p.ensureFinalizer(ctx); err != nil {
-		return err
+		return f, err
 	}
 	if p.plan.Problem != nil {
 		if p.plan.Problem.Reason == engine.ReasonFeatureCompatibilityPending {
 			// The refusal waits for this step: it must go on.
-			if err := p.ensureFeatureCompatibility(ctx); err != nil {
-				return err
+			fc, err := p.ensureFeatureCompatibility(ctx, f.statefulSet)
+			f.featureCompatibility = fc
+			f.created = append(f.created, fc.created...)
+			if err != nil {
+				return f, err
 			}
 		}
-		return p.plan.Problem
+		return f, p.plan.Problem
 	}
-	for _, step := range []func(context.Context) error{
-		p.ensureSecret,
-		p.ensureServices,
-		p.ensureStatefulSet,
-		p.ensureReplication,
-		p.replaceUnscheduledPods,
-		p.growClaims,
-		p.ensureFeatureCompatibility,
-	} {
-		if err := step(ctx); err != nil {
-			return err
-		}
+
+	created, err := p.ensureSecret(ctx, f.statefulSet != nil)
+	f.created = append(f.created, created...)
+	if err != nil {
+		return f, err
 	}
-	return nil
+	created, err = p.ensureServices(ctx)
+	f.created = append(f.created, created...)
+	if err != nil {
+		return f, err
+	}
+	sts, created, err := p.ensureStatefulSet(ctx, p.plan)
+	f.created = append(f.created, created...)
+	if err != nil {
+		return f, err
+	}
+	f.statefulSet = sts
+	if f.replication, err = p.ensureReplication(ctx, sts, f.pods, p.recordTarget(f)); err != nil {
+		return f, err
+	}
+	if err := p.replaceUnscheduledPods(ctx, sts, f.pods); err != nil {
+		return f, err
+	}
+	if err := p.growClaims(ctx); err != nil {
+		return f, err
+	}
+	fc, err := p.ensureFeatureCompatibility(ctx, sts)
+	f.featureCompatibility = fc
+	f.created = append(f.created, fc.created...)
+	return f, err
 }
 
-// observe reads what the plan needs from the listers.
+// recordTarget is the one status write a pass makes before its end: the
+// target of a failover or switchover, recorded before anything is done for
+// it, with what the pass found so far (see ha.ActionRecordTarget), so that
+// a controller restarted from there on finishes this one, not another.
+func (p *pass) recordTarget(f *findings) func(context.Context, *replicationFindings) error {
+	return func(ctx context.Context, repl *replicationFindings) error {
+		sofar := *f
+		sofar.replication = repl
+		_, err := p.writeStatus(ctx, &sofar, nil)
+		return err
+	}
+}
+
+// observe reads what the plan needs.
 func (p *pass) observe() (plan.Observed, error) {
 	var observed plan.Observed
-	sts, err := p.r.statefulSets.cached(p.db.Namespace, names.StatefulSetName(p.db))
+	sts, err := p.read.statefulSet(p.db.Namespace, names.StatefulSetName(p.db))
 	switch {
 	case err == nil && metav1.IsControlledBy(sts, p.db):
 		observed.StatefulSet = sts
 	case err != nil && !apierrors.IsNotFound(err):
 		return observed, err
 	}
-	claims, err := p.r.index.ownClaims(p.db)
+	claims, err := p.read.ownClaims(p.db)
 	if err != nil {
 		return observed, err
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,18 +19,10 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/names"
-	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
 const (
-	// DefaultFailoverDelay is how long a primary may not serve before a
-	// replica is promoted, when spec.replication.failoverDelaySeconds is
-	// not set. A pod that restarts in place (its server crashed, or the pod
-	// was deleted) serves again within a few seconds, plus its crash
-	// recovery: 30 s leaves room for that, as Patroni's default TTL does,
-	// while a primary that is really gone is replaced within a minute.
-	DefaultFailoverDelay = 30 * time.Second
 	// ReplicationPoll is how often a replicated Database's servers are
 	// asked what they are, besides every change of its pods: it bounds how
 	// long a primary that hangs while its pod stays ready goes unnoticed,
@@ -56,25 +49,25 @@ const (
 // cache holds no Secret data.
 type cachedCredentials struct {
 	resourceVersion string
-	cred            pgsql.Credentials
+	cred            ha.Credentials
 }
 
 // credentials returns the superuser credentials of db, from its Secret.
-func (p *pass) credentials(ctx context.Context) (pgsql.Credentials, error) {
+func (p *pass) credentials(ctx context.Context) (ha.Credentials, error) {
 	r := p.r
 	name := names.SecretName(p.db)
-	cached, err := r.secrets.Secrets(p.db.Namespace).Get(name)
+	cached, err := p.read.secret(p.db.Namespace, name)
 	if err != nil {
-		return pgsql.Credentials{}, err
+		return ha.Credentials{}, err
 	}
 	if c, ok := r.creds.get(cached.UID); ok && c.resourceVersion == cached.ResourceVersion {
 		return c.cred, nil
 	}
 	live, err := r.kube.CoreV1().Secrets(p.db.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return pgsql.Credentials{}, fmt.Errorf("reading the credentials to talk to the servers: %w", err)
+		return ha.Credentials{}, fmt.Errorf("reading the credentials to talk to the servers: %w", err)
 	}
-	cred := pgsql.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword])}
+	cred := ha.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword])}
 	r.creds.put(live.UID, cachedCredentials{resourceVersion: live.ResourceVersion, cred: cred})
 	return cred, nil
 }
@@ -83,17 +76,39 @@ func (p *pass) credentials(ctx context.Context) (pgsql.Credentials, error) {
 // pod, what its server answered, and what the decision reads.
 type instance struct {
 	pod   *corev1.Pod
-	facts pgsql.Facts
+	facts ha.Facts
 	ha    ha.Instance
+}
+
+// replicationFindings is what the replication step found of a replicated
+// Database, for its status.
+type replicationFindings struct {
+	// status and condition are its replication status and Replicating
+	// condition.
+	status    *dbv1alpha1.ReplicationStatus
+	condition *metav1.Condition
+	// pollAfter is when to ask its servers again; 0 for no need.
+	pollAfter time.Duration
+}
+
+// replicaSet is a replicated Database in one run of the replication step:
+// its StatefulSet and the engine's client, and what the step read.
+type replicaSet struct {
+	p      *pass
+	sts    *appsv1.StatefulSet
+	client ha.Client
+	cred   ha.Credentials
+	port   int32
 }
 
 // ensureReplication keeps a replicated Database's roles: it asks every
 // server what it is, and takes the steps package ha decides, one after the
-// other, each recorded before it is acted on where a restart must find it
-// (the target of a failover or switchover, in the status).
-func (p *pass) ensureReplication(ctx context.Context) error {
+// other. The target of a failover or switchover is recorded (record, a
+// status write) before it is acted on, so that a restart finds it.
+func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, pods []*corev1.Pod,
+	record func(context.Context, *replicationFindings) error) (*replicationFindings, error) {
 	if !p.plan.Replicated {
-		return nil
+		return nil, nil
 	}
 	logger := klog.FromContext(ctx)
 	db := p.db
@@ -101,33 +116,37 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 	if db.Status.Replication != nil {
 		rs = db.Status.Replication.DeepCopy()
 	}
-	p.replication = rs
-	p.pollAfter = ReplicationPoll
+	found := &replicationFindings{status: rs, pollAfter: ReplicationPoll}
+	client, ok := p.r.replication[db.Spec.Engine]
+	if !ok {
+		return found, fmt.Errorf("no replication client for engine %s", db.Spec.Engine)
+	}
 	cred, err := p.credentials(ctx)
 	if err != nil {
-		return err
+		return found, err
 	}
-	port := p.plan.Engine.Runtime().Port
-	instances := p.probeAll(ctx, cred, port)
-	if p.desiredReplicas() == 0 {
+	s := &replicaSet{p: p, sts: sts, client: client, cred: cred, port: p.plan.Engine.Runtime().Port}
+	instances := s.probeAll(ctx, pods)
+	desired := db.Spec.DesiredReplicas()
+	if desired == 0 {
 		// Stopping, or stopped: the servers go down on purpose, and the
 		// primary stays the primary for when they start again.
 		rs.Instances = instanceStatuses(rs, instances)
-		p.replicating = &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: metav1.ConditionFalse, Reason: status.ReasonStopped,
+		found.condition = &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: metav1.ConditionFalse, Reason: status.ReasonStopped,
 			Message: "replicas is 0: no server runs"}
 		if rs.Primary != "" {
-			p.replicating.Message += "; " + rs.Primary + " stays the primary"
+			found.condition.Message += "; " + rs.Primary + " stays the primary"
 		}
-		p.pollAfter = 0
-		return nil
+		found.pollAfter = 0
+		return found, nil
 	}
 	// The rollout's switchover, once only the primary runs an earlier
 	// revision of the pods.
-	rollout := p.rolloutTarget(rs, instances)
+	rollout := s.rolloutTarget(rs, instances)
 
 	var last ha.Action
 	for step := 0; ; step++ {
-		o := p.observation(rs, instances)
+		o := s.observation(rs, instances)
 		if o.Requested == "" {
 			o.Requested = rollout
 		}
@@ -147,41 +166,41 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 			case !primaryLost(rs):
 				reason, kind = ReasonSwitchingOver, corev1.EventTypeNormal
 			}
-			p.replicating = replicatingCondition(rs, instances, last, p.desiredReplicas())
+			found.condition = replicatingCondition(rs, instances, last, desired)
 			// Recorded before anything is done for it: a controller
 			// restarted from here on finishes this failover, not another.
-			if err := p.r.writeStatus(ctx, p, nil); err != nil {
-				return err
+			if err := record(ctx, found); err != nil {
+				return found, err
 			}
 			p.r.recorder.Event(db, kind, reason, last.Reason)
 		case ha.ActionUnlabel:
-			if err := p.setRole(ctx, target, ""); err != nil {
-				return err
+			if err := s.setRole(ctx, target, ""); err != nil {
+				return found, err
 			}
 		case ha.ActionLabel:
-			if err := p.setRole(ctx, target, dbv1alpha1.RolePrimary); err != nil {
-				return err
+			if err := s.setRole(ctx, target, dbv1alpha1.RolePrimary); err != nil {
+				return found, err
 			}
 		case ha.ActionLabelReplica:
-			if err := p.setRole(ctx, target, dbv1alpha1.RoleReplica); err != nil {
-				return err
+			if err := s.setRole(ctx, target, dbv1alpha1.RoleReplica); err != nil {
+				return found, err
 			}
 		case ha.ActionFence:
-			if err := p.r.sql.Fence(ctx, target.pod.Status.PodIP, port, cred, p.plan.Engine.Runtime().Replication.FenceMarker); err != nil {
-				return fmt.Errorf("fencing %s: %w", last.Instance, err)
+			if err := client.Fence(ctx, target.pod.Status.PodIP, s.port, cred); err != nil {
+				return found, fmt.Errorf("fencing %s: %w", last.Instance, err)
 			}
 			p.r.recorder.Event(db, corev1.EventTypeNormal, ReasonFenced, last.Reason)
 			target.ha.Fenced = true
 		case ha.ActionStop:
 			if err := p.restart(ctx, target, "to rejoin as a replica"); err != nil {
-				return err
+				return found, err
 			}
 			target.ha.Reachable, target.ha.Ready, target.ha.Terminating = false, false, true
 		case ha.ActionPromote:
-			if err := p.r.sql.Promote(ctx, target.pod.Status.PodIP, port, cred); err != nil {
-				return fmt.Errorf("promoting %s: %w", last.Instance, err)
+			if err := client.Promote(ctx, target.pod.Status.PodIP, s.port, cred); err != nil {
+				return found, fmt.Errorf("promoting %s: %w", last.Instance, err)
 			}
-			p.probe(ctx, target, cred, port)
+			s.probe(ctx, target)
 		case ha.ActionCompleteTarget:
 			was := rs.Primary
 			rs.Primary, rs.TargetPrimary, rs.PrimaryLostSince = last.Instance, "", nil
@@ -190,54 +209,39 @@ func (p *pass) ensureReplication(ctx context.Context) error {
 			}
 		}
 	}
-	if last.Kind == ha.ActionWait && last.After < p.pollAfter {
-		p.pollAfter = last.After
+	if last.Kind == ha.ActionWait && last.After < found.pollAfter {
+		found.pollAfter = last.After
 	}
 	if last.Kind == ha.ActionNone && rs.TargetPrimary == "" {
-		if err := p.ensureSynchronous(ctx, rs, instances, cred, port); err != nil {
-			return err
+		if err := s.ensureSynchronous(ctx, rs, instances); err != nil {
+			return found, err
 		}
-		if err := p.rollOutReplica(ctx, rs, instances); err != nil {
-			return err
+		if err := s.rollOutReplica(ctx, rs, instances); err != nil {
+			return found, err
 		}
 	}
 	if rs.TargetPrimary != "" {
 		// A failover or switchover goes on: look again soon.
-		p.pollAfter = min(p.pollAfter, time.Second)
+		found.pollAfter = min(found.pollAfter, time.Second)
 	}
 	rs.Instances = instanceStatuses(rs, instances)
-	p.replicating = replicatingCondition(rs, instances, last, p.desiredReplicas())
-	return nil
+	found.condition = replicatingCondition(rs, instances, last, desired)
+	return found, nil
 }
 
-// desiredReplicas is spec.replicas, 1 when unset.
-func (p *pass) desiredReplicas() int32 {
-	if p.db.Spec.Replicas == nil {
-		return 1
+// synchronousReplicas is how many replicas the primary's commits wait for
+// under spec.replication.synchronous (ha.SynchronousReplicas).
+func synchronousReplicas(spec *dbv1alpha1.ReplicationSpec, streaming int, desired int32) int32 {
+	if spec == nil || spec.Synchronous == nil {
+		return 0
 	}
-	return *p.db.Spec.Replicas
+	s := spec.Synchronous
+	return ha.SynchronousReplicas(s.Number, s.Durability() == dbv1alpha1.DataDurabilityPreferred, streaming, desired)
 }
 
-// SynchronousStandbyNames is the primary's synchronous_standby_names for
-// spec, with streaming replicas streaming now and desired pods in all:
-// a quorum of number of any replicas ("ANY n (*)"), at most all of them.
-// Preferred durability drops to asynchronous ("") while fewer than number
-// stream, so that writes go on; Required keeps the quorum, and writes
-// wait. A Database of one pod has no replica to wait for.
-func SynchronousStandbyNames(spec *dbv1alpha1.ReplicationSpec, streaming int, desired int32) string {
-	if spec == nil || spec.Synchronous == nil || desired < 2 {
-		return ""
-	}
-	n := min(spec.Synchronous.Number, desired-1)
-	if spec.Synchronous.DataDurability == dbv1alpha1.DataDurabilityPreferred && int32(streaming) < n {
-		return ""
-	}
-	return fmt.Sprintf("ANY %d (*)", n)
-}
-
-// ensureSynchronous brings the serving primary's synchronous_standby_names
+// ensureSynchronous brings the serving primary's synchronous replication
 // to what spec.replication.synchronous asks for.
-func (p *pass) ensureSynchronous(ctx context.Context, rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance, cred pgsql.Credentials, port int32) error {
+func (s *replicaSet) ensureSynchronous(ctx context.Context, rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) error {
 	primary, ok := instances[rs.Primary]
 	if !ok || !primary.ha.Serving() {
 		return nil
@@ -248,15 +252,15 @@ func (p *pass) ensureSynchronous(ctx context.Context, rs *dbv1alpha1.Replication
 			streaming++
 		}
 	}
-	want := SynchronousStandbyNames(p.db.Spec.Replication, streaming, p.desiredReplicas())
-	if primary.facts.SynchronousStandbyNames == want {
+	want := synchronousReplicas(s.p.db.Spec.Replication, streaming, s.p.db.Spec.DesiredReplicas())
+	if primary.facts.Synchronous == want {
 		return nil
 	}
-	if err := p.r.sql.SetSynchronous(ctx, primary.pod.Status.PodIP, port, cred, want); err != nil {
+	if err := s.client.SetSynchronous(ctx, primary.pod.Status.PodIP, s.port, s.cred, want); err != nil {
 		return err
 	}
-	klog.FromContext(ctx).V(2).Info("Set synchronous_standby_names", "pod", klog.KObj(primary.pod), "value", want)
-	primary.facts.SynchronousStandbyNames = want
+	klog.FromContext(ctx).V(2).Info("Set synchronous replication", "pod", klog.KObj(primary.pod), "replicas", want)
+	primary.facts.Synchronous = want
 	return nil
 }
 
@@ -265,8 +269,8 @@ const revisionLabel = "controller-revision-hash"
 
 // outdated reports whether i's pod runs an earlier revision than the
 // StatefulSet's update revision.
-func (p *pass) outdated(i *instance) bool {
-	sts := p.statefulSet
+func (s *replicaSet) outdated(i *instance) bool {
+	sts := s.sts
 	return sts != nil && sts.Status.UpdateRevision != "" && i.pod.Labels[revisionLabel] != sts.Status.UpdateRevision
 }
 
@@ -274,9 +278,9 @@ func (p *pass) outdated(i *instance) bool {
 // no failover or switchover is under way, the primary serves, every pod
 // that spec.replicas asks for exists and is ready, and every replica
 // streams from the primary.
-func (p *pass) settledForRollout(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
+func (s *replicaSet) settledForRollout(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
 	primary, ok := instances[rs.Primary]
-	if rs.TargetPrimary != "" || !ok || !primary.ha.Serving() || int32(len(instances)) != p.desiredReplicas() {
+	if rs.TargetPrimary != "" || !ok || !primary.ha.Serving() || int32(len(instances)) != s.p.db.Spec.DesiredReplicas() {
 		return false
 	}
 	for name, i := range instances {
@@ -291,12 +295,12 @@ func (p *pass) settledForRollout(rs *dbv1alpha1.ReplicationStatus, instances map
 // the replica to switch over to: the most advanced one that streams (then
 // the lowest ordinal). "" otherwise, and when spec.replication.primary
 // names the primary to keep (the primary then restarts in place, last).
-func (p *pass) rolloutTarget(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) string {
-	if spec := p.db.Spec.Replication; spec != nil && spec.Primary != "" {
+func (s *replicaSet) rolloutTarget(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) string {
+	if spec := s.p.db.Spec.Replication; spec != nil && spec.Primary != "" {
 		return ""
 	}
 	primary, ok := instances[rs.Primary]
-	if !ok || !p.outdated(primary) || !p.settledForRollout(rs, instances) {
+	if !ok || !s.outdated(primary) || !s.settledForRollout(rs, instances) {
 		return ""
 	}
 	var best *instance
@@ -305,10 +309,10 @@ func (p *pass) rolloutTarget(rs *dbv1alpha1.ReplicationStatus, instances map[str
 		if name == rs.Primary {
 			continue
 		}
-		if p.outdated(i) {
+		if s.outdated(i) {
 			return ""
 		}
-		if best == nil || i.ha.ReceivedLSN > best.ha.ReceivedLSN {
+		if best == nil || i.ha.Received > best.ha.Received {
 			best = i
 		}
 	}
@@ -324,41 +328,41 @@ func (p *pass) rolloutTarget(rs *dbv1alpha1.ReplicationStatus, instances map[str
 // Database has settled again; the primary last, only when a switchover
 // cannot move the role away first (spec.replication.primary keeps it, or
 // it is the only pod).
-func (p *pass) rollOutReplica(ctx context.Context, rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) error {
+func (s *replicaSet) rollOutReplica(ctx context.Context, rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) error {
 	primary, ok := instances[rs.Primary]
 	if !ok || !primary.ha.Serving() {
 		return nil
 	}
-	if p.outdated(primary) && !p.anyReplicaStreams(rs, instances) {
+	if s.outdated(primary) && !anyReplicaStreams(rs, instances) {
 		// Alone, as when a single server is scaled up into a replicated
 		// Database: no replica can take over, and the new ones may need the
 		// new revision of the primary to clone from it (its replication
 		// access). It restarts in place.
-		return p.restartForRollout(ctx, primary)
+		return s.restartForRollout(ctx, primary)
 	}
-	if !p.settledForRollout(rs, instances) {
+	if !s.settledForRollout(rs, instances) {
 		return nil
 	}
 	names := sortedNames(instances)
 	var victim *instance
 	for k := len(names) - 1; k >= 0; k-- {
-		if i := instances[names[k]]; names[k] != rs.Primary && p.outdated(i) {
+		if i := instances[names[k]]; names[k] != rs.Primary && s.outdated(i) {
 			victim = i
 			break
 		}
 	}
 	if victim == nil {
 		primary := instances[rs.Primary]
-		if !p.outdated(primary) || (len(instances) > 1 && p.rolloutTarget(rs, instances) != "") {
+		if !s.outdated(primary) || (len(instances) > 1 && s.rolloutTarget(rs, instances) != "") {
 			return nil
 		}
 		victim = primary
 	}
-	return p.restartForRollout(ctx, victim)
+	return s.restartForRollout(ctx, victim)
 }
 
 // anyReplicaStreams reports whether a ready replica streams from the primary.
-func (p *pass) anyReplicaStreams(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
+func anyReplicaStreams(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
 	for name, i := range instances {
 		if name != rs.Primary && i.ha.Ready && i.ha.Upstream == rs.Primary {
 			return true
@@ -368,12 +372,12 @@ func (p *pass) anyReplicaStreams(rs *dbv1alpha1.ReplicationStatus, instances map
 }
 
 // restartForRollout restarts victim at the StatefulSet's update revision.
-func (p *pass) restartForRollout(ctx context.Context, victim *instance) error {
-	if err := p.restart(ctx, victim, "at the StatefulSet's update revision"); err != nil {
+func (s *replicaSet) restartForRollout(ctx context.Context, victim *instance) error {
+	if err := s.p.restart(ctx, victim, "at the StatefulSet's update revision"); err != nil {
 		return err
 	}
-	klog.FromContext(ctx).V(2).Info("Rolling out", "pod", klog.KObj(victim.pod), "revision", p.statefulSet.Status.UpdateRevision)
-	p.r.recorder.Eventf(p.db, corev1.EventTypeNormal, ReasonRollingOut, "Restarting %s at the new revision of the pods", victim.pod.Name)
+	klog.FromContext(ctx).V(2).Info("Rolling out", "pod", klog.KObj(victim.pod), "revision", s.sts.Status.UpdateRevision)
+	s.p.r.recorder.Eventf(s.p.db, corev1.EventTypeNormal, ReasonRollingOut, "Restarting %s at the new revision of the pods", victim.pod.Name)
 	return nil
 }
 
@@ -393,22 +397,20 @@ func primaryLost(rs *dbv1alpha1.ReplicationStatus) bool { return rs.PrimaryLostS
 
 // observation is what the decision reads, and keeps the time the primary
 // was first seen not serving.
-func (p *pass) observation(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) ha.Observation {
-	now := p.r.clock.Now()
-	o := ha.Observation{Now: now, Primary: rs.Primary, Target: rs.TargetPrimary, FailoverDelay: DefaultFailoverDelay}
+func (s *replicaSet) observation(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) ha.Observation {
+	db := s.p.db
+	now := s.p.r.clock.Now()
+	o := ha.Observation{Now: now, Primary: rs.Primary, Target: rs.TargetPrimary, FailoverDelay: db.Spec.FailoverDelay(), Terms: s.client.Terms()}
 	for _, name := range sortedNames(instances) {
 		o.Instances = append(o.Instances, instances[name].ha)
 	}
-	if spec := p.db.Spec.Replication; spec != nil {
+	if spec := db.Spec.Replication; spec != nil {
 		o.Requested = spec.Primary
-		if spec.FailoverDelaySeconds != nil {
-			o.FailoverDelay = time.Duration(*spec.FailoverDelaySeconds) * time.Second
-		}
 	}
-	if want := p.db.Spec.Replicas; want != nil && *want > 0 && o.Requested == "" {
+	if want := db.Spec.DesiredReplicas(); want > 0 && o.Requested == "" {
 		// Scaling down below the primary: move the role to the first pod.
-		if ordinal, ok := names.Ordinal(p.db, rs.Primary); ok && int32(ordinal) >= *want {
-			o.Requested = names.PodName(p.db, 0)
+		if ordinal, ok := names.Ordinal(db, rs.Primary); ok && int32(ordinal) >= want {
+			o.Requested = names.PodName(db, 0)
 		}
 	}
 	if rs.Primary != "" && rs.TargetPrimary == "" {
@@ -425,28 +427,29 @@ func (p *pass) observation(rs *dbv1alpha1.ReplicationStatus, instances map[strin
 	return o
 }
 
-// probeAll asks every pod's server, at once, what it is.
-func (p *pass) probeAll(ctx context.Context, cred pgsql.Credentials, port int32) map[string]*instance {
+// probeAll asks the server of every pod of pods, at once, what it is.
+func (s *replicaSet) probeAll(ctx context.Context, pods []*corev1.Pod) map[string]*instance {
 	instances := map[string]*instance{}
 	var wg sync.WaitGroup
-	for _, pod := range p.pods {
-		ordinal, ok := names.Ordinal(p.db, pod.Name)
+	now := s.p.r.clock.Now()
+	for _, pod := range pods {
+		ordinal, ok := names.Ordinal(s.p.db, pod.Name)
 		if !ok {
 			continue
 		}
 		i := &instance{pod: pod, ha: ha.Instance{Name: pod.Name, Ordinal: ordinal, Role: ha.Role(pod.Labels[dbv1alpha1.LabelRole]),
-			Ready: podReady(pod) && pod.DeletionTimestamp == nil, Terminating: terminating(pod, p.r.clock.Now())}}
+			Ready: podReady(pod) && pod.DeletionTimestamp == nil, Terminating: terminating(pod, now)}}
 		instances[pod.Name] = i
-		wg.Go(func() { p.probe(ctx, i, cred, port) })
+		wg.Go(func() { s.probe(ctx, i) })
 	}
 	wg.Wait()
 	// A replica streams from the primary when the primary says so.
 	for _, i := range instances {
-		if !i.ha.Reachable || i.ha.InRecovery {
+		if !i.ha.Reachable || i.ha.Replica {
 			continue
 		}
-		for _, s := range i.facts.Standbys {
-			if r, ok := instances[s.Name]; ok && s.Streaming && r.ha.InRecovery {
+		for _, st := range i.facts.Standbys {
+			if r, ok := instances[st.Name]; ok && st.Streaming && r.ha.Replica {
 				r.ha.Upstream = i.ha.Name
 			}
 		}
@@ -456,12 +459,12 @@ func (p *pass) probeAll(ctx context.Context, cred pgsql.Credentials, port int32)
 
 // probe asks i's server what it is; a server that does not answer, or
 // answers as another pod, is not reachable.
-func (p *pass) probe(ctx context.Context, i *instance, cred pgsql.Credentials, port int32) {
+func (s *replicaSet) probe(ctx context.Context, i *instance) {
 	i.ha.Reachable = false
 	if i.pod.Status.PodIP == "" || i.pod.DeletionTimestamp != nil {
 		return
 	}
-	facts, err := p.r.sql.Probe(ctx, i.pod.Status.PodIP, port, cred)
+	facts, err := s.client.Probe(ctx, i.pod.Status.PodIP, s.port, s.cred)
 	if err != nil {
 		klog.FromContext(ctx).V(4).Info("Server does not answer", "pod", klog.KObj(i.pod), "err", err)
 		return
@@ -471,13 +474,12 @@ func (p *pass) probe(ctx context.Context, i *instance, cred pgsql.Credentials, p
 		return
 	}
 	i.facts = facts
-	i.ha.Reachable, i.ha.InRecovery, i.ha.Timeline = true, facts.InRecovery, facts.Timeline
-	i.ha.ReceivedLSN, i.ha.ReplayedLSN, i.ha.WrittenLSN, i.ha.Fenced = facts.ReceivedLSN, facts.ReplayedLSN, facts.WrittenLSN, facts.Fenced
+	i.ha = ha.Observe(i.ha, facts)
 }
 
 // setRole sets (or with "" removes) the role label of i's pod, on the pod
 // the decision was made on (its UID), and records it for the next step.
-func (p *pass) setRole(ctx context.Context, i *instance, role string) error {
+func (s *replicaSet) setRole(ctx context.Context, i *instance, role string) error {
 	var value interface{}
 	if role != "" {
 		value = role
@@ -489,7 +491,7 @@ func (p *pass) setRole(ctx context.Context, i *instance, role string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := p.r.kube.CoreV1().Pods(i.pod.Namespace).Patch(ctx, i.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := s.p.r.kube.CoreV1().Pods(i.pod.Namespace).Patch(ctx, i.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("setting the role label of %s: %w", i.pod.Name, err)
 	}
 	i.ha.Role = ha.Role(role)
@@ -499,7 +501,7 @@ func (p *pass) setRole(ctx context.Context, i *instance, role string) error {
 // instanceStatuses reports each pod in the status, by name.
 func instanceStatuses(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) []dbv1alpha1.InstanceStatus {
 	lag := map[string]int64{}
-	if pr, ok := instances[rs.Primary]; ok && pr.ha.Reachable && !pr.ha.InRecovery {
+	if pr, ok := instances[rs.Primary]; ok && pr.ha.Reachable && !pr.ha.Replica {
 		for _, s := range pr.facts.Standbys {
 			lag[s.Name] = s.LagBytes
 		}
@@ -510,12 +512,12 @@ func instanceStatuses(rs *dbv1alpha1.ReplicationStatus, instances map[string]*in
 		st := dbv1alpha1.InstanceStatus{Name: name}
 		switch {
 		case !i.ha.Reachable:
-		case !i.ha.InRecovery && name == rs.Primary:
+		case !i.ha.Replica && name == rs.Primary:
 			st.Role = dbv1alpha1.RolePrimary
-		case i.ha.InRecovery:
+		case i.ha.Replica:
 			st.Role = dbv1alpha1.RoleReplica
 		}
-		if i.ha.Reachable && i.ha.InRecovery && i.ha.Upstream == rs.Primary && rs.Primary != "" {
+		if i.ha.Reachable && i.ha.Replica && i.ha.Upstream == rs.Primary && rs.Primary != "" {
 			st.Streaming = true
 			if l, ok := lag[name]; ok {
 				st.LagBytes = &l

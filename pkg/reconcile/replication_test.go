@@ -1,35 +1,520 @@
 package reconcile
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
-func TestSynchronousStandbyNames(t *testing.T) {
-	sync := func(n int32, d dbv1alpha1.DataDurability) *dbv1alpha1.ReplicationSpec {
-		return &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: n, DataDurability: d}}
+// podIP is the address of the fixture's pod of ordinal k.
+func podIP(k int) string { return fmt.Sprintf("192.0.2.%d", 10+k) }
+
+// replicatedPod is pod k of db, ready or not, with the role label role.
+func replicatedPod(db *dbv1alpha1.Database, k int, role string, ready bool) *corev1.Pod {
+	labels := names.SelectorLabels(db)
+	// The revision rolledOut gives the StatefulSet.
+	labels["controller-revision-hash"] = "rev-1"
+	if role != "" {
+		labels[dbv1alpha1.LabelRole] = role
 	}
+	cond := corev1.ConditionFalse
+	if ready {
+		cond = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: names.PodName(db, k), Namespace: db.Namespace, UID: types.UID(fmt.Sprintf("%s-%d-uid", db.Name, k)),
+			Labels: labels, ResourceVersion: "7"},
+		Status: corev1.PodStatus{PodIP: podIP(k), Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}}},
+	}
+}
+
+// primaryFacts and replicaFacts are servers as they answer: a primary at
+// WAL position lsn that streams to the replicas named, and a replica that
+// received and replayed up to lsn.
+func primaryFacts(name string, lsn uint64, standbys ...string) *ha.Facts {
+	f := &ha.Facts{Name: name, Written: lsn}
+	for _, s := range standbys {
+		f.Standbys = append(f.Standbys, ha.Standby{Name: s, Streaming: true})
+	}
+	return f
+}
+
+func replicaFacts(name string, lsn uint64) *ha.Facts {
+	return &ha.Facts{Name: name, Replica: true, Received: lsn, Applied: lsn}
+}
+
+// convergedReplicated seeds a replicated PostgreSQL Database that reached
+// Running with orders-0 as its primary and every other pod streaming from
+// it, as the controller last wrote it, and its servers answering so.
+func (f *fixture) convergedReplicated(db *dbv1alpha1.Database) {
+	n := int(*db.Spec.Replicas)
+	rs := &dbv1alpha1.ReplicationStatus{Primary: names.PodName(db, 0)}
+	f.sql.Facts = map[string]*ha.Facts{}
+	var standbys []string
+	for k := range n {
+		name := names.PodName(db, k)
+		is := dbv1alpha1.InstanceStatus{Name: name, Role: dbv1alpha1.RolePrimary}
+		role := dbv1alpha1.RolePrimary
+		if k > 0 {
+			role = dbv1alpha1.RoleReplica
+			is = dbv1alpha1.InstanceStatus{Name: name, Role: dbv1alpha1.RoleReplica, Streaming: true, LagBytes: ptr.To[int64](0)}
+			standbys = append(standbys, name)
+			f.sql.Facts[podIP(k)] = replicaFacts(name, 100)
+		}
+		rs.Instances = append(rs.Instances, is)
+		f.seed(replicatedPod(db, k, role, true))
+	}
+	f.sql.Facts[podIP(0)] = primaryFacts(names.PodName(db, 0), 100, standbys...)
+	db.Status.Replication = rs
+	p := desired(f.t, db)
+	ro := &corev1.Service{}
+	if err := builder.Convert(p.ReadOnlyService, ro); err != nil {
+		f.t.Fatal(err)
+	}
+	sts, _, _, _ := f.converged(db)
+	replicating := &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: metav1.ConditionTrue, Reason: status.ReasonStreaming,
+		Message: fmt.Sprintf("orders-0 is the primary; %d/%d replicas stream from it", n-1, n-1)}
+	e := profile(f.t, db)
+	image, _ := e.Image(db.Spec.Version, db.Spec.Image)
+	db.Status = status.Compute(status.Input{Database: db, Endpoint: names.Endpoint(db, e.Runtime().Port), StatefulSet: sts, Image: image,
+		Replication: rs, Replicating: replicating, Now: metav1.NewTime(testNow.Add(-time.Hour))})
+	ro.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	f.seed(ro)
+}
+
+// expectPodRole expects the role label of pod k of db set (or removed, with
+// ""), on that pod's UID.
+func (f *fixture) expectPodRole(db *dbv1alpha1.Database, k int, role string) {
+	var value any
+	if role != "" {
+		value = role
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": fmt.Sprintf("%s-%d-uid", db.Name, k), "labels": map[string]any{dbv1alpha1.LabelRole: value}}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(podsResource, db.Namespace, names.PodName(db, k), types.MergePatchType, patch))
+}
+
+// replicatedStatus is the status the controller writes for a replicated
+// Database whose pods are all ready at spec.version.
+func replicatedStatus(db *dbv1alpha1.Database, phase dbv1alpha1.Phase, rs *dbv1alpha1.ReplicationStatus,
+	readyStatus metav1.ConditionStatus, readyReason, readyMsg string,
+	progStatus metav1.ConditionStatus, progReason, progMsg string,
+	replStatus metav1.ConditionStatus, replReason, replMsg string) dbv1alpha1.DatabaseStatus {
+	n := *db.Spec.Replicas
+	st := wantStatus(db, phase, n, n, db.Spec.Version, readyStatus, readyReason, readyMsg, progStatus, progReason, progMsg)
+	st.Replication = rs
+	st.Conditions = append(st.Conditions, metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: replStatus, Reason: replReason,
+		Message: replMsg, ObservedGeneration: db.Generation, LastTransitionTime: metav1.NewTime(testNow)})
+	return st
+}
+
+// The first sync of a new replicated Database whose pods serve: orders-0
+// out of recovery is recorded as the target before any label is given,
+// then labelled primary, recorded as the primary, and the replicas that
+// stream from it labelled replica.
+func TestReplicationFirstPrimary(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	f.convergedReplicated(db)
+	// As created: no role labels, no replication status yet, never Running.
+	db.Status.Replication = nil
+	db.Status.CurrentVersion = ""
+	db.Status.Conditions = db.Status.Conditions[:2]
+	for _, pod := range f.podLister {
+		delete(pod.Labels, dbv1alpha1.LabelRole)
+	}
+	// The plan of the first sync: the client Service selects every pod
+	// until a primary is recorded; the children are as that plan makes them.
+	f.serviceLister[1].Spec.Selector = names.SelectorLabels(db)
+	f.serviceLister[1].Annotations = expectedService(t, db).Annotations
+	f.statefulSetLister[0].Annotations = expectedStatefulSet(t, db).Annotations
+
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	target := &dbv1alpha1.ReplicationStatus{TargetPrimary: "orders-0"}
+	f.expectStatusUpdate(db, replicatedStatus(db, "Provisioning", target,
+		"False", "NoPrimary", "making orders-0 the first primary",
+		"True", "NoPrimary", "making orders-0 the first primary",
+		"False", "NoPrimary", "making orders-0 the first primary"))
+	f.expectPodRole(db, 0, "primary")
+	f.expectPodRole(db, 1, "replica")
+	f.expectPodRole(db, 2, "replica")
+	done := &dbv1alpha1.ReplicationStatus{Primary: "orders-0", Instances: []dbv1alpha1.InstanceStatus{
+		{Name: "orders-0", Role: "primary"},
+		{Name: "orders-1", Role: "replica", Streaming: true, LagBytes: ptr.To[int64](0)},
+		{Name: "orders-2", Role: "replica", Streaming: true, LagBytes: ptr.To[int64](0)},
+	}}
+	f.expectStatusUpdate(db, replicatedStatus(db, "Running", done,
+		"True", "AllReplicasReady", "3/3 replicas are ready",
+		"False", "Converged", "the Database matches its spec",
+		"True", "Streaming", "orders-0 is the primary; 2/2 replicas stream from it"))
+	f.events = []string{"Normal PrimaryChosen first primary: orders-0 runs out of recovery", "Normal Running"}
+	f.run(ctx, ref(db), pollServers)
+}
+
+// The primary's pod stopped answering 40 s ago, past the default delay of
+// 30 s: the replica with the most WAL received is recorded as the target,
+// the old primary loses its label before anything is promoted, the target
+// is promoted, labelled, and recorded as the primary.
+func TestReplicationFailover(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	f.convergedReplicated(db)
+	lost := metav1.NewTime(testNow.Add(-40 * time.Second))
+	db.Status.Replication.PrimaryLostSince = &lost
+	f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
+	delete(f.sql.Facts, podIP(0))
+	f.sql.Facts[podIP(1)] = replicaFacts("orders-1", 90)
+	f.sql.Facts[podIP(2)] = replicaFacts("orders-2", 120)
+
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	target := db.Status.Replication.DeepCopy()
+	target.TargetPrimary = "orders-2"
+	f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
+		"False", "FailingOver", "making orders-2 the primary",
+		"True", "FailingOver", "making orders-2 the primary",
+		"False", "FailingOver", "making orders-2 the primary"))
+	f.expectPodRole(db, 0, "")
+	f.expectPodRole(db, 2, "primary")
+	done := &dbv1alpha1.ReplicationStatus{Primary: "orders-2", Instances: []dbv1alpha1.InstanceStatus{
+		{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "primary"},
+	}}
+	st := replicatedStatus(db, "Running", done,
+		"True", "AllReplicasReady", "3/3 replicas are ready",
+		"False", "Converged", "the Database matches its spec",
+		"False", "ReplicasNotStreaming", "orders-2 is the primary; 0/2 replicas stream from it; not streaming yet: orders-0, orders-1")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{
+		"Warning FailingOver primary orders-0 has not served for 40s; failing over to orders-2, the replica with the most WAL received",
+		"Normal PrimaryChanged orders-2 is the primary, in place of orders-0",
+		"Normal Running",
+	}
+	f.run(ctx, ref(db), pollServers)
+	want := []string{"probe 192.0.2.10 as postgres", "probe 192.0.2.11 as postgres", "probe 192.0.2.12 as postgres", "promote 192.0.2.12", "probe 192.0.2.12 as postgres"}
+	if got := append(sortedCopy(f.sql.Calls()[:3]), f.sql.Calls()[3:]...); !reflect.DeepEqual(got, want) {
+		t.Errorf("SQL calls = %q, want %q", got, want)
+	}
+}
+
+// The primary stopped answering just now (a restart): no failover; the
+// time is recorded, the Database is not Running, and it is looked at again
+// when the delay ends.
+func TestReplicationPrimaryRestartIsNoFailover(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 2)
+	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{FailoverDelaySeconds: ptr.To[int32](20)}
+	f.convergedReplicated(db)
+	f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
+	delete(f.sql.Facts, podIP(0))
+	f.sql.Facts[podIP(1)] = replicaFacts("orders-1", 100)
+
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	now := metav1.NewTime(testNow)
+	rs := &dbv1alpha1.ReplicationStatus{Primary: "orders-0", PrimaryLostSince: &now, Instances: []dbv1alpha1.InstanceStatus{
+		{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}}}
+	msg := "primary orders-0 does not serve; failing over if it does not serve again within 20s"
+	f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
+	// Looked at again at the servers' pace, not at once.
+	f.run(ctx, ref(db), pollServers)
+	var recheck *RecheckError
+	if errors.As(f.err, &recheck); recheck.After != ReplicationPoll {
+		t.Errorf("looked at again after %s, want %s", recheck.After, ReplicationPoll)
+	}
+}
+
+// A switchover to orders-1, as asked: no acknowledged write may be lost, so
+// the old primary is fenced (it refuses writes and is marked to rejoin as a
+// replica) and stopped only once orders-1 has received all it wrote; then
+// orders-1 is promoted.
+func TestReplicationSwitchover(t *testing.T) {
 	for _, tt := range []struct {
-		name      string
-		spec      *dbv1alpha1.ReplicationSpec
-		streaming int
-		desired   int32
-		want      string
-	}{
-		{"no replication spec: asynchronous", nil, 2, 3, ""},
-		{"no synchronous: asynchronous", &dbv1alpha1.ReplicationSpec{}, 2, 3, ""},
-		{"a quorum of one", sync(1, dbv1alpha1.DataDurabilityRequired), 2, 3, "ANY 1 (*)"},
-		{"required: the quorum stays while too few stream, and writes wait", sync(2, dbv1alpha1.DataDurabilityRequired), 1, 3, "ANY 2 (*)"},
-		{"preferred: asynchronous while too few stream", sync(2, dbv1alpha1.DataDurabilityPreferred), 1, 3, ""},
-		{"preferred: the quorum once enough stream", sync(2, dbv1alpha1.DataDurabilityPreferred), 2, 3, "ANY 2 (*)"},
-		{"never more than the replicas there are (scaled down)", sync(2, dbv1alpha1.DataDurabilityRequired), 1, 2, "ANY 1 (*)"},
-		{"one pod: no replica to wait for", sync(1, dbv1alpha1.DataDurabilityRequired), 0, 1, ""},
-	} {
+		name     string
+		received uint64
+	}{{"the replica has all the WAL", 100}, {"the replica lags behind", 90}} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := SynchronousStandbyNames(tt.spec, tt.streaming, tt.desired); got != tt.want {
-				t.Errorf("SynchronousStandbyNames = %q, want %q", got, tt.want)
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 2)
+			db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Primary: "orders-1"}
+			f.convergedReplicated(db)
+			db.Generation = 2
+			f.sql.Facts[podIP(1)].Received = tt.received
+
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			target := db.Status.Replication.DeepCopy()
+			target.TargetPrimary = "orders-1"
+			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
+				"False", "FailingOver", "making orders-1 the primary",
+				"True", "FailingOver", "making orders-1 the primary",
+				"False", "FailingOver", "making orders-1 the primary"))
+			f.expectPodRole(db, 0, "")
+			f.events = []string{"Normal SwitchingOver switchover to orders-1 as asked",
+				"Normal Fenced orders-0 still accepts writes; it is fenced before orders-1 is promoted"}
+			if tt.received < 100 {
+				// It waits for the WAL: the old primary runs on, fenced.
+				rs := target.DeepCopy()
+				// orders-0 is still the primary, fenced, and orders-1 streams from it.
+				rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0", Role: "primary"},
+					{Name: "orders-1", Role: "replica", Streaming: true, LagBytes: ptr.To[int64](0)}}
+				msg := "making orders-1 the primary: waiting for orders-1 to receive the WAL of orders-0 up to 0/64 before it is promoted"
+				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+				f.run(ctx, ref(db), pollServers)
+				return
 			}
+			// Stopped: its clean shutdown sends its last WAL, its shutdown
+			// checkpoint included, before anything is promoted.
+			f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
+				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
+			rs := target.DeepCopy()
+			rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica", Streaming: true}}
+			msg := "making orders-1 the primary: waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
+			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+			f.run(ctx, ref(db), pollServers)
 		})
 	}
+	t.Run("the old primary has shut down", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 2)
+		db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Primary: "orders-1"}
+		f.convergedReplicated(db)
+		db.Status.Replication.TargetPrimary = "orders-1"
+		f.podLister = f.podLister[1:]
+		delete(f.sql.Facts, podIP(0))
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.expectPodRole(db, 1, "primary")
+		done := &dbv1alpha1.ReplicationStatus{Primary: "orders-1", Instances: []dbv1alpha1.InstanceStatus{{Name: "orders-1", Role: "primary"}}}
+		st := replicatedStatus(db, "Running", done,
+			"True", "AllReplicasReady", "2/2 replicas are ready",
+			"False", "Converged", "the Database matches its spec",
+			"False", "ReplicasNotStreaming", "orders-1 is the primary; 0/1 replicas stream from it")
+		keepTransitionTime(&st, "Ready")
+		keepTransitionTime(&st, "Progressing")
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal PrimaryChanged orders-1 is the primary, in place of orders-0"}
+		f.run(ctx, ref(db), pollServers)
+		if want := []string{"probe 192.0.2.11 as postgres", "promote 192.0.2.11", "probe 192.0.2.11 as postgres"}; !reflect.DeepEqual(f.sql.Calls(), want) {
+			t.Errorf("SQL calls = %q, want %q", f.sql.Calls(), want)
+		}
+	})
+}
+
+// rollingStatus is the status of a replicated Database of 3 ready pods
+// while a rollout has updated updated of them.
+func rollingStatus(db *dbv1alpha1.Database, rs *dbv1alpha1.ReplicationStatus, updated int,
+	replStatus metav1.ConditionStatus, replReason, replMsg string) dbv1alpha1.DatabaseStatus {
+	st := replicatedStatus(db, "Updating", rs,
+		"False", "ReplicasNotReady", "3/3 replicas are ready",
+		"True", "RollingUpdate", fmt.Sprintf("rolling out: %d/3 replicas updated, 3 ready", updated),
+		replStatus, replReason, replMsg)
+	if replStatus == "True" {
+		keepTransitionTime(&st, dbv1alpha1.ConditionReplicating)
+	}
+	return st
+}
+
+// A rollout of a replicated Database (its StatefulSet updates OnDelete):
+// the replica of the highest ordinal is restarted first, one pod per
+// settled Database; once only the primary runs the earlier revision, the
+// controller switches over to an updated replica, and the switchover stops
+// the old primary: it restarts last, and once.
+func TestReplicationRollout(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		outdated []int
+		expect   func(f *fixture, db *dbv1alpha1.Database)
+	}{
+		{name: "every pod outdated: the replica of the highest ordinal first", outdated: []int{0, 1, 2},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-2",
+					metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-2-uid"))}}))
+				f.expectStatusUpdate(db, rollingStatus(db, db.Status.Replication, 0,
+					"True", "Streaming", "orders-0 is the primary; 2/2 replicas stream from it"))
+				f.events = []string{"Normal RollingOut Restarting orders-2 at the new revision of the pods"}
+			}},
+		{name: "a replica not streaming: nothing restarted", outdated: []int{0, 1},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.sql.Facts[podIP(0)].Standbys = f.sql.Facts[podIP(0)].Standbys[:1]
+				rs := db.Status.Replication.DeepCopy()
+				rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2", Role: "replica"}
+				f.expectStatusUpdate(db, rollingStatus(db, rs, 1,
+					"False", "ReplicasNotStreaming", "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2"))
+			}},
+		{name: "only the primary outdated: switch over to the most advanced replica", outdated: []int{0},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.sql.Facts[podIP(2)].Received = 100
+				f.sql.Facts[podIP(1)].Received = 99
+				target := db.Status.Replication.DeepCopy()
+				target.TargetPrimary = "orders-2"
+				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
+					"False", "FailingOver", "making orders-2 the primary",
+					"True", "FailingOver", "making orders-2 the primary",
+					"False", "FailingOver", "making orders-2 the primary"))
+				f.expectPodRole(db, 0, "")
+				f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
+					metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
+				rs := target.DeepCopy()
+				rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica", Streaming: true}, {Name: "orders-2", Role: "replica", Streaming: true}}
+				msg := "making orders-2 the primary: waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
+				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+				f.events = []string{"Normal SwitchingOver switchover to orders-2 as asked",
+					"Normal Fenced orders-0 still accepts writes; it is fenced before orders-2 is promoted"}
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 3)
+			f.convergedReplicated(db)
+			f.statefulSetLister[0].Status.UpdateRevision = "rev-2"
+			f.statefulSetLister[0].Status.UpdatedReplicas = int32(3 - len(tt.outdated))
+			for _, k := range []int{0, 1, 2} {
+				if !slices.Contains(tt.outdated, k) {
+					f.podLister[k].Labels["controller-revision-hash"] = "rev-2"
+				}
+			}
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			tt.expect(f, db)
+			f.run(ctx, ref(db), pollServers)
+		})
+	}
+}
+
+// Synchronous replication asked for: the serving primary's
+// synchronous_standby_names is set over SQL, with no API write.
+func TestReplicationSynchronous(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: 1, DataDurability: dbv1alpha1.DataDurabilityRequired}}
+	f.convergedReplicated(db)
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.run(ctx, ref(db), pollServers)
+	probes := []string{"probe 192.0.2.10 as postgres", "probe 192.0.2.11 as postgres", "probe 192.0.2.12 as postgres"}
+	actiontest.CheckCalls(t, "SQL calls", append(probes, "set synchronous replicas of 192.0.2.10 to 1"), f.sql.Calls())
+	// Set: the next pass leaves it.
+	f.sql.ResetCalls()
+	r, recorder := f.newReconciler()
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+	actiontest.CheckCalls(t, "SQL calls of the next pass", probes, f.sql.Calls())
+}
+
+// A single server scaled up into a replicated Database: it runs the earlier
+// revision of the pods (no replication access yet), and no replica can
+// take over, so it restarts first, in place; and a replicated Database
+// scaled to 0 is no failover.
+func TestReplicationScaling(t *testing.T) {
+	t.Run("a lone primary of an earlier revision restarts in place", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 3)
+		f.convergedReplicated(db)
+		f.statefulSetLister[0].Status.UpdateRevision = "rev-2"
+		f.statefulSetLister[0].Status.UpdatedReplicas = 2
+		// orders-1 and orders-2 wait in their init containers to clone.
+		f.podLister[1].Labels["controller-revision-hash"] = "rev-2"
+		f.podLister[2].Labels["controller-revision-hash"] = "rev-2"
+		f.podLister[1].Status.Conditions[0].Status = corev1.ConditionFalse
+		f.podLister[2].Status.Conditions[0].Status = corev1.ConditionFalse
+		delete(f.sql.Facts, podIP(1))
+		delete(f.sql.Facts, podIP(2))
+		f.sql.Facts[podIP(0)].Standbys = nil
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
+			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
+		rs := db.Status.Replication.DeepCopy()
+		rs.Instances[1], rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-1"}, dbv1alpha1.InstanceStatus{Name: "orders-2"}
+		st := replicatedStatus(db, "Updating", rs,
+			"False", "ReplicasNotReady", "1/3 replicas are ready",
+			"True", "RollingUpdate", "rolling out: 2/3 replicas updated, 1 ready",
+			"False", "ReplicasNotStreaming", "orders-0 is the primary; 0/2 replicas stream from it; not streaming yet: orders-1, orders-2")
+		st.ReadyReplicas = 1
+		f.statefulSetLister[0].Status.ReadyReplicas = 1
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal RollingOut Restarting orders-0 at the new revision of the pods"}
+		f.run(ctx, ref(db), pollServers)
+	})
+	t.Run("scaled to 0: the primary stops and stays the primary", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 3)
+		f.convergedReplicated(db)
+		db.Spec.Replicas = ptr.To[int32](0)
+		db.Generation = 2
+		// The StatefulSet stops the pods from the highest ordinal: the
+		// primary's pod is going, and no replica is promoted.
+		f.podLister[0].DeletionTimestamp = &metav1.Time{Time: testNow.Add(30 * time.Second)}
+		delete(f.sql.Facts, podIP(0))
+
+		f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		rs := db.Status.Replication.DeepCopy()
+		rs.Instances[0] = dbv1alpha1.InstanceStatus{Name: "orders-0"}
+		rs.Instances[1].LagBytes, rs.Instances[2].LagBytes = nil, nil
+		rs.Instances[1].Streaming, rs.Instances[2].Streaming = false, false
+		st := replicatedStatus(db, "Updating", rs,
+			"False", "Stopping", "stopping: 3 replicas still running",
+			"True", "Stopping", "stopping: 3 replicas still running",
+			"False", "Stopped", "replicas is 0: no server runs; orders-0 stays the primary")
+		st.ReadyReplicas, st.Replicas = 3, 3
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+		f.run(ctx, ref(db), synced)
+		for _, call := range f.sql.Calls() {
+			if strings.HasPrefix(call, "promote") {
+				t.Errorf("scaling to 0 promoted a replica: %s", call)
+			}
+		}
+	})
+}
+
+// The superuser credentials are read from the Secret once per version of
+// it: a second pass over an unchanged replicated Database reads nothing,
+// and one after the Secret changed reads it again.
+func TestReplicationReadsCredentialsOncePerSecretVersion(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	f.convergedReplicated(db)
+	r, recorder := f.newReconciler()
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+
+	f.kubeactions = nil
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+
+	rotated := f.secretLister[0].DeepCopy()
+	rotated.ResourceVersion = "rotated"
+	if err := f.caches.Secrets.Update(rotated); err != nil {
+		t.Fatal(err)
+	}
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 }

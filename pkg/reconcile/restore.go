@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -30,7 +31,7 @@ func (p *pass) restoreSource() (*builder.RestoreSource, error) {
 		return nil, nil
 	}
 	name := db.Spec.Restore.Backup
-	b, err := p.r.backups.DatabaseBackups(db.Namespace).Get(name)
+	b, err := p.read.backup(db.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, &status.Problem{Reason: status.ReasonRestoreWaiting, Recheck: true, Message: fmt.Sprintf(
 			"DatabaseBackup %s/%s does not exist; the Database waits for it before it creates anything (spec.restore cannot change: to restore another backup, delete this Database and create it again)",
@@ -71,19 +72,18 @@ func phaseOrPending(p dbv1alpha1.BackupPhase) dbv1alpha1.BackupPhase {
 	return p
 }
 
-// restoreInput is what the status reads of the restore: whether the pods
-// still restore, and what the last attempt failed on, from the pods'
-// termination messages.
-func (p *pass) restoreInput() *status.Restore {
-	db := p.db
+// restoreInput is what the status reads of db's restore: whether the pods
+// of sts still restore, and what the last attempt failed on, from the
+// pods' termination messages.
+func restoreInput(db *dbv1alpha1.Database, sts *appsv1.StatefulSet, pods []*corev1.Pod) *status.Restore {
 	if db.Spec.Restore == nil {
 		return nil
 	}
-	in := &status.Restore{Backup: db.Spec.Restore.Backup, InTemplate: builder.Restores(p.statefulSet)}
+	in := &status.Restore{Backup: db.Spec.Restore.Backup, InTemplate: builder.Restores(sts)}
 	if !in.InTemplate {
 		return in
 	}
-	for _, pod := range p.pods {
+	for _, pod := range pods {
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
 			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
 				if t != nil && t.ExitCode != 0 && t.Message != "" {

@@ -11,28 +11,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/backup"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	dbapply "github.com/dbcontroller/database-controller/pkg/generated/applyconfiguration/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
-// replicationStatus is the replication status to write: this pass's, or,
-// when the pass did not reach the replication step, the stored one.
-func (p *pass) replicationStatus() *dbv1alpha1.ReplicationStatus {
-	if p.replication != nil {
-		return p.replication
+// replication is the replication status and Replicating condition to
+// write: those the pass found, or, when it did not reach the replication
+// step, the stored ones (the condition only while the Database is
+// replicated).
+func (p *pass) replication(f *findings) (*dbv1alpha1.ReplicationStatus, *metav1.Condition) {
+	if f.replication != nil {
+		return f.replication.status, f.replication.condition
 	}
-	return p.db.Status.Replication
-}
-
-// replicatingCondition is the Replicating condition to write: this
-// pass's, or the stored one while the Database is replicated and the pass
-// did not reach the replication step.
-func (p *pass) replicatingCondition() *metav1.Condition {
-	if p.replicating != nil || p.replicationStatus() == nil {
-		return p.replicating
+	rs := p.stored.Status.Replication
+	if rs == nil {
+		return nil, nil
 	}
-	return meta.FindStatusCondition(p.db.Status.Conditions, dbv1alpha1.ConditionReplicating)
+	return rs, meta.FindStatusCondition(p.stored.Status.Conditions, dbv1alpha1.ConditionReplicating)
 }
 
 // onlyPodCountChanged reports whether a Provisioning Database's new status
@@ -52,70 +49,75 @@ func onlyPodCountChanged(stored, computed dbv1alpha1.DatabaseStatus) bool {
 	return equality.Semantic.DeepEqual(stored, computed)
 }
 
-// writeStatus writes the status computed from the pass when it differs from
-// the stored one, and emits events for the transitions that matter to a
-// person: a new problem (Warning), and reaching Running.
-func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.Problem) error {
-	db := p.db
+// writeStatus computes the status from what the pass found, writes it
+// when it differs from the stored one, and emits events for the
+// transitions that matter to a person: a new problem (Warning), and
+// reaching Running. It returns why to look again soon, when what it
+// reported may change with time alone.
+func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Problem) (recheck string, err error) {
+	r, db := p.r, p.stored
 	var cause *status.Cause
-	if problem == nil && p.terminating == nil {
-		var err error
-		if cause, err = p.cause(); err != nil {
-			return err
+	if problem == nil && f.termination == nil {
+		if cause, recheck, err = p.cause(f); err != nil {
+			return "", err
 		}
 	}
-	backupCond, lastSchedule, err := p.backupCondition()
-	if err != nil {
-		return err
+	var scheduled []*dbv1alpha1.DatabaseBackup
+	if b := p.db.Spec.Backup; b != nil && b.Schedule != "" {
+		if scheduled, err = p.read.backupsOf(p.db); err != nil {
+			return "", err
+		}
 	}
+	backups := backup.Status(p.db, scheduled)
+	replication, replicating := p.replication(f)
 	newStatus := status.Compute(status.Input{
 		Cause:       cause,
 		Database:    db,
 		Endpoint:    p.plan.Endpoint,
-		StatefulSet: p.statefulSet,
+		StatefulSet: f.statefulSet,
 		Image:       p.plan.Image,
 		Problem:     problem,
 		EndOfLife:   p.plan.EndOfLife,
 		Now:         metav1.NewTime(r.clock.Now()),
 
 		NewFeatureCompatibilityVersion: p.plan.NewFeatureCompatibilityVersion,
-		FeatureCompatibilityVersionSet: p.featureCompatibilitySet,
-		FeatureCompatibility:           p.featureCompatibility,
-		Termination:                    p.terminating,
-		Restore:                        p.restoreInput(),
-		Backup:                         backupCond,
-		LastScheduleTime:               lastSchedule,
-		Replication:                    p.replicationStatus(),
-		Replicating:                    p.replicatingCondition(),
+		FeatureCompatibilityVersionSet: f.featureCompatibility.set,
+		FeatureCompatibility:           f.featureCompatibility.condition,
+		Termination:                    f.termination,
+		Restore:                        restoreInput(p.db, f.statefulSet, f.pods),
+		Backup:                         backups.Condition,
+		LastScheduleTime:               backups.LastScheduleTime,
+		Replication:                    replication,
+		Replicating:                    replicating,
 	})
 	if equality.Semantic.DeepEqual(db.Status, newStatus) || onlyPodCountChanged(db.Status, newStatus) {
-		return nil
+		return recheck, nil
 	}
 	// Server-side apply of the whole status: the controller owns every
 	// status field, and an apply needs no resourceVersion, so a lister that
 	// lags behind the last status write causes no conflict.
 	st := &dbapply.DatabaseStatusApplyConfiguration{}
 	if err := builder.Convert(newStatus, st); err != nil {
-		return err
+		return "", err
 	}
 	ac := dbapply.Database(db.Name, db.Namespace).WithStatus(st)
 	updated, err := r.dbs.DbcontrollerV1alpha1().Databases(db.Namespace).ApplyStatus(ctx, ac, repairOptions)
 	if err != nil {
-		return fmt.Errorf("updating status: %w", err)
+		return "", fmt.Errorf("updating status: %w", err)
 	}
 	// A later write in the same pass compares with what is stored now.
-	stored := p.db.DeepCopy()
+	stored := db.DeepCopy()
 	stored.Status = updated.Status
-	p.db = stored
+	p.stored = stored
 
 	oldReady := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
 	newReady := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReady)
-	if bc := backupCond; bc != nil && bc.Status == metav1.ConditionFalse {
+	if bc := backups.Condition; bc != nil && bc.Status == metav1.ConditionFalse {
 		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionBackup); old == nil || old.Reason != bc.Reason || old.Message != bc.Message {
 			r.recorder.Event(db, corev1.EventTypeWarning, bc.Reason, bc.Message)
 		}
 	}
-	if t := p.terminating; t != nil && t.Warning && (oldReady == nil || oldReady.Reason != t.Reason) {
+	if t := f.termination; t != nil && t.Warning && (oldReady == nil || oldReady.Reason != t.Reason) {
 		r.recorder.Event(db, corev1.EventTypeWarning, t.Reason, t.Message)
 	}
 	if problem != nil && (oldReady == nil || oldReady.Reason != problem.Reason || oldReady.Message != problem.Message) {
@@ -130,7 +132,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 		meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionVersionSupported) == nil {
 		r.recorder.Event(db, corev1.EventTypeWarning, eol.Reason, eol.Message)
 	}
-	if fc := p.featureCompatibility; fc != nil && fc.Reason == status.ReasonFCVFailed {
+	if fc := f.featureCompatibility.condition; fc != nil && fc.Reason == status.ReasonFCVFailed {
 		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionFeatureCompatibility); old == nil || old.Reason != fc.Reason {
 			r.recorder.Event(db, corev1.EventTypeWarning, fc.Reason, fc.Message)
 		}
@@ -138,5 +140,5 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, problem *status.P
 	if newStatus.Phase == dbv1alpha1.PhaseRunning && db.Status.Phase != dbv1alpha1.PhaseRunning && newReady != nil {
 		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonRunning, "%s %s is running: %s", db.Spec.Engine, newStatus.CurrentVersion, newReady.Message)
 	}
-	return nil
+	return recheck, nil
 }

@@ -7,8 +7,8 @@ import "github.com/dbcontroller/database-controller/pkg/engine"
 // neither pg_basebackup nor pg_rewind copies them.
 const dataRoot = "/var/lib/postgresql/data"
 
-// FenceMarker is the file the controller writes, over SQL (COPY ... TO),
-// on a primary it takes the role from. The init script reads it at the
+// FenceMarker is the file the controller writes, over SQL (COPY ... TO,
+// package pgsql's Fence), on a primary it takes the role from. The init script reads it at the
 // next start: that server rejoins as a replica, and never starts as a
 // primary again.
 const FenceMarker = dataRoot + "/dbc-fenced"
@@ -28,8 +28,7 @@ var replication = engine.Replication{
 		"-c", "wal_keep_size=256MB",
 		"-c", "hot_standby_feedback=on",
 		"-c", "cluster_name=$(POD_NAME)"},
-	InitScript:  initScript,
-	FenceMarker: FenceMarker,
+	InitScript: initScript,
 }
 
 // initScript runs before every start of a replicated PostgreSQL server.

@@ -1,0 +1,111 @@
+package actiontest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/dbcontroller/database-controller/pkg/ha"
+)
+
+// Servers is a fake ha.Client: database servers by address, that answer
+// what Facts holds of them and change as the calls would change real
+// ones. It records every call, in order, as Calls says them. It is safe
+// for the concurrent probes of a pass; a test sets Facts before a pass and
+// reads them after it.
+type Servers struct {
+	// Facts are the servers that answer, by host. A host not in it
+	// refuses the connection.
+	Facts map[string]*ha.Facts
+	// LogTerms are what Terms returns.
+	LogTerms ha.Terms
+
+	mu    sync.Mutex
+	calls []string
+}
+
+var _ ha.Client = (*Servers)(nil)
+
+// Calls are the calls made so far:
+//
+//	probe <host> as <user>
+//	promote <host>
+//	fence <host>
+//	set synchronous replicas of <host> to <n>
+func (s *Servers) Calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// ResetCalls forgets the calls made so far.
+func (s *Servers) ResetCalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = nil
+}
+
+// call records call, and returns the server at host.
+func (s *Servers) call(host, call string) (*ha.Facts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, call)
+	f, ok := s.Facts[host]
+	if !ok {
+		return nil, fmt.Errorf("dial tcp %s: connect: connection refused", host)
+	}
+	return f, nil
+}
+
+// Probe answers host's Facts.
+func (s *Servers) Probe(_ context.Context, host string, _ int32, cred ha.Credentials) (ha.Facts, error) {
+	f, err := s.call(host, "probe "+host+" as "+cred.User)
+	if err != nil {
+		return ha.Facts{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := *f
+	out.Standbys = slices.Clone(f.Standbys)
+	return out, nil
+}
+
+// Promote makes host a primary that wrote what it had received.
+func (s *Servers) Promote(_ context.Context, host string, _ int32, _ ha.Credentials) error {
+	f, err := s.call(host, "promote "+host)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.Replica, f.Written = false, f.Received
+	return nil
+}
+
+// Fence makes host refuse writes.
+func (s *Servers) Fence(_ context.Context, host string, _ int32, _ ha.Credentials) error {
+	f, err := s.call(host, "fence "+host)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.Fenced = true
+	return nil
+}
+
+// SetSynchronous sets how many replicas host's commits wait for.
+func (s *Servers) SetSynchronous(_ context.Context, host string, _ int32, _ ha.Credentials, n int32) error {
+	f, err := s.call(host, fmt.Sprintf("set synchronous replicas of %s to %d", host, n))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.Synchronous = n
+	return nil
+}
+
+// Terms are LogTerms.
+func (s *Servers) Terms() ha.Terms { return s.LogTerms }

@@ -1,0 +1,120 @@
+package backup
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+// This file is what the Database's status and deletion need of its
+// backups, as pure functions: the reconciler calls them with what it read,
+// and writes what they say.
+
+// FinalWanted reports whether db takes a backup before it is deleted.
+func FinalWanted(db *dbv1alpha1.Database) bool {
+	return db.Spec.Backup != nil && db.Spec.Backup.FinalBackupWanted()
+}
+
+// Report is what the Database's status says of its backups.
+type Report struct {
+	// Condition is the Backup condition: nil without spec.backup; False
+	// when the schedule does not parse or the newest scheduled backup
+	// failed; True otherwise.
+	Condition *metav1.Condition
+	// LastScheduleTime is the newest tick a scheduled backup was made for.
+	LastScheduleTime *metav1.Time
+}
+
+// Status is the Report of db, whose DatabaseBackups are backups (any
+// order; those not made by its schedule are passed over). The Runner takes
+// the backups; this only reports them.
+func Status(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) Report {
+	if db.Spec.Backup == nil {
+		return Report{}
+	}
+	cond := &metav1.Condition{Type: dbv1alpha1.ConditionBackup, Status: metav1.ConditionTrue, Reason: status.ReasonBackupsReady}
+	final := "a final backup is taken before the Database is deleted"
+	if !FinalWanted(db) {
+		final = "no final backup is taken (spec.backup.finalBackup is false)"
+	}
+	if db.Spec.Backup.Schedule == "" {
+		cond.Message = "no schedule: backups are taken on demand (create a DatabaseBackup); " + final
+		return Report{Condition: cond}
+	}
+	if _, err := ScheduleOf(db); err != nil {
+		cond.Status, cond.Reason = metav1.ConditionFalse, status.ReasonScheduleInvalid
+		cond.Message = fmt.Sprintf("spec.backup.%s; no backup is scheduled until it is fixed", err)
+		return Report{Condition: cond}
+	}
+	var newest *dbv1alpha1.DatabaseBackup
+	var newestTick metav1.Time
+	for _, b := range backups {
+		if b.Labels[names.LabelInstance] != db.Name || b.Labels[dbv1alpha1.LabelBackupTrigger] != dbv1alpha1.BackupTriggerSchedule {
+			continue
+		}
+		if t, ok := ScheduledTime(b); ok && (newest == nil || t.After(newestTick.Time)) {
+			newest, newestTick = b, metav1.NewTime(t)
+		}
+	}
+	cond.Message = fmt.Sprintf("scheduled %q (UTC), keeping the newest %d; %s", db.Spec.Backup.Schedule, Retention(db), final)
+	if newest == nil {
+		return Report{Condition: cond}
+	}
+	if newest.Status.Phase == dbv1alpha1.BackupFailed {
+		cond.Status, cond.Reason = metav1.ConditionFalse, status.ReasonScheduledBackupFailed
+		cond.Message = fmt.Sprintf("the newest scheduled backup %s failed: %s", newest.Name, newest.Status.Message)
+	}
+	return Report{Condition: cond, LastScheduleTime: &newestTick}
+}
+
+// FinalStep is what the deletion of a Database does next about its final
+// backup.
+type FinalStep int
+
+const (
+	// FinalDone: the final backup completed, or none is needed; the
+	// deletion goes on.
+	FinalDone FinalStep = iota
+	// FinalSkipped: the Database never served, so it holds no data and
+	// gets no final backup; the deletion goes on, and an event says so.
+	FinalSkipped
+	// FinalCreate: create NewFinalBackup, then wait for it.
+	FinalCreate
+	// FinalWait: the final backup runs or waits to run; the Database
+	// serves for it.
+	FinalWait
+	// FinalFailed: it failed; the Database is kept until a person acts.
+	FinalFailed
+)
+
+// Final is the next step of the final backup of db, which is being
+// deleted and wants one (FinalWanted), given its final DatabaseBackup (nil
+// when there is none), and the Ready condition's words for it (none for
+// FinalDone and FinalSkipped).
+func Final(db *dbv1alpha1.Database, b *dbv1alpha1.DatabaseBackup) (FinalStep, *status.Termination) {
+	name := names.FinalBackupName(db)
+	taking := func(why string) *status.Termination {
+		return &status.Termination{Reason: status.ReasonFinalBackup, Message: fmt.Sprintf(
+			"taking the final backup %s before the Database goes%s; to delete without it, set spec.backup.finalBackup to false", name, why)}
+	}
+	switch {
+	case b == nil && db.Status.CurrentVersion == "":
+		return FinalSkipped, nil
+	case b == nil:
+		return FinalCreate, taking("")
+	case b.Status.Phase == dbv1alpha1.BackupCompleted:
+		return FinalDone, nil
+	case b.Status.Phase == dbv1alpha1.BackupFailed:
+		return FinalFailed, &status.Termination{Reason: status.ReasonFinalBackupFailed, Warning: true, Message: fmt.Sprintf(
+			"the final backup %s failed (%s); the Database is kept until one succeeds: delete it to try again (kubectl delete dbbackup -n %s %s), or set spec.backup.finalBackup to false to delete without it",
+			name, b.Status.Message, db.Namespace, name)}
+	case b.Status.Message != "":
+		return FinalWait, taking(" (" + b.Status.Message + ")")
+	default:
+		return FinalWait, taking("")
+	}
+}

@@ -1,0 +1,115 @@
+package ha
+
+import (
+	"context"
+	"strconv"
+)
+
+// Client is how the controller talks to the servers of one engine, through
+// each pod's own address, for replication. Package ha decides from what it
+// answers (Facts, turned into an Instance); each engine implements it with
+// its own SQL (package pgsql for PostgreSQL). It holds no connection
+// between calls, and no credentials: the caller reads them from the
+// Database's Secret when it needs them.
+type Client interface {
+	// Probe asks the server at host:port what it is.
+	Probe(ctx context.Context, host string, port int32, cred Credentials) (Facts, error)
+	// Promote makes a replica a primary, waits until it writes, and makes
+	// sure a former primary can rejoin from it.
+	Promote(ctx context.Context, host string, port int32, cred Credentials) error
+	// Fence makes a primary refuse writes from now on, ends its clients'
+	// sessions, and marks its data so that at its next start it rejoins as
+	// a replica and never serves as a primary again.
+	Fence(ctx context.Context, host string, port int32, cred Credentials) error
+	// SetSynchronous makes a primary acknowledge a commit once n replicas
+	// have it (any n of them); 0 for asynchronous replication.
+	SetSynchronous(ctx context.Context, host string, port int32, cred Credentials, n int32) error
+	// Terms are the engine's words for its change log.
+	Terms() Terms
+}
+
+// Credentials are the superuser's, from the Database's Secret.
+type Credentials struct {
+	User, Password string
+}
+
+// Facts is what one server answered.
+type Facts struct {
+	// Name is the pod the server says it runs in: a server behind a stale
+	// address is not taken for another.
+	Name string
+	// Replica says it applies another server's changes and writes none of
+	// its own.
+	Replica bool
+	// Received and Applied are a replica's positions in the primary's change
+	// log (received, and applied); Written is a primary's. Positions of one
+	// Database's servers compare: more is further.
+	Received, Applied, Written uint64
+	// Standbys are, on a primary, the replicas it sends changes to.
+	Standbys []Standby
+	// Fenced says a server that is no replica refuses writes, as Fence
+	// leaves it.
+	Fenced bool
+	// Synchronous is how many replicas a commit waits for, as SetSynchronous
+	// sets it: 0 for none, -1 for a setting SetSynchronous does not make.
+	Synchronous int32
+}
+
+// Standby is a replica that a primary sends changes to.
+type Standby struct {
+	// Name is the replica's pod name.
+	Name string
+	// Streaming says it is up to date with the primary's stream (not
+	// catching up, or stopping).
+	Streaming bool
+	// LagBytes is what the primary wrote that it has not applied yet.
+	LagBytes int64
+}
+
+// Terms name an engine's change log in the Reasons of Actions: "WAL" and
+// "0/3000060" for PostgreSQL. The zero Terms say "changes", and positions
+// in decimal.
+type Terms struct {
+	// Log is what the change log is called.
+	Log string
+	// Position formats a position in it.
+	Position func(uint64) string
+}
+
+func (t Terms) log() string {
+	if t.Log == "" {
+		return "changes"
+	}
+	return t.Log
+}
+
+func (t Terms) position(n uint64) string {
+	if t.Position == nil {
+		return strconv.FormatUint(n, 10)
+	}
+	return t.Position(n)
+}
+
+// Observe is the Instance of a pod whose server answered facts.
+func Observe(i Instance, facts Facts) Instance {
+	i.Reachable, i.Replica, i.Fenced = true, facts.Replica, facts.Fenced
+	i.Received, i.Applied, i.Written = facts.Received, facts.Applied, facts.Written
+	return i
+}
+
+// SynchronousReplicas is how many replicas a commit of the primary waits
+// for, under spec.replication.synchronous (number and durability), with
+// streaming replicas streaming now and desired pods in all: at most every
+// replica. Preferred durability drops to asynchronous (0) while fewer than
+// number stream, so that writes go on; Required keeps the quorum, and
+// writes wait. A Database of one pod has no replica to wait for.
+func SynchronousReplicas(number int32, preferred bool, streaming int, desired int32) int32 {
+	if number <= 0 || desired < 2 {
+		return 0
+	}
+	n := min(number, desired-1)
+	if preferred && int32(streaming) < n {
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,49 @@
+package reconcile
+
+import (
+	"errors"
+
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/dbcontroller/database-controller/pkg/backup"
+	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
+)
+
+// NewCaches gives the informers of the controller's factories the indexes a
+// pass reads through, and returns their caches, and whether each has
+// synced. kube should be limited to the objects labelled as managed by
+// this controller, and claimEvents to the events about claims.
+func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedInformerFactory,
+	claimEvents kubeinformers.SharedInformerFactory) (Caches, []cache.InformerSynced, error) {
+	if claimEvents == nil {
+		return Caches{}, nil, errors.New("no informer factory for the events about claims")
+	}
+	var c Caches
+	instance := cache.Indexers{IndexInstance: IndexByInstance}
+	informers := []struct {
+		informer cache.SharedIndexInformer
+		indexers cache.Indexers
+		into     *cache.Indexer
+	}{
+		{kube.Apps().V1().StatefulSets().Informer(), nil, &c.StatefulSets},
+		{kube.Core().V1().Services().Informer(), nil, &c.Services},
+		{kube.Core().V1().Secrets().Informer(), nil, &c.Secrets},
+		{kube.Batch().V1().Jobs().Informer(), instance, &c.Jobs},
+		{dbs.Dbcontroller().V1alpha1().DatabaseBackups().Informer(), cache.Indexers{backup.IndexDatabase: backup.IndexByDatabase}, &c.Backups},
+		{kube.Core().V1().PersistentVolumeClaims().Informer(), instance, &c.Claims},
+		{kube.Core().V1().Pods().Informer(), instance, &c.Pods},
+		{claimEvents.Core().V1().Events().Informer(), cache.Indexers{IndexClaim: IndexByClaim}, &c.ClaimEvents},
+	}
+	synced := make([]cache.InformerSynced, 0, len(informers))
+	for _, inf := range informers {
+		if inf.indexers != nil {
+			if err := inf.informer.AddIndexers(inf.indexers); err != nil {
+				return Caches{}, nil, err
+			}
+		}
+		*inf.into = inf.informer.GetIndexer()
+		synced = append(synced, inf.informer.HasSynced)
+	}
+	return c, synced, nil
+}

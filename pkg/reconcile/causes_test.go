@@ -1,0 +1,246 @@
+package reconcile
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2/ktesting"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/names"
+)
+
+// A replica that cannot become ready is explained in the Ready condition,
+// with a Warning event when the cause is new, and nothing more while it lasts.
+func TestNotReadyNamesTheCause(t *testing.T) {
+	pending := func(db *dbv1alpha1.Database) *corev1.PersistentVolumeClaim {
+		c := claim(db, 0, "1Gi")
+		c.UID = "claim-uid"
+		c.Status.Phase = corev1.ClaimPending
+		return c
+	}
+	provisioningFailed := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "data-orders-0.1", Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "data-orders-0", Namespace: "default", UID: "claim-uid"},
+		Type:           corev1.EventTypeWarning, Reason: "ProvisioningFailed",
+		Message:       `storageclass.storage.k8s.io "does-not-exist" not found`,
+		Count:         4,
+		LastTimestamp: metav1.NewTime(testNow.Add(-time.Minute)),
+	}
+	// A failure the volume controller retried at once: followed by a Normal
+	// event, or seen only once.
+	transient := func(normalAfter bool) []runtime.Object {
+		failed := provisioningFailed.DeepCopy()
+		failed.Name, failed.Count = "data-orders-0.2", 1
+		failed.Message = `Error saving claim: Operation cannot be fulfilled on persistentvolumeclaims "data-orders-0": the object has been modified`
+		if !normalAfter {
+			return []runtime.Object{failed}
+		}
+		failed.Count = 5
+		waiting := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: "data-orders-0.3", Namespace: "default"},
+			InvolvedObject: failed.InvolvedObject, Type: corev1.EventTypeNormal, Reason: "ExternalProvisioning",
+			Message: "Waiting for a volume to be created", Count: 1, LastTimestamp: metav1.NewTime(testNow),
+		}
+		return []runtime.Object{failed, waiting}
+	}
+	pod := func(db *dbv1alpha1.Database) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", Labels: names.Labels(db)}}
+	}
+	tests := []struct {
+		name    string
+		objects func(db *dbv1alpha1.Database) []runtime.Object
+		reason  string
+		message string
+		stuck   bool
+	}{
+		{
+			name: "a claim whose StorageClass does not exist",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object {
+				return []runtime.Object{pending(db), provisioningFailed}
+			},
+			reason:  "VolumeNotProvisioned",
+			message: `PersistentVolumeClaim data-orders-0 cannot be provisioned: storageclass.storage.k8s.io "does-not-exist" not found`,
+			stuck:   true,
+		},
+		{
+			name:    "a claim waiting for its volume",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object { return []runtime.Object{pending(db)} },
+			reason:  "VolumePending",
+			message: "PersistentVolumeClaim data-orders-0 is waiting for its volume",
+		},
+		{
+			name:    "a claim whose provisioning failed once",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object { return append(transient(false), pending(db)) },
+			reason:  "VolumePending",
+			message: "PersistentVolumeClaim data-orders-0 is waiting for its volume",
+		},
+		{
+			name:    "a claim whose provisioning failure was followed by progress",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object { return append(transient(true), pending(db)) },
+			reason:  "VolumePending",
+			message: "PersistentVolumeClaim data-orders-0 is waiting for its volume",
+		},
+		{
+			name: "a pod the scheduler cannot place",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object {
+				p := pod(db)
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+					Message: "0/1 nodes are available: 1 Insufficient memory."}}
+				return []runtime.Object{p}
+			},
+			reason:  "Unschedulable",
+			message: "pod orders-0 cannot be scheduled: 0/1 nodes are available: 1 Insufficient memory.",
+			stuck:   true,
+		},
+		{
+			name: "a container that runs and has not been ready for too long",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object {
+				p := pod(db)
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "postgresql",
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-21 * time.Minute))}}}}
+				return []runtime.Object{p}
+			},
+			reason:  "ContainerNotReady",
+			message: "container postgresql of pod orders-0 has run for more than 20m0s without passing its readiness probe (kubectl describe pod orders-0 shows what the probe said)",
+			stuck:   true,
+		},
+		{
+			name: "a crash-looping container",
+			objects: func(db *dbv1alpha1.Database) []runtime.Object {
+				p := pod(db)
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "postgresql",
+					State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}
+				return []runtime.Object{p}
+			},
+			reason:  "CrashLooping",
+			message: "container postgresql of pod orders-0 keeps crashing; it last ended with OOMKilled (exit code 137)",
+			stuck:   true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 1)
+			sts := notReadyStatefulSet(t, db)
+			f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"))
+			f.seed(tt.objects(db)...)
+			st := wantStatus(db, "Provisioning", 1, 0, "", "False", tt.reason, "0/1 replicas are ready: "+tt.message,
+				"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+			f.expectStatusUpdate(db, st)
+			if tt.stuck {
+				f.events = []string{"Warning " + tt.reason + " " + tt.message}
+			}
+			// What would change any of these causes reaches the Database
+			// through an informer, the claim's events included: no recheck.
+			f.run(ctx, ref(db), synced)
+
+			// The same cause with that status stored: no write, no event.
+			f2 := newFixture(t)
+			db2 := db.DeepCopy()
+			db2.Status = st
+			f2.seed(db2, sts.DeepCopy(), expectedHeadless(t, db2), expectedService(t, db2), expectedSecret(t, db2, "pw"))
+			f2.seed(tt.objects(db2)...)
+			f2.run(ctx, ref(db2), synced)
+		})
+	}
+}
+
+// A claim being provisioned for less than status.VolumeGrace is not a
+// cause: no read of its events, no cause in the status, and a look again
+// once the grace may be over.
+func TestYoungPendingClaimIsNotACauseYet(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	sts := notReadyStatefulSet(t, db)
+	young := claim(db, 0, "1Gi")
+	young.Status.Phase = corev1.ClaimPending
+	young.CreationTimestamp = metav1.NewTime(testNow.Add(-5 * time.Second))
+	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), young)
+	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	f.run(ctx, ref(db), recheckSoon)
+}
+
+// A container that runs and is not ready yet is not a cause, but becomes
+// one with time alone: the Database is looked at again soon.
+func TestStartingContainerIsRechecked(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	sts := notReadyStatefulSet(t, db)
+	pod := startingPod(db)
+	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), pod)
+	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	f.run(ctx, ref(db), recheckSoon)
+}
+
+// The events of a claim that waits for its volume come from the informer's
+// cache, never from a read of the API. A Database whose claim waits has
+// settled: the next pass runs when an event about the claim arrives, which
+// changes what the pass reads, and names the failure at once.
+func TestClaimEventsComeFromTheCache(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.ResourceVersion = "10"
+	sts := notReadyStatefulSet(t, db)
+	pending := claim(db, 0, "1Gi")
+	pending.UID = "claim-uid"
+	pending.Status.Phase = corev1.ClaimPending
+	headless, svc, secret := expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw")
+	for i, o := range []metav1.Object{sts, headless, svc, secret, pending} {
+		o.SetResourceVersion(fmt.Sprint(i + 1))
+	}
+	waiting := wantStatus(db, "Provisioning", 1, 0, "", "False", "VolumePending",
+		"0/1 replicas are ready: PersistentVolumeClaim data-orders-0 is waiting for its volume",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	db.Status = waiting
+	f.seed(db, sts, headless, svc, secret, pending)
+	r, recorder := f.newReconciler()
+	sync := func(wantSkipped bool) {
+		t.Helper()
+		f.syncAndCheck(ctx, r, recorder, ref(db), map[bool]outcome{true: skipped, false: synced}[wantSkipped])
+	}
+	sync(false) // nothing to write, and no recheck (done, not recheckSoon): settled
+	sync(true)
+
+	// An event about another claim of the same name, deleted since,
+	// changes nothing.
+	earlier := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "data-orders-0.0", Namespace: "default", ResourceVersion: "20"},
+		InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "data-orders-0", Namespace: "default", UID: "an-earlier-claim"},
+		Type:           corev1.EventTypeWarning, Reason: "ProvisioningFailed", Message: "an old failure", Count: 9,
+		LastTimestamp: metav1.NewTime(testNow.Add(-time.Hour)),
+	}
+	if err := f.caches.ClaimEvents.Add(earlier); err != nil {
+		t.Fatal(err)
+	}
+	sync(true)
+
+	failed := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "data-orders-0.1", Namespace: "default", ResourceVersion: "21"},
+		InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "data-orders-0", Namespace: "default", UID: "claim-uid"},
+		Type:           corev1.EventTypeWarning, Reason: "ProvisioningFailed",
+		Message:       `storageclass.storage.k8s.io "does-not-exist" not found`,
+		Count:         3,
+		LastTimestamp: metav1.NewTime(testNow.Add(-time.Minute)),
+	}
+	if err := f.caches.ClaimEvents.Add(failed); err != nil {
+		t.Fatal(err)
+	}
+	msg := `PersistentVolumeClaim data-orders-0 cannot be provisioned: storageclass.storage.k8s.io "does-not-exist" not found`
+	st := wantStatus(db, "Provisioning", 1, 0, "", "False", "VolumeNotProvisioned", "0/1 replicas are ready: "+msg,
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning VolumeNotProvisioned " + msg}
+	sync(false)
+}

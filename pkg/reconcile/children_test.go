@@ -1,0 +1,402 @@
+package reconcile
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
+func TestCreatesEverythingForANewDatabase(t *testing.T) {
+	for _, eng := range []dbv1alpha1.Engine{"postgresql", "mysql", "mongodb"} {
+		t.Run(string(eng), func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			version := map[dbv1alpha1.Engine]string{"postgresql": "16", "mysql": "8.4", "mongodb": "7.0"}[eng]
+			db := newDatabase("orders", eng, version, 1)
+			f.seed(db)
+
+			f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+			f.expectCreate(servicesResource, expectedHeadless(t, db))
+			f.expectCreate(servicesResource, expectedService(t, db))
+			f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+			f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 0, 0, "",
+				"False", "ReplicasNotReady", "0/1 replicas are ready",
+				"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+			f.events = []string{
+				"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders, StatefulSet orders",
+			}
+			f.run(ctx, ref(db), synced)
+		})
+	}
+}
+
+func TestSteadyStateMakesNoWrites(t *testing.T) {
+	for _, replicas := range []int32{1, 0} {
+		t.Run(fmt.Sprintf("replicas=%d", replicas), func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", replicas)
+			f.converged(db)
+			// No actions and no events expected.
+			f.run(ctx, ref(db), synced)
+		})
+	}
+	t.Run("replicas=3, replicated", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 3)
+		f.convergedReplicated(db)
+		// One read: the credentials to ask the servers with, read once
+		// per version of the Secret. No write, no event.
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.run(ctx, ref(db), pollServers)
+		want := []string{"probe 192.0.2.10 as postgres", "probe 192.0.2.11 as postgres", "probe 192.0.2.12 as postgres"}
+		if got := sortedCopy(f.sql.Calls()); !reflect.DeepEqual(got, want) {
+			t.Errorf("SQL calls = %q, want %q", got, want)
+		}
+	})
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	slices.Sort(out)
+	return out
+}
+
+func TestSteadyStateToleratesServerDefaultsAndOthersFields(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "mysql", "8.4", 1)
+	sts, _, svc, _ := f.converged(db)
+	// What the API server and other actors add must not look like drift.
+	svc.Spec.ClusterIP = "10.0.0.12"
+	svc.Spec.ClusterIPs = []string{"10.0.0.12"}
+	svc.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	svc.Annotations["team"] = "payments"
+	sts.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	sts.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	sts.Spec.Template.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
+	sts.Spec.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "now"}
+	sts.Labels["added-by-someone"] = "yes"
+	f.run(ctx, ref(db), synced)
+}
+
+func TestDriftIsRepaired(t *testing.T) {
+	tests := []struct {
+		name  string
+		drift func(f *fixture, sts *appsv1.StatefulSet, headless, svc *corev1.Service)
+		// expect registers the expected actions on the drifted fixture.
+		expect func(f *fixture, db *dbv1alpha1.Database)
+		event  string
+	}{
+		{
+			name: "StatefulSet replicas edited",
+			drift: func(f *fixture, sts *appsv1.StatefulSet, _, _ *corev1.Service) {
+				sts.Spec.Replicas = ptr.To[int32](5)
+			},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+			},
+			event: "Normal Updated Updated StatefulSet orders to match the Database spec",
+		},
+		{
+			name: "StatefulSet image edited",
+			drift: func(f *fixture, sts *appsv1.StatefulSet, _, _ *corev1.Service) {
+				sts.Spec.Template.Spec.Containers[0].Image = "postgres:latest"
+			},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+			},
+			event: "Normal Updated Updated StatefulSet orders to match the Database spec",
+		},
+		{
+			name: "client Service port edited",
+			drift: func(f *fixture, _ *appsv1.StatefulSet, _, svc *corev1.Service) {
+				svc.Spec.Ports[0].Port = 15432
+			},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.expectApply(servicesResource, "default", "orders", desired(t, db).Service)
+			},
+			event: "Normal Updated Updated Service orders to match the Database spec",
+		},
+		{
+			name: "headless Service made non-headless selector edited",
+			drift: func(f *fixture, _ *appsv1.StatefulSet, headless, _ *corev1.Service) {
+				headless.Spec.Selector = map[string]string{"app": "other"}
+			},
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.expectApply(servicesResource, "default", "orders-headless", desired(t, db).HeadlessService)
+			},
+			event: "Normal Updated Updated Service orders-headless to match the Database spec",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 1)
+			sts, headless, svc, _ := f.converged(db)
+			tt.drift(f, sts, headless, svc)
+			tt.expect(f, db)
+			f.events = []string{tt.event}
+			f.run(ctx, ref(db), synced)
+		})
+	}
+}
+
+// Two kinds of drift that a comparison of the desired fields alone cannot
+// see: a field the new spec no longer sets, and a field the controller sets
+// to false that someone else cleared. Each is repaired with one apply.
+func TestDriftTheFieldComparisonAloneMisses(t *testing.T) {
+	t.Run("spec.resources removed", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		db.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+		f.converged(db)
+		db.Spec.Resources = nil
+		db.Generation = 2
+		f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+		st := db.Status.DeepCopy()
+		st.ObservedGeneration = 2
+		for i := range st.Conditions {
+			st.Conditions[i].ObservedGeneration = 2
+		}
+		f.expectStatusUpdate(db, *st)
+		f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+		f.run(ctx, ref(db), synced)
+	})
+	for _, tt := range []struct {
+		name  string
+		clear func(*appsv1.StatefulSet)
+	}{
+		{"allowPrivilegeEscalation: false cleared", func(sts *appsv1.StatefulSet) {
+			sts.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil
+		}},
+		{"automountServiceAccountToken: false cleared", func(sts *appsv1.StatefulSet) {
+			sts.Spec.Template.Spec.AutomountServiceAccountToken = nil
+		}},
+		{"enableServiceLinks: false cleared", func(sts *appsv1.StatefulSet) {
+			sts.Spec.Template.Spec.EnableServiceLinks = nil
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 1)
+			sts, _, _, _ := f.converged(db)
+			tt.clear(sts)
+			f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+			f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+			f.run(ctx, ref(db), synced)
+		})
+	}
+}
+
+func TestDeletedServiceIsRecreated(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.converged(db)
+	// The client Service is gone from the cache and from the API server.
+	f.serviceLister = f.serviceLister[:1]
+	f.kubeobjects = f.kubeobjects[:len(f.kubeobjects)-2]
+	f.kubeobjects = append(f.kubeobjects, f.secretLister[0])
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.events = []string{"Normal Created Created Service orders"}
+	f.run(ctx, ref(db), synced)
+}
+
+func TestScaling(t *testing.T) {
+	tests := []struct {
+		name       string
+		from, to   int32
+		wantStatus func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus
+	}{
+		{
+			name: "up from 1 to 3", from: 1, to: 3,
+			wantStatus: func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus {
+				return wantStatus(db, "Updating", 1, 1, "8.4",
+					"False", "ReplicasNotReady", "1/3 replicas are ready",
+					"True", "Scaling", "scaling from 1 to 3 replicas: 1 ready")
+			},
+		},
+		{
+			name: "down from 3 to 0", from: 3, to: 0,
+			wantStatus: func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus {
+				return wantStatus(db, "Updating", 3, 3, "8.4",
+					"False", "Stopping", "stopping: 3 replicas still running",
+					"True", "Stopping", "stopping: 3 replicas still running")
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			// MySQL's replicas are independent servers: this is the
+			// StatefulSet's scaling alone (TestReplication* cover
+			// PostgreSQL's, which has a primary to keep).
+			db := newDatabase("orders", "mysql", "8.4", tt.from)
+			f.converged(db)
+			db.Spec.Replicas = ptr.To(tt.to)
+			db.Generation = 2
+
+			f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+			f.expectStatusUpdate(db, tt.wantStatus(db))
+			f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+			f.run(ctx, ref(db), synced)
+		})
+	}
+}
+
+func TestStoppedWhenScaledToZeroSettles(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	sts, _, _, _ := f.converged(db)
+	db.Spec.Replicas = ptr.To[int32](0)
+	db.Generation = 2
+	// As the controller applied it for replicas 0: with that spec's digest.
+	sts.Spec.Replicas = ptr.To[int32](0)
+	sts.Annotations = expectedStatefulSet(t, db).Annotations
+	rolledOut(sts, 0)
+
+	st := wantStatus(db, "Stopped", 0, 0, "16",
+		"False", "Stopped", "replicas is 0: the database is stopped and its data is kept",
+		"False", "Converged", "the Database matches its spec")
+	keepTransitionTime(&st, "Progressing")
+	f.expectStatusUpdate(db, st)
+	f.run(ctx, ref(db), synced)
+}
+
+func TestForeignObjectIsLeftUntouched(t *testing.T) {
+	t.Run("visible in the cache", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		foreign := expectedStatefulSet(t, db)
+		foreign.OwnerReferences = nil
+		f.seed(db, foreign)
+
+		f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+		f.expectCreate(servicesResource, expectedHeadless(t, db))
+		f.expectCreate(servicesResource, expectedService(t, db))
+		msg := "StatefulSet default/orders already exists and is not controlled by this Database; it is left untouched: delete or rename it, or give the Database another name"
+		f.expectStatusUpdate(db, wantStatus(db, "Failed", 0, 0, "",
+			"False", "ResourceConflict", msg, "False", "ResourceConflict", msg))
+		f.events = []string{
+			"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders",
+			"Warning ResourceConflict " + msg,
+		}
+		f.run(ctx, ref(db), needsPersonRecheck)
+	})
+
+	t.Run("outside the filtered cache", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		f.seed(db)
+		foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "default"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+		f.kubeobjects = append(f.kubeobjects, foreign)
+
+		f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+		f.expectCreate(servicesResource, expectedHeadless(t, db))
+		f.expectCreate(servicesResource, expectedService(t, db))
+		f.expectGet(servicesResource, "default", "orders")
+		msg := "Service default/orders already exists and is not controlled by this Database; it is left untouched: delete or rename it, or give the Database another name"
+		f.expectStatusUpdate(db, wantStatus(db, "Failed", 0, 0, "",
+			"False", "ResourceConflict", msg, "False", "ResourceConflict", msg))
+		f.events = []string{
+			"Normal Created Created Secret orders-credentials, Service orders-headless",
+			"Warning ResourceConflict " + msg,
+		}
+		f.run(ctx, ref(db), needsPersonRecheck)
+	})
+}
+
+// A Database blocked by an object it does not own is looked at again (the
+// loop paces the looks: TestRecheckIsPacedByACappedBackoff), with one read
+// per look and no failed create; once the object goes, the next look
+// creates the child.
+func TestConflictIsRecheckedWithOneRead(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.seed(db, expectedSecret(t, db, "pw"), expectedHeadless(t, db))
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	f.kubeobjects = append(f.kubeobjects, foreign)
+	r, recorder := f.newReconciler()
+
+	// The first look: a create that fails, and a read.
+	msg := "Service default/orders already exists and is not controlled by this Database; it is left untouched: delete or rename it, or give the Database another name"
+	st := wantStatus(db, "Failed", 0, 0, "", "False", "ResourceConflict", msg, "False", "ResourceConflict", msg)
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.expectGet(servicesResource, "default", "orders")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning ResourceConflict " + msg}
+	f.syncAndCheck(ctx, r, recorder, ref(db), needsPersonRecheck)
+
+	// The status is stored. The next looks: one read each, nothing written.
+	stored := db.DeepCopy()
+	stored.Status = st
+	if err := f.databases.Update(stored); err != nil {
+		t.Fatal(err)
+	}
+	f.actions, f.kubeactions, f.events = nil, nil, nil
+	f.expectGet(servicesResource, "default", "orders")
+	for range 2 {
+		f.syncAndCheck(ctx, r, recorder, ref(db), needsPersonRecheck)
+	}
+
+	// The foreign Service is deleted: the next look creates ours.
+	if err := f.kubeclient.CoreV1().Services("default").Delete(ctx, "orders", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.kubeactions = nil
+	f.expectGet(servicesResource, "default", "orders")
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+	st = wantStatus(db, "Provisioning", 0, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Normal Created Created Service orders, StatefulSet orders"}
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+}
+
+func TestChildrenNotYetInCacheAreNotCreatedTwice(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.seed(db)
+	r, recorder := f.newReconciler()
+	// The first sync creates everything.
+	if _, err := r.Sync(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	actiontest.Drain(recorder)
+	// A second sync before the informers saw the creates writes nothing: no
+	// duplicate create, no status flip back to Pending. What the first pass
+	// read has not changed: it is skipped.
+	f.syncAndCheck(ctx, r, recorder, ref(db), skipped)
+	// A full pass (the settled pass forgotten, as after SettledTTL) waits
+	// for the cache to show the Secret it created, and writes nothing.
+	r.settled.remove(ref(db))
+	f.syncAndCheck(ctx, r, recorder, ref(db), waiting)
+
+	// How long the expectations wait, and how they are swept, is tested
+	// directly in expectations_test.go.
+}

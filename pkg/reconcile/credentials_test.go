@@ -1,0 +1,82 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/names"
+)
+
+func TestSecretIsNeverRewrittenOrRegenerated(t *testing.T) {
+	t.Run("rotated password is kept", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		_, _, _, secret := f.converged(db)
+		secret.Data = map[string][]byte{"password": []byte("rotated")}
+		secret.Labels["team"] = "x"
+		f.run(ctx, ref(db), synced)
+	})
+	t.Run("deleted Secret of an initialised database is not regenerated", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		f.converged(db)
+		f.secretLister = nil
+		f.kubeobjects = f.kubeobjects[:3]
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		msg := "Secret default/orders-credentials is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri), and the controller adopts it and continues. It will not generate a new password"
+		st := wantStatus(db, "Failed", 1, 1, "16", "False", "CredentialsSecretMissing", msg, "False", "CredentialsSecretMissing", msg)
+		keepTransitionTime(&st, "Progressing")
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Warning CredentialsSecretMissing " + msg}
+		f.run(ctx, ref(db), needsPerson)
+	})
+}
+
+// A Secret of the credentials' name that no one controls, with every key,
+// is adopted with its password: the one the retained data was made with.
+func TestRetainedSecretIsAdopted(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	kept := expectedSecret(t, db, "the-old-password")
+	kept.OwnerReferences = nil
+	kept.ResourceVersion = "7"
+	f.seed(db, kept)
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	owner := metav1.NewControllerRef(db, dbv1alpha1.SchemeGroupVersion.WithKind("Database"))
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": "7", "labels": names.Labels(db), "ownerReferences": []metav1.OwnerReference{*owner}}})
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(secretsResource, "default", "orders-credentials", types.MergePatchType, patch))
+	f.expectCreate(servicesResource, expectedHeadless(t, db))
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 0, 0, "",
+		"False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	f.events = []string{
+		"Normal Adopted Adopted Secret orders-credentials: it holds the credentials' keys and no one controlled it; its password is kept",
+		"Normal Created Created Service orders-headless, Service orders, StatefulSet orders",
+	}
+	f.run(ctx, ref(db), synced)
+
+	t.Run("without every key it is not adopted", func(t *testing.T) {
+		f := newFixture(t)
+		partial := kept.DeepCopy()
+		delete(partial.Data, "uri")
+		f.seed(db, partial)
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		msg := "Secret default/orders-credentials is controlled by no one but lacks the keys uri, so it is not adopted: add them, or delete it if the database holds no data yet"
+		f.expectStatusUpdate(db, wantStatus(db, "Failed", 0, 0, "", "False", "ResourceConflict", msg, "False", "ResourceConflict", msg))
+		f.events = []string{"Warning ResourceConflict " + msg}
+		f.run(ctx, ref(db), needsPersonRecheck)
+	})
+}

@@ -1,0 +1,453 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/backup"
+	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
+	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/pgsql"
+	"github.com/dbcontroller/database-controller/pkg/status"
+)
+
+// fixture seeds the caches and the fake clientsets, runs sync passes, and
+// compares what each did with what it should have: the API actions of each
+// clientset, one by one, the events, and the outcome. It also checks, after
+// every pass, that the pass read the caches only through its reader, so
+// that the settled check covers every read.
+type fixture struct {
+	t *testing.T
+
+	client     *fake.Clientset
+	kubeclient *k8sfake.Clientset
+
+	// Objects to put in the caches, and in the fake clientsets.
+	dbLister          []*dbv1alpha1.Database
+	statefulSetLister []*appsv1.StatefulSet
+	serviceLister     []*corev1.Service
+	secretLister      []*corev1.Secret
+	claimLister       []*corev1.PersistentVolumeClaim
+	podLister         []*corev1.Pod
+	jobLister         []*batchv1.Job
+	backupLister      []*dbv1alpha1.DatabaseBackup
+	claimEventLister  []*corev1.Event
+
+	// Objects in the fake clientsets at start.
+	kubeobjects []runtime.Object
+	objects     []runtime.Object
+
+	// Actions expected on each clientset, and events as "Type Reason Message".
+	kubeactions []core.Action
+	actions     []core.Action
+	events      []string
+
+	clock *testclock.FakePassiveClock
+	// reactors are added to the Database API's fake clientset.
+	reactors []func(*fake.Clientset)
+	// sql are the servers of replicated Databases.
+	sql *actiontest.Servers
+
+	// Once newReconciler ran: the caches a pass reads (caches), what was
+	// read of them (raw), and the Databases by key.
+	caches    Caches
+	raw       []read
+	databases cache.Indexer
+	// err is what the last Sync returned.
+	err error
+}
+
+func newFixture(t *testing.T) *fixture {
+	return &fixture{t: t, clock: testclock.NewFakePassiveClock(testNow),
+		sql: &actiontest.Servers{Facts: map[string]*ha.Facts{}, LogTerms: pgsql.New().Terms()}}
+}
+
+// notReadyStatefulSet is db's StatefulSet, rolled out to one replica that
+// is not ready.
+func notReadyStatefulSet(t *testing.T, db *dbv1alpha1.Database) *appsv1.StatefulSet {
+	sts := expectedStatefulSet(t, db)
+	sts.Generation = 1
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+	return sts
+}
+
+// claim is a data volume claim as the StatefulSet controller makes it.
+func claim(db *dbv1alpha1.Database, ordinal int, size string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-%s-%d", db.Name, ordinal), Namespace: db.Namespace, Labels: names.Labels(db)},
+		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}},
+	}
+}
+
+// startingPod is db's first pod, whose container started a minute ago and
+// is not ready yet.
+func startingPod(db *dbv1alpha1.Database) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: db.Name + "-0", Namespace: db.Namespace, Labels: names.Labels(db)},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql",
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-time.Minute))}}}}}}
+}
+
+// converged seeds a Database that reached Running with all its children,
+// and its stored status as the controller last wrote it.
+func (f *fixture) converged(db *dbv1alpha1.Database) (*appsv1.StatefulSet, *corev1.Service, *corev1.Service, *corev1.Secret) {
+	sts, headless, svc, secret := actiontest.Converged(f.t, db)
+	f.seed(db, sts, headless, svc, secret)
+	return sts, headless, svc, secret
+}
+
+// seed puts objects in both the caches and the fake clientsets. Like
+// objects decoded by an informer, children carry no apiVersion and kind.
+func (f *fixture) seed(objs ...runtime.Object) {
+	for _, o := range objs {
+		switch o.(type) {
+		case *dbv1alpha1.Database, *dbv1alpha1.DatabaseBackup:
+		default:
+			o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		}
+		switch o := o.(type) {
+		case *dbv1alpha1.Database:
+			f.dbLister = append(f.dbLister, o)
+			f.objects = append(f.objects, o)
+		case *dbv1alpha1.DatabaseBackup:
+			f.backupLister = append(f.backupLister, o)
+			f.objects = append(f.objects, o)
+		case *appsv1.StatefulSet:
+			f.statefulSetLister = append(f.statefulSetLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.Service:
+			f.serviceLister = append(f.serviceLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.Secret:
+			f.secretLister = append(f.secretLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.PersistentVolumeClaim:
+			f.claimLister = append(f.claimLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.Pod:
+			f.podLister = append(f.podLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		case *batchv1.Job:
+			f.jobLister = append(f.jobLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.Event:
+			f.claimEventLister = append(f.claimEventLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		default:
+			f.t.Fatalf("cannot seed %T", o)
+		}
+	}
+}
+
+// newReconciler makes the clientsets and the caches from what was seeded,
+// and a Reconciler over them.
+func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
+	f.client = fake.NewSimpleClientset(f.objects...)
+	// The generated fake has no schema for server-side apply of Database
+	// status; accept the apply, which is recorded as an action either way.
+	f.client.PrependReactor("patch", "databases", func(a core.Action) (bool, runtime.Object, error) {
+		p := a.(core.PatchAction)
+		if p.GetPatchType() != types.ApplyPatchType || p.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		obj := &dbv1alpha1.Database{}
+		return true, obj, json.Unmarshal(p.GetPatch(), obj)
+	})
+	for _, add := range f.reactors {
+		add(f.client)
+	}
+	f.kubeclient = k8sfake.NewClientset(f.kubeobjects...)
+
+	f.databases = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, d := range f.dbLister {
+		f.add(f.databases, d)
+	}
+	instance := cache.Indexers{IndexInstance: IndexByInstance}
+	f.caches = Caches{
+		StatefulSets: f.cache(srcStatefulSets, nil, f.statefulSetLister),
+		Services:     f.cache(srcServices, nil, f.serviceLister),
+		Secrets:      f.cache(srcSecrets, nil, f.secretLister),
+		Jobs:         f.cache(srcJobs, instance, f.jobLister),
+		Backups:      f.cache(srcBackups, cache.Indexers{backup.IndexDatabase: backup.IndexByDatabase}, f.backupLister),
+		Claims:       f.cache(srcClaims, instance, f.claimLister),
+		Pods:         f.cache(srcPods, instance, f.podLister),
+		ClaimEvents:  f.cache(srcClaimEvents, cache.Indexers{IndexClaim: IndexByClaim}, f.claimEventLister),
+	}
+	recorder := record.NewFakeRecorder(100)
+	r := New(Config{
+		KubeClient:  f.kubeclient,
+		DBClient:    f.client,
+		Caches:      f.caches,
+		Recorder:    recorder,
+		Clock:       f.clock,
+		Random:      actiontest.PasswordSource(),
+		Replication: map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: f.sql},
+	})
+	return r, recorder
+}
+
+func (f *fixture) add(indexer cache.Indexer, obj any) {
+	if err := indexer.Add(obj); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// cache is an indexer of src holding objs, which logs every read of it in
+// f.raw.
+func (f *fixture) cache(src source, indexers cache.Indexers, objs any) cache.Indexer {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
+	v := reflect.ValueOf(objs)
+	for i := range v.Len() {
+		f.add(indexer, v.Index(i).Interface())
+	}
+	return &loggedIndexer{Indexer: indexer, src: src, log: &f.raw}
+}
+
+// loggedIndexer logs the reads of an indexer: by key and by index, the
+// two a reader makes, and any other as a read of index "*", which no
+// reader makes.
+type loggedIndexer struct {
+	cache.Indexer
+	src source
+	log *[]read
+}
+
+func (l *loggedIndexer) GetByKey(key string) (any, bool, error) {
+	*l.log = append(*l.log, read{src: l.src, key: key})
+	return l.Indexer.GetByKey(key)
+}
+
+func (l *loggedIndexer) ByIndex(index, key string) ([]any, error) {
+	*l.log = append(*l.log, read{src: l.src, index: index, key: key})
+	return l.Indexer.ByIndex(index, key)
+}
+
+func (l *loggedIndexer) other(what string) {
+	*l.log = append(*l.log, read{src: l.src, index: "*", key: what})
+}
+
+func (l *loggedIndexer) Get(obj any) (any, bool, error) { l.other("Get"); return l.Indexer.Get(obj) }
+func (l *loggedIndexer) List() []any                    { l.other("List"); return l.Indexer.List() }
+func (l *loggedIndexer) ListKeys() []string             { l.other("ListKeys"); return l.Indexer.ListKeys() }
+func (l *loggedIndexer) Index(index string, obj any) ([]any, error) {
+	l.other("Index " + index)
+	return l.Indexer.Index(index, obj)
+}
+func (l *loggedIndexer) IndexKeys(index, key string) ([]string, error) {
+	l.other("IndexKeys " + index)
+	return l.Indexer.IndexKeys(index, key)
+}
+func (l *loggedIndexer) ListIndexFuncValues(index string) []string {
+	l.other("ListIndexFuncValues " + index)
+	return l.Indexer.ListIndexFuncValues(index)
+}
+
+// update puts obj in place of the object of its key in indexer, as an
+// informer would.
+func (f *fixture) update(indexer cache.Indexer, obj any) {
+	f.t.Helper()
+	if err := indexer.Update(obj); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func ref(db *dbv1alpha1.Database) types.NamespacedName {
+	return types.NamespacedName{Namespace: db.Namespace, Name: db.Name}
+}
+
+// outcome names what a Sync returned, for the expectations of a test.
+type outcome string
+
+const (
+	// synced: nil, and a pass ran.
+	synced outcome = "synced"
+	// skipped: nil, and the pass was skipped as settled.
+	skipped outcome = "skipped"
+	// needsPerson: a *status.Problem, written in the status, that only a
+	// change of the Database or its children clears.
+	needsPerson outcome = "problem"
+	// needsPersonRecheck: a *status.Problem that may clear by itself (an
+	// object in the way): looked at again on a capped backoff.
+	needsPersonRecheck outcome = "problem, looked at again"
+	// recheckSoon: a *RecheckError with no After: a capped backoff.
+	recheckSoon outcome = "recheck"
+	// pollServers: a *RecheckError with After: a replicated Database's pace.
+	pollServers outcome = "poll"
+	// waiting: a *WaitingError.
+	waiting outcome = "waiting"
+	// transient: any other error, retried with rate limiting.
+	transient outcome = "transient"
+)
+
+// outcomeOf sorts what Sync returned.
+func outcomeOf(wasSkipped bool, err error) outcome {
+	var (
+		problem *status.Problem
+		recheck *RecheckError
+	)
+	switch {
+	case err == nil && wasSkipped:
+		return skipped
+	case err == nil:
+		return synced
+	case errors.As(err, &problem) && problem.Recheck:
+		return needsPersonRecheck
+	case errors.As(err, &problem):
+		return needsPerson
+	case errors.As(err, &recheck) && recheck.After > 0:
+		return pollServers
+	case errors.As(err, &recheck):
+		return recheckSoon
+	case IsWaiting(err):
+		return waiting
+	default:
+		return transient
+	}
+}
+
+// run syncs the Database ref names with a new Reconciler over what was
+// seeded, checks what it did, and returns the Reconciler.
+func (f *fixture) run(ctx context.Context, ref types.NamespacedName, want outcome) *Reconciler {
+	f.t.Helper()
+	r, recorder := f.newReconciler()
+	f.syncAndCheck(ctx, r, recorder, ref, want)
+	return r
+}
+
+// syncAndCheck runs one Sync of the Database ref names, as the Databases'
+// cache holds it, and checks its outcome, its actions, its events, and
+// that every cache read it made went through its reader.
+func (f *fixture) syncAndCheck(ctx context.Context, r *Reconciler, recorder *record.FakeRecorder, ref types.NamespacedName, want outcome) {
+	f.t.Helper()
+	f.client.ClearActions()
+	f.kubeclient.ClearActions()
+	obj, exists, err := f.databases.GetByKey(ref.String())
+	if err != nil || !exists {
+		f.t.Fatalf("no Database %s in the cache: %v", ref, err)
+	}
+	var settledReads []read
+	if last, ok := r.settled.get(ref); ok {
+		settledReads = last.reads
+	}
+	f.raw = nil
+	wasSkipped, rd, err := r.sync(ctx, obj.(*dbv1alpha1.Database))
+	f.err = err
+	if got := outcomeOf(wasSkipped, err); got != want {
+		f.t.Fatalf("Sync: %s (%v), want %s", got, err, want)
+	}
+	actiontest.CheckActions(f.t, "database clientset", f.actions, f.client.Actions())
+	actiontest.CheckActions(f.t, "kube clientset", f.kubeactions, f.kubeclient.Actions())
+	actiontest.CheckEvents(f.t, f.events, recorder)
+	var recorded []read
+	if rd != nil {
+		recorded = rd.reads
+	}
+	for _, raw := range f.raw {
+		if !slices.Contains(recorded, raw) && !slices.Contains(settledReads, raw) {
+			f.t.Errorf("the pass read %v of the caches past its reader: the settled check cannot see it change", raw)
+		}
+	}
+}
+
+// String names a read in a test's message.
+func (rd read) String() string {
+	what := "key " + rd.key
+	if rd.index != "" {
+		what = fmt.Sprintf("index %s %s", rd.index, rd.key)
+	}
+	return fmt.Sprintf("%s by %s", resources[rd.src].Resource, what)
+}
+
+// Expected actions.
+
+func (f *fixture) expectCreate(resource schema.GroupVersionResource, obj runtime.Object) {
+	f.kubeactions = append(f.kubeactions, actiontest.Create(resource, obj))
+}
+
+func (f *fixture) expectGet(resource schema.GroupVersionResource, ns, name string) {
+	f.kubeactions = append(f.kubeactions, actiontest.Get(resource, ns, name))
+}
+
+func (f *fixture) expectApply(resource schema.GroupVersionResource, ns, name string, applyConfiguration any) {
+	f.kubeactions = append(f.kubeactions, actiontest.Apply(f.t, resource, ns, name, applyConfiguration))
+}
+
+func (f *fixture) expectDelete(resource schema.GroupVersionResource, ns, name string, uid types.UID) {
+	f.kubeactions = append(f.kubeactions, actiontest.DeleteUID(resource, ns, name, uid))
+}
+
+func (f *fixture) expectStatusUpdate(db *dbv1alpha1.Database, st dbv1alpha1.DatabaseStatus) {
+	f.actions = append(f.actions, actiontest.StatusApply(f.t, db, st))
+}
+
+func (f *fixture) expectFinalizers(db *dbv1alpha1.Database, finalizers []string) {
+	patch, err := backup.FinalizersPatch(db.ResourceVersion, db.Finalizers, finalizers)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.actions = append(f.actions, actiontest.Patch(actiontest.Databases, db.Namespace, db.Name, types.JSONPatchType, patch))
+}
+
+// expectSecretReleased expects the JSON patch that removes db's owner
+// reference, the first, from its Secret.
+func (f *fixture) expectSecretReleased(db *dbv1alpha1.Database) {
+	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/ownerReferences/0/uid","value":%q},{"op":"remove","path":"/metadata/ownerReferences/0"}]`, db.UID)
+	f.kubeactions = append(f.kubeactions, actiontest.Patch(actiontest.Secrets, db.Namespace, names.SecretName(db), types.JSONPatchType, []byte(patch)))
+}
+
+// The resources the pass writes, by the names the tests use.
+var (
+	secretsResource      = actiontest.Secrets
+	servicesResource     = actiontest.Services
+	statefulSetsResource = actiontest.StatefulSets
+	podsResource         = actiontest.Pods
+	backupsResource      = actiontest.DatabaseBackups
+)
+
+// The fixtures' Databases, children and statuses (package actiontest), by
+// the names the tests use.
+var (
+	testNow            = actiontest.Now
+	newDatabase        = actiontest.NewDatabase
+	profile            = actiontest.Engine
+	desired            = actiontest.Desired
+	expectedSecret     = actiontest.Secret
+	expectedHeadless   = actiontest.HeadlessService
+	expectedService    = actiontest.Service
+	rolledOut          = actiontest.RolledOut
+	wantStatus         = actiontest.WantStatus
+	keepTransitionTime = actiontest.KeepTransitionTime
+)
+
+const testPassword = actiontest.Password
+
+func expectedStatefulSet(t *testing.T, db *dbv1alpha1.Database) *appsv1.StatefulSet {
+	return actiontest.StatefulSet(t, db)
+}
+
+func desiredStatefulSet(t *testing.T, db *dbv1alpha1.Database) any {
+	return desired(t, db).StatefulSet
+}

@@ -1,0 +1,276 @@
+package reconcile
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/backup"
+	"github.com/dbcontroller/database-controller/pkg/names"
+)
+
+// A pass reads the cluster from the informer caches through a reader, and
+// only so: the reader records every read and sums up what it returned. A
+// pass that settles (settled.go) keeps that record, and the next Sync of
+// the Database replays the same reads: when they return the same
+// resourceVersions, the pass would find the same and is skipped. The
+// record is the reads themselves, so a step that starts reading something
+// new is covered by the settled check with no list to keep beside it.
+
+// source is one informer cache a pass reads.
+type source uint8
+
+const (
+	srcStatefulSets source = iota
+	srcServices
+	srcSecrets
+	srcJobs
+	srcBackups
+	srcClaims
+	srcPods
+	srcClaimEvents
+	numSources
+)
+
+// resources name the sources in the NotFound errors a read by name returns.
+var resources = [numSources]schema.GroupResource{
+	srcStatefulSets: {Group: "apps", Resource: "statefulsets"},
+	srcServices:     {Resource: "services"},
+	srcSecrets:      {Resource: "secrets"},
+	srcJobs:         {Group: "batch", Resource: "jobs"},
+	srcBackups:      {Group: "dbcontroller.io", Resource: "databasebackups"},
+	srcClaims:       {Resource: "persistentvolumeclaims"},
+	srcPods:         {Resource: "pods"},
+	srcClaimEvents:  {Resource: "events"},
+}
+
+// Caches are the indexers of the informers a pass reads, each limited to
+// the objects labelled as managed by this controller (the events: to those
+// about claims). Claims, Pods and Jobs have the index IndexInstance,
+// Backups backup.IndexDatabase, and ClaimEvents IndexClaim.
+type Caches struct {
+	StatefulSets, Services, Secrets, Jobs, Backups, Claims, Pods, ClaimEvents cache.Indexer
+}
+
+func (c Caches) indexers() [numSources]cache.Indexer {
+	return [numSources]cache.Indexer{
+		srcStatefulSets: c.StatefulSets, srcServices: c.Services, srcSecrets: c.Secrets, srcJobs: c.Jobs,
+		srcBackups: c.Backups, srcClaims: c.Claims, srcPods: c.Pods, srcClaimEvents: c.ClaimEvents,
+	}
+}
+
+// read is one read of a cache: of one object by its key (index ""), or of
+// the objects an index holds under key.
+type read struct {
+	src   source
+	index string
+	key   string
+}
+
+// reader reads from the caches, and records each distinct read (reads)
+// and what it returned (sum). It is one pass's, and not safe for
+// concurrent use.
+type reader struct {
+	caches *[numSources]cache.Indexer
+	reads  []read
+	sum    uint64
+	// ok is false once a read failed or returned an object with no
+	// resourceVersion (one never read from an API server): what such a
+	// pass read cannot be compared later.
+	ok bool
+}
+
+func newReader(caches *[numSources]cache.Indexer) *reader {
+	return &reader{caches: caches, sum: fnvOffset, ok: true}
+}
+
+// record adds rd to the reads, once, and mixes what it returned into the
+// sum: the first time only, so that a replay, which reads each once, sums
+// the same.
+func (r *reader) record(rd read, hash uint64, ok bool) {
+	for _, seen := range r.reads {
+		if seen == rd {
+			return
+		}
+	}
+	r.reads = append(r.reads, rd)
+	r.sum = (r.sum ^ hash) * fnvPrime
+	r.ok = r.ok && ok
+}
+
+// get reads the object of src at namespace/name: nil, with a NotFound
+// error as a lister's, when the cache does not hold it.
+func (r *reader) get(src source, namespace, name string) (any, error) {
+	key := namespace + "/" + name
+	obj, exists, err := r.caches[src].GetByKey(key)
+	if err != nil {
+		r.ok = false
+		return nil, err
+	}
+	rd := read{src: src, key: key}
+	if !exists {
+		r.record(rd, hashStrings(key, "absent"), true)
+		return nil, apierrors.NewNotFound(resources[src], name)
+	}
+	h, ok := hashObject(obj)
+	r.record(rd, h, ok)
+	return obj, nil
+}
+
+// byIndex reads the objects index holds under key in src. All of them are
+// summed, whatever the caller keeps of them.
+func (r *reader) byIndex(src source, index, key string) ([]any, error) {
+	objs, err := r.caches[src].ByIndex(index, key)
+	if err != nil {
+		r.ok = false
+		return nil, err
+	}
+	// Listed in no particular order: summed, not mixed in order.
+	set, ok := uint64(0), true
+	for _, obj := range objs {
+		h, objOK := hashObject(obj)
+		set += h
+		ok = ok && objOK
+	}
+	r.record(read{src: src, index: index, key: key}, hashStrings(index, key)^set, ok)
+	return objs, nil
+}
+
+// replay does reads again, and returns the sum a reader that did them
+// would have; ok false when one failed or returned an object with no
+// resourceVersion.
+func replay(caches *[numSources]cache.Indexer, reads []read) (sum uint64, ok bool) {
+	r := newReader(caches)
+	for _, rd := range reads {
+		var err error
+		if rd.index == "" {
+			namespace, name, _ := cache.SplitMetaNamespaceKey(rd.key)
+			_, err = r.get(rd.src, namespace, name)
+		} else {
+			_, err = r.byIndex(rd.src, rd.index, rd.key)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return 0, false
+		}
+	}
+	return r.sum, r.ok
+}
+
+// hashObject hashes what identifies one version of obj; ok is false when
+// it has no resourceVersion.
+func hashObject(obj any) (uint64, bool) {
+	o, isObject := obj.(metav1.Object)
+	if !isObject {
+		return 0, false
+	}
+	rv := o.GetResourceVersion()
+	return hashStrings(o.GetNamespace(), o.GetName(), string(o.GetUID()), rv), rv != ""
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// hashStrings hashes strings with 64-bit FNV-1a, without allocating.
+func hashStrings(parts ...string) uint64 {
+	h := uint64(fnvOffset)
+	for _, s := range parts {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= fnvPrime
+		}
+		h ^= 0xff // a separator no string holds
+		h *= fnvPrime
+	}
+	return h
+}
+
+// Typed reads, one per kind a pass reads.
+
+func getAs[T any](r *reader, src source, namespace, name string) (T, error) {
+	var zero T
+	obj, err := r.get(src, namespace, name)
+	if err != nil {
+		return zero, err
+	}
+	t, ok := obj.(T)
+	if !ok {
+		return zero, apierrors.NewNotFound(resources[src], name)
+	}
+	return t, nil
+}
+
+func (r *reader) statefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
+	return getAs[*appsv1.StatefulSet](r, srcStatefulSets, namespace, name)
+}
+
+func (r *reader) service(namespace, name string) (*corev1.Service, error) {
+	return getAs[*corev1.Service](r, srcServices, namespace, name)
+}
+
+// secret reads a Secret as the cache holds it: with no data.
+func (r *reader) secret(namespace, name string) (*corev1.Secret, error) {
+	return getAs[*corev1.Secret](r, srcSecrets, namespace, name)
+}
+
+func (r *reader) job(namespace, name string) (*batchv1.Job, error) {
+	return getAs[*batchv1.Job](r, srcJobs, namespace, name)
+}
+
+func (r *reader) backup(namespace, name string) (*dbv1alpha1.DatabaseBackup, error) {
+	return getAs[*dbv1alpha1.DatabaseBackup](r, srcBackups, namespace, name)
+}
+
+// indexedAs reads what index holds under key in src, of it the objects of
+// type T that selector matches (every one when selector is nil).
+func indexedAs[T metav1.Object](r *reader, src source, index, key string, selector labels.Selector) ([]T, error) {
+	objs, err := r.byIndex(src, index, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		t, ok := o.(T)
+		if ok && (selector == nil || selector.Matches(labels.Set(t.GetLabels()))) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func instanceKey(db *dbv1alpha1.Database) string { return db.Namespace + "/" + db.Name }
+
+// ownClaims are db's data volume claims: its selector labels.
+func (r *reader) ownClaims(db *dbv1alpha1.Database) ([]*corev1.PersistentVolumeClaim, error) {
+	return indexedAs[*corev1.PersistentVolumeClaim](r, srcClaims, IndexInstance, instanceKey(db), labels.SelectorFromSet(names.SelectorLabels(db)))
+}
+
+// ownPods are db's StatefulSet's pods: its selector labels, not its backups' pods.
+func (r *reader) ownPods(db *dbv1alpha1.Database) ([]*corev1.Pod, error) {
+	return indexedAs[*corev1.Pod](r, srcPods, IndexInstance, instanceKey(db), labels.SelectorFromSet(names.SelectorLabels(db)))
+}
+
+// backupsOf are the DatabaseBackups of db.
+func (r *reader) backupsOf(db *dbv1alpha1.Database) ([]*dbv1alpha1.DatabaseBackup, error) {
+	return indexedAs[*dbv1alpha1.DatabaseBackup](r, srcBackups, backup.IndexDatabase, instanceKey(db), nil)
+}
+
+// eventsOf are the cached events about claim: those recorded on its name,
+// of them those of this claim and not of an earlier one of the same name
+// (the reference's UID), and those that name no UID.
+func (r *reader) eventsOf(claim *corev1.PersistentVolumeClaim) ([]*corev1.Event, error) {
+	name := cache.MetaObjectToName(claim)
+	events, err := indexedAs[*corev1.Event](r, srcClaimEvents, IndexClaim, claimEventsKey(name, claim.UID), nil)
+	if err != nil || claim.UID == "" {
+		return events, err
+	}
+	noUID, err := indexedAs[*corev1.Event](r, srcClaimEvents, IndexClaim, claimEventsKey(name, ""), nil)
+	return append(events, noUID...), err
+}
