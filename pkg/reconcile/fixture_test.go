@@ -60,10 +60,12 @@ type fixture struct {
 	kubeobjects []runtime.Object
 	objects     []runtime.Object
 
-	// Actions expected on each clientset, and events as "Type Reason Message".
+	// Actions expected on each clientset, events as "Type Reason Message",
+	// and calls to the servers of replicated Databases (actiontest.Servers).
 	kubeactions []core.Action
 	actions     []core.Action
 	events      []string
+	calls       []string
 
 	clock *testclock.FakePassiveClock
 	// reactors are added to the Database API's fake clientset.
@@ -353,6 +355,7 @@ func (f *fixture) syncAndCheck(ctx context.Context, r *Reconciler, recorder *rec
 		settledReads = last.reads
 	}
 	f.raw = nil
+	f.sql.ResetCalls()
 	wasSkipped, rd, err := r.sync(ctx, obj.(*dbv1alpha1.Database))
 	f.err = err
 	if got := outcomeOf(wasSkipped, err); got != want {
@@ -361,6 +364,7 @@ func (f *fixture) syncAndCheck(ctx context.Context, r *Reconciler, recorder *rec
 	actiontest.CheckActions(f.t, "database clientset", f.actions, f.client.Actions())
 	actiontest.CheckActions(f.t, "kube clientset", f.kubeactions, f.kubeclient.Actions())
 	actiontest.CheckEvents(f.t, f.events, recorder)
+	actiontest.CheckCalls(f.t, "calls to the servers", f.calls, f.sql.Calls())
 	var recorded []read
 	if rd != nil {
 		recorded = rd.reads

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,13 +16,22 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
-	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
+
+// probes are the calls that ask the servers of the pods of ordinals ks
+// what they are.
+func probes(ks ...int) []string {
+	var out []string
+	for _, k := range ks {
+		out = append(out, "probe "+podIP(k)+" as postgres")
+	}
+	return out
+}
 
 // podIP is the address of the fixture's pod of ordinal k.
 func podIP(k int) string { return fmt.Sprintf("192.0.2.%d", 10+k) }
@@ -172,6 +179,7 @@ func TestReplicationFirstPrimary(t *testing.T) {
 		"False", "Converged", "the Database matches its spec",
 		"True", "Streaming", "orders-0 is the primary; 2/2 replicas stream from it"))
 	f.events = []string{"Normal PrimaryChosen first primary: orders-0 runs out of recovery", "Normal Running"}
+	f.calls = probes(0, 1, 2)
 	f.run(ctx, ref(db), pollServers)
 }
 
@@ -213,10 +221,73 @@ func TestReplicationFailover(t *testing.T) {
 		"Normal PrimaryChanged orders-2 is the primary, in place of orders-0",
 		"Normal Running",
 	}
+	f.calls = append(probes(0, 1, 2), "promote 192.0.2.12", "probe 192.0.2.12 as postgres")
 	f.run(ctx, ref(db), pollServers)
-	want := []string{"probe 192.0.2.10 as postgres", "probe 192.0.2.11 as postgres", "probe 192.0.2.12 as postgres", "promote 192.0.2.12", "probe 192.0.2.12 as postgres"}
-	if got := append(sortedCopy(f.sql.Calls()[:3]), f.sql.Calls()[3:]...); !reflect.DeepEqual(got, want) {
-		t.Errorf("SQL calls = %q, want %q", got, want)
+}
+
+// The primary's pod is being deleted (a drain, or kubectl delete pod), and
+// the failover delay has run out: while its grace period lasts, its server
+// shuts down cleanly, sending its last WAL to the replicas, and nothing is
+// promoted before it is gone; a pod whose grace period ran out (its node is
+// gone) is not waited for.
+func TestReplicationPrimaryBeingDeletedIsWaitedFor(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		deletion time.Duration // from now, when its grace period ends
+		failover bool
+	}{
+		{"its grace period lasts: waited for", 25 * time.Second, false},
+		{"its grace period ran out: failed over", -10 * time.Second, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 3)
+			f.convergedReplicated(db)
+			lost := metav1.NewTime(testNow.Add(-40 * time.Second))
+			db.Status.Replication.PrimaryLostSince = &lost
+			f.podLister[0].DeletionTimestamp = ptr.To(metav1.NewTime(testNow.Add(tt.deletion)))
+			delete(f.sql.Facts, podIP(0))
+			f.sql.Facts[podIP(1)] = replicaFacts("orders-1", 90)
+			f.sql.Facts[podIP(2)] = replicaFacts("orders-2", 120)
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			// A pod being deleted is not asked.
+			f.calls = probes(1, 2)
+			if !tt.failover {
+				rs := db.Status.Replication.DeepCopy()
+				rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "replica"}}
+				msg := "waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
+				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
+				f.run(ctx, ref(db), pollServers)
+				var recheck *RecheckError
+				if errors.As(f.err, &recheck); recheck.After != time.Second {
+					t.Errorf("looked at again after %s, want 1s", recheck.After)
+				}
+				return
+			}
+			target := db.Status.Replication.DeepCopy()
+			target.TargetPrimary = "orders-2"
+			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
+				"False", "FailingOver", "making orders-2 the primary",
+				"True", "FailingOver", "making orders-2 the primary",
+				"False", "FailingOver", "making orders-2 the primary"))
+			f.expectPodRole(db, 0, "")
+			f.expectPodRole(db, 2, "primary")
+			done := &dbv1alpha1.ReplicationStatus{Primary: "orders-2", Instances: []dbv1alpha1.InstanceStatus{
+				{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "primary"},
+			}}
+			f.expectStatusUpdate(db, replicatedStatus(db, "Running", done,
+				"True", "AllReplicasReady", "3/3 replicas are ready",
+				"False", "Converged", "the Database matches its spec",
+				"False", "ReplicasNotStreaming", "orders-2 is the primary; 0/2 replicas stream from it; not streaming yet: orders-0, orders-1"))
+			f.events = []string{
+				"Warning FailingOver primary orders-0 has not served for 40s; failing over to orders-2, the replica with the most WAL received",
+				"Normal PrimaryChanged orders-2 is the primary, in place of orders-0",
+				"Normal Running",
+			}
+			f.calls = append(f.calls, "promote 192.0.2.12", "probe 192.0.2.12 as postgres")
+			f.run(ctx, ref(db), pollServers)
+		})
 	}
 }
 
@@ -240,6 +311,7 @@ func TestReplicationPrimaryRestartIsNoFailover(t *testing.T) {
 	msg := "primary orders-0 does not serve; failing over if it does not serve again within 20s"
 	f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
 	// Looked at again at the servers' pace, not at once.
+	f.calls = probes(0, 1)
 	f.run(ctx, ref(db), pollServers)
 	var recheck *RecheckError
 	if errors.As(f.err, &recheck); recheck.After != ReplicationPoll {
@@ -283,6 +355,7 @@ func TestReplicationSwitchover(t *testing.T) {
 					{Name: "orders-1", Role: "replica", Streaming: true, LagBytes: ptr.To[int64](0)}}
 				msg := "making orders-1 the primary: waiting for orders-1 to receive the WAL of orders-0 up to 0/64 before it is promoted"
 				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+				f.calls = append(probes(0, 1), "fence 192.0.2.10")
 				f.run(ctx, ref(db), pollServers)
 				return
 			}
@@ -294,6 +367,7 @@ func TestReplicationSwitchover(t *testing.T) {
 			rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica", Streaming: true}}
 			msg := "making orders-1 the primary: waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
 			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+			f.calls = append(probes(0, 1), "fence 192.0.2.10")
 			f.run(ctx, ref(db), pollServers)
 		})
 	}
@@ -318,10 +392,8 @@ func TestReplicationSwitchover(t *testing.T) {
 		keepTransitionTime(&st, "Progressing")
 		f.expectStatusUpdate(db, st)
 		f.events = []string{"Normal PrimaryChanged orders-1 is the primary, in place of orders-0"}
+		f.calls = append(probes(1), "promote 192.0.2.11", "probe 192.0.2.11 as postgres")
 		f.run(ctx, ref(db), pollServers)
-		if want := []string{"probe 192.0.2.11 as postgres", "promote 192.0.2.11", "probe 192.0.2.11 as postgres"}; !reflect.DeepEqual(f.sql.Calls(), want) {
-			t.Errorf("SQL calls = %q, want %q", f.sql.Calls(), want)
-		}
 	})
 }
 
@@ -385,6 +457,7 @@ func TestReplicationRollout(t *testing.T) {
 				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
 				f.events = []string{"Normal SwitchingOver switchover to orders-2 as asked",
 					"Normal Fenced orders-0 still accepts writes; it is fenced before orders-2 is promoted"}
+				f.calls = []string{"fence 192.0.2.10"}
 			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -401,6 +474,7 @@ func TestReplicationRollout(t *testing.T) {
 			}
 			f.expectGet(secretsResource, "default", "orders-credentials")
 			tt.expect(f, db)
+			f.calls = append(probes(0, 1, 2), f.calls...)
 			f.run(ctx, ref(db), pollServers)
 		})
 	}
@@ -415,14 +489,12 @@ func TestReplicationSynchronous(t *testing.T) {
 	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: 1, DataDurability: dbv1alpha1.DataDurabilityRequired}}
 	f.convergedReplicated(db)
 	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.calls = append(probes(0, 1, 2), "set synchronous replicas of 192.0.2.10 to 1")
 	f.run(ctx, ref(db), pollServers)
-	probes := []string{"probe 192.0.2.10 as postgres", "probe 192.0.2.11 as postgres", "probe 192.0.2.12 as postgres"}
-	actiontest.CheckCalls(t, "SQL calls", append(probes, "set synchronous replicas of 192.0.2.10 to 1"), f.sql.Calls())
 	// Set: the next pass leaves it.
-	f.sql.ResetCalls()
+	f.calls = probes(0, 1, 2)
 	r, recorder := f.newReconciler()
 	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
-	actiontest.CheckCalls(t, "SQL calls of the next pass", probes, f.sql.Calls())
 }
 
 // A single server scaled up into a replicated Database: it runs the earlier
@@ -459,6 +531,7 @@ func TestReplicationScaling(t *testing.T) {
 		f.statefulSetLister[0].Status.ReadyReplicas = 1
 		f.expectStatusUpdate(db, st)
 		f.events = []string{"Normal RollingOut Restarting orders-0 at the new revision of the pods"}
+		f.calls = probes(0, 1, 2)
 		f.run(ctx, ref(db), pollServers)
 	})
 	t.Run("scaled to 0: the primary stops and stays the primary", func(t *testing.T) {
@@ -486,12 +559,9 @@ func TestReplicationScaling(t *testing.T) {
 		st.ReadyReplicas, st.Replicas = 3, 3
 		f.expectStatusUpdate(db, st)
 		f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+		// No promote: the replicas are asked what they are, and that is all.
+		f.calls = probes(1, 2)
 		f.run(ctx, ref(db), synced)
-		for _, call := range f.sql.Calls() {
-			if strings.HasPrefix(call, "promote") {
-				t.Errorf("scaling to 0 promoted a replica: %s", call)
-			}
-		}
 	})
 }
 
@@ -505,6 +575,7 @@ func TestReplicationReadsCredentialsOncePerSecretVersion(t *testing.T) {
 	f.convergedReplicated(db)
 	r, recorder := f.newReconciler()
 	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.calls = probes(0, 1, 2)
 	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 
 	f.kubeactions = nil

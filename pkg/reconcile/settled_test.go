@@ -2,12 +2,25 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/backup"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
 // A settled Database is not passed over again while nothing it depends on
@@ -83,4 +96,190 @@ func TestRecheckedDatabaseIsNeverSkipped(t *testing.T) {
 		// write again shows that the second sync was a full pass.
 		f.syncAndCheck(ctx, r, recorder, ref(db), recheckSoon)
 	}
+}
+
+// Every input a settled pass read unsettles the Database when it changes:
+// for each read the pass recorded, in each of the states below, a change of
+// what it returns (a new resourceVersion of the object read, an object
+// where there was none, or one more object under the index key) makes the
+// next Sync a full pass. Each state names the inputs it must have read, so
+// that a read that stops being recorded fails here too.
+func TestEveryInputOfASettledPassUnsettlesIt(t *testing.T) {
+	scheduled := func(db *dbv1alpha1.Database) *dbv1alpha1.DatabaseBackup {
+		b := backup.NewFinalBackup(db)
+		b.Name, b.Labels[dbv1alpha1.LabelBackupTrigger] = "orders-20261122-0300", dbv1alpha1.BackupTriggerSchedule
+		b.Annotations = map[string]string{backup.AnnotationScheduledTime: "2026-11-22T03:00:00Z"}
+		b.Status.Phase = dbv1alpha1.BackupCompleted
+		return b
+	}
+	for _, tt := range []struct {
+		name string
+		// seed seeds the state, and returns its Database.
+		seed func(t *testing.T, f *fixture) *dbv1alpha1.Database
+		// inputs are the sources the settled pass must have read.
+		inputs []source
+	}{
+		{"running, with its claim and pod", func(t *testing.T, f *fixture) *dbv1alpha1.Database {
+			db := newDatabase("orders", "postgresql", "16", 1)
+			f.converged(db)
+			f.seed(claim(db, 0, "1Gi"), startedPod(db))
+			return db
+		}, []source{srcStatefulSets, srcServices, srcSecrets, srcClaims, srcPods}},
+		{"a claim waiting for its volume", func(t *testing.T, f *fixture) *dbv1alpha1.Database {
+			db := newDatabase("orders", "postgresql", "16", 1)
+			f.seed(db, notReadyStatefulSet(t, db), expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"))
+			pending := claim(db, 0, "1Gi")
+			pending.UID, pending.Status.Phase = "claim-uid", corev1.ClaimPending
+			f.seed(pending)
+			return db
+		}, []source{srcClaims, srcPods, srcClaimEvents}},
+		{"backups on a schedule", func(t *testing.T, f *fixture) *dbv1alpha1.Database {
+			db := newDatabase("orders", "postgresql", "16", 1)
+			db.Spec.Backup = &dbv1alpha1.BackupSpec{Schedule: "0 3 * * *"}
+			f.converged(db)
+			f.seed(scheduled(db))
+			return db
+		}, []source{srcBackups}},
+		{"a restore going on", func(t *testing.T, f *fixture) *dbv1alpha1.Database {
+			db := restoring(newDatabase("copy", "postgresql", "16", 1))
+			f.seed(db, sourceBackup("15"))
+			return db
+		}, []source{srcBackups}},
+		{"a featureCompatibilityVersion Job running", func(t *testing.T, f *fixture) *dbv1alpha1.Database {
+			db := newDatabase("orders", "mongodb", "7.0", 1)
+			f.converged(db)
+			db.Status.FeatureCompatibilityVersion = "6.0"
+			job := actiontest.Object[batchv1.Job](t, builder.NewFeatureCompatibilityJob(db, profile(t, db), "mongo:7.0", "7.0", 1))
+			f.seed(job)
+			return db
+		}, []source{srcJobs}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			settle := func() (*fixture, *Reconciler, *dbv1alpha1.Database, []read) {
+				t.Helper()
+				f := newFixture(t)
+				db := tt.seed(t, f)
+				f.stampResourceVersions()
+				r, _ := f.newReconciler()
+				if skipped, err := r.Sync(ctx, db); skipped || err != nil {
+					t.Fatalf("the first pass: skipped %v, %v; want a pass that settles", skipped, err)
+				}
+				last, ok := r.settled.get(ref(db))
+				if !ok {
+					t.Fatal("the first pass did not settle")
+				}
+				return f, r, db, last.reads
+			}
+			f, r, db, reads := settle()
+			// Nothing changed: skipped.
+			if skipped, err := r.Sync(ctx, db); !skipped || err != nil {
+				t.Fatalf("a Sync with nothing changed: skipped %v, %v; want skipped", skipped, err)
+			}
+			for _, src := range tt.inputs {
+				if !slices.ContainsFunc(reads, func(rd read) bool { return rd.src == src }) {
+					t.Errorf("the settled pass read no %s; its reads: %v", resources[src].Resource, reads)
+				}
+			}
+			for i, rd := range reads {
+				f, r, db, _ := settle()
+				f.change(rd, i)
+				if skipped, _ := r.Sync(ctx, db); skipped {
+					t.Errorf("%v changed, and the next Sync was skipped", rd)
+				}
+			}
+			_ = f
+		})
+	}
+}
+
+// startedPod is db's first pod, ready.
+func startedPod(db *dbv1alpha1.Database) *corev1.Pod {
+	pod := startingPod(db)
+	pod.Status.ContainerStatuses[0].Ready = true
+	return pod
+}
+
+// stampResourceVersions gives every seeded object a resourceVersion, as
+// an API server would.
+func (f *fixture) stampResourceVersions() {
+	n := 100
+	for _, objs := range [][]metav1.Object{objects(f.dbLister), objects(f.statefulSetLister), objects(f.serviceLister),
+		objects(f.secretLister), objects(f.claimLister), objects(f.podLister), objects(f.jobLister), objects(f.backupLister),
+		objects(f.claimEventLister)} {
+		for _, o := range objs {
+			n++
+			o.SetResourceVersion(fmt.Sprint(n))
+		}
+	}
+}
+
+func objects[T metav1.Object](in []T) []metav1.Object {
+	out := make([]metav1.Object, len(in))
+	for i, o := range in {
+		out[i] = o
+	}
+	return out
+}
+
+// change changes what rd returns from the caches: the object read gets a
+// new resourceVersion; where there was none, one appears; under an index
+// key, one more object appears. n makes the new objects' names unique.
+func (f *fixture) change(rd read, n int) {
+	f.t.Helper()
+	indexer := f.caches.indexers()[rd.src]
+	if rd.index == "" {
+		obj, exists, err := indexer.GetByKey(rd.key)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if exists {
+			changed := obj.(runtime.Object).DeepCopyObject()
+			changed.(metav1.Object).SetResourceVersion("changed")
+			f.update(indexer, changed)
+			return
+		}
+		namespace, name, _ := cache.SplitMetaNamespaceKey(rd.key)
+		f.add(indexer, newOf(rd.src, metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: "new"}))
+		return
+	}
+	// An object that the index files under the key read.
+	namespace, rest, _ := strings.Cut(rd.key, "/")
+	meta := metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("new-%d", n), ResourceVersion: "new",
+		Labels: map[string]string{names.LabelInstance: rest}}
+	obj := newOf(rd.src, meta)
+	switch o := obj.(type) {
+	case *dbv1alpha1.DatabaseBackup:
+		o.Spec.Database = rest
+	case *corev1.Event:
+		claimName, uid, _ := strings.Cut(rest, "/")
+		o.InvolvedObject = corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: namespace, Name: claimName, UID: types.UID(uid)}
+	}
+	if keys, err := indexer.GetIndexers()[rd.index](obj); err != nil || !slices.Contains(keys, rd.key) {
+		f.t.Fatalf("the new object is filed under %v, not %s", keys, rd.key)
+	}
+	f.add(indexer, obj)
+}
+
+// newOf is an empty object of src's kind, with meta.
+func newOf(src source, meta metav1.ObjectMeta) runtime.Object {
+	switch src {
+	case srcStatefulSets:
+		return &appsv1.StatefulSet{ObjectMeta: meta}
+	case srcServices:
+		return &corev1.Service{ObjectMeta: meta}
+	case srcSecrets:
+		return &corev1.Secret{ObjectMeta: meta}
+	case srcJobs:
+		return &batchv1.Job{ObjectMeta: meta}
+	case srcBackups:
+		return &dbv1alpha1.DatabaseBackup{ObjectMeta: meta}
+	case srcClaims:
+		return &corev1.PersistentVolumeClaim{ObjectMeta: meta}
+	case srcPods:
+		return &corev1.Pod{ObjectMeta: meta}
+	case srcClaimEvents:
+		return &corev1.Event{ObjectMeta: meta}
+	}
+	panic(fmt.Sprintf("no kind for source %d", src))
 }

@@ -881,3 +881,43 @@ func TestComputeBackupCondition(t *testing.T) {
 		t.Errorf("lastScheduleTime %v", got.LastScheduleTime)
 	}
 }
+
+// A replicated Database whose pods are all ready is not Running while no
+// primary serves: clients cannot write. The Replicating condition's reason
+// and message are the Ready condition's; it is Provisioning before it first
+// ran, Updating after. A primary that serves (Streaming, or replicas not
+// streaming yet) leaves the pods to say.
+func TestComputeReplicatedWithoutPrimary(t *testing.T) {
+	replicating := func(st metav1.ConditionStatus, reason, message string) *metav1.Condition {
+		return &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: st, Reason: reason, Message: message}
+	}
+	for _, tt := range []struct {
+		name        string
+		old         dbv1alpha1.DatabaseStatus
+		replicating *metav1.Condition
+		wantPhase   dbv1alpha1.Phase
+		wantReady   wantCondition
+	}{
+		{"the primary does not serve", dbv1alpha1.DatabaseStatus{CurrentVersion: "16"},
+			replicating(metav1.ConditionFalse, ReasonNoPrimary, "the primary orders-0 does not serve"),
+			dbv1alpha1.PhaseUpdating, wantCondition{metav1.ConditionFalse, ReasonNoPrimary, "the primary orders-0 does not serve"}},
+		{"failing over", dbv1alpha1.DatabaseStatus{CurrentVersion: "16"},
+			replicating(metav1.ConditionFalse, ReasonFailingOver, "making orders-1 the primary"),
+			dbv1alpha1.PhaseUpdating, wantCondition{metav1.ConditionFalse, ReasonFailingOver, "making orders-1 the primary"}},
+		{"no primary yet, never ran", dbv1alpha1.DatabaseStatus{},
+			replicating(metav1.ConditionFalse, ReasonNoPrimary, "making orders-0 the first primary"),
+			dbv1alpha1.PhaseProvisioning, wantCondition{metav1.ConditionFalse, ReasonNoPrimary, "making orders-0 the first primary"}},
+		{"a primary serves, a replica does not stream yet", dbv1alpha1.DatabaseStatus{CurrentVersion: "16"},
+			replicating(metav1.ConditionFalse, ReasonReplicasNotStreaming, "orders-0 is the primary; 1/2 replicas stream from it"),
+			dbv1alpha1.PhaseRunning, wantCondition{metav1.ConditionTrue, ReasonAllReplicasReady, "3/3 replicas are ready"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Compute(Input{Database: database(ptr.To[int32](3), tt.old), Endpoint: endpoint, StatefulSet: settled(3, image16),
+				Image: image16, Now: now, Replication: &dbv1alpha1.ReplicationStatus{Primary: "orders-0"}, Replicating: tt.replicating})
+			ready := meta.FindStatusCondition(got.Conditions, dbv1alpha1.ConditionReady)
+			if got.Phase != tt.wantPhase || ready.Status != tt.wantReady.status || ready.Reason != tt.wantReady.reason || ready.Message != tt.wantReady.message {
+				t.Errorf("phase %s, Ready %s %s %q; want %s, %+v", got.Phase, ready.Status, ready.Reason, ready.Message, tt.wantPhase, tt.wantReady)
+			}
+		})
+	}
+}
