@@ -38,9 +38,9 @@ lint:
 verify:
 	./hack/verify-codegen.sh
 
-## test-unit: fixture and table tests with fake clientsets
+## test-unit: fixture and table tests with fake clientsets, under the race detector
 test-unit:
-	go test -count=1 ./...
+	go test -count=1 -race ./...
 
 ## test-image: the Dockerfile and install manifests, parsed and checked
 test-image:
