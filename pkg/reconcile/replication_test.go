@@ -589,3 +589,35 @@ func TestReplicationReadsCredentialsOncePerSecretVersion(t *testing.T) {
 	f.expectGet(secretsResource, "default", "orders-credentials")
 	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 }
+
+// The quorum a spec asks for, as the number of replicas a commit waits for
+// (ha.SynchronousReplicas decides; package pgsql writes it as
+// synchronous_standby_names "ANY n (*)", or "" for 0).
+func TestSynchronousReplicasOfTheSpec(t *testing.T) {
+	sync := func(n int32, d dbv1alpha1.DataDurability) *dbv1alpha1.ReplicationSpec {
+		return &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: n, DataDurability: d}}
+	}
+	for _, tt := range []struct {
+		name      string
+		spec      *dbv1alpha1.ReplicationSpec
+		streaming int
+		desired   int32
+		want      int32
+	}{
+		{"no replication spec: asynchronous", nil, 2, 3, 0},
+		{"no synchronous: asynchronous", &dbv1alpha1.ReplicationSpec{}, 2, 3, 0},
+		{"a quorum of one", sync(1, dbv1alpha1.DataDurabilityRequired), 2, 3, 1},
+		{"required: the quorum stays while too few stream, and writes wait", sync(2, dbv1alpha1.DataDurabilityRequired), 1, 3, 2},
+		{"preferred: asynchronous while too few stream", sync(2, dbv1alpha1.DataDurabilityPreferred), 1, 3, 0},
+		{"preferred: the quorum once enough stream", sync(2, dbv1alpha1.DataDurabilityPreferred), 2, 3, 2},
+		{"never more than the replicas there are (scaled down)", sync(2, dbv1alpha1.DataDurabilityRequired), 1, 2, 1},
+		{"one pod: no replica to wait for", sync(1, dbv1alpha1.DataDurabilityRequired), 0, 1, 0},
+		{"durability unset is Required", sync(2, ""), 1, 3, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := synchronousReplicas(tt.spec, tt.streaming, tt.desired); got != tt.want {
+				t.Errorf("synchronousReplicas = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
