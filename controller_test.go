@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
@@ -97,16 +95,7 @@ func (f *fixture) converged(db *dbv1alpha1.Database) {
 // seeded, and are never started.
 func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory, kubeinformers.SharedInformerFactory, *record.FakeRecorder) {
 	f.client = fake.NewSimpleClientset(f.objects...)
-	// The generated fake has no schema for server-side apply of Database
-	// status; accept the apply, which is recorded as an action either way.
-	f.client.PrependReactor("patch", "databases", func(a core.Action) (bool, runtime.Object, error) {
-		p := a.(core.PatchAction)
-		if p.GetPatchType() != types.ApplyPatchType || p.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		obj := &dbv1alpha1.Database{}
-		return true, obj, json.Unmarshal(p.GetPatch(), obj)
-	})
+	actiontest.AcceptStatusApply(f.client)
 	f.kubeclient = k8sfake.NewClientset(f.kubeobjects...)
 
 	dbI := informers.NewSharedInformerFactory(f.client, noResync)

@@ -2,6 +2,7 @@ package actiontest
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -17,6 +19,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/engine/registry"
+	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/plan"
 	"github.com/dbcontroller/database-controller/pkg/status"
@@ -177,4 +180,18 @@ func KeepTransitionTime(st *dbv1alpha1.DatabaseStatus, condType string) {
 			st.Conditions[i].LastTransitionTime = metav1.NewTime(Now.Add(-time.Hour))
 		}
 	}
+}
+
+// AcceptStatusApply makes client take server-side applies of Database
+// status, which its generated fake has no schema for: the apply is
+// recorded as an action either way, and answers the applied Database.
+func AcceptStatusApply(client *fake.Clientset) {
+	client.PrependReactor("patch", "databases", func(a core.Action) (bool, runtime.Object, error) {
+		p := a.(core.PatchAction)
+		if p.GetPatchType() != types.ApplyPatchType || p.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		obj := &dbv1alpha1.Database{}
+		return true, obj, json.Unmarshal(p.GetPatch(), obj)
+	})
 }

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -168,16 +167,7 @@ func (f *fixture) seed(objs ...runtime.Object) {
 // and a Reconciler over them.
 func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 	f.client = fake.NewSimpleClientset(f.objects...)
-	// The generated fake has no schema for server-side apply of Database
-	// status; accept the apply, which is recorded as an action either way.
-	f.client.PrependReactor("patch", "databases", func(a core.Action) (bool, runtime.Object, error) {
-		p := a.(core.PatchAction)
-		if p.GetPatchType() != types.ApplyPatchType || p.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		obj := &dbv1alpha1.Database{}
-		return true, obj, json.Unmarshal(p.GetPatch(), obj)
-	})
+	actiontest.AcceptStatusApply(f.client)
 	for _, add := range f.reactors {
 		add(f.client)
 	}

@@ -183,22 +183,23 @@ func TestReplicationFirstPrimary(t *testing.T) {
 	f.run(ctx, ref(db), pollServers)
 }
 
-// The primary's pod stopped answering 40 s ago, past the default delay of
-// 30 s: the replica with the most WAL received is recorded as the target,
-// the old primary loses its label before anything is promoted, the target
-// is promoted, labelled, and recorded as the primary.
-func TestReplicationFailover(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t)
-	db := newDatabase("orders", "postgresql", "16", 3)
+// primaryDown seeds a replicated Database of 3 pods whose primary, orders-0,
+// has not served for 40 s, past the default failover delay of 30 s, and
+// whose replicas received WAL up to 90 (orders-1) and 120 (orders-2).
+func (f *fixture) primaryDown(db *dbv1alpha1.Database) {
 	f.convergedReplicated(db)
 	lost := metav1.NewTime(testNow.Add(-40 * time.Second))
 	db.Status.Replication.PrimaryLostSince = &lost
-	f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
 	delete(f.sql.Facts, podIP(0))
 	f.sql.Facts[podIP(1)] = replicaFacts("orders-1", 90)
 	f.sql.Facts[podIP(2)] = replicaFacts("orders-2", 120)
+}
 
+// expectFailover expects the failover of primaryDown, after the calls
+// asked: the replica with the most WAL received, orders-2, is recorded as
+// the target, the old primary loses its label before anything is promoted,
+// the target is promoted, labelled, and recorded as the primary.
+func (f *fixture) expectFailover(db *dbv1alpha1.Database, asked []string) {
 	f.expectGet(secretsResource, "default", "orders-credentials")
 	target := db.Status.Replication.DeepCopy()
 	target.TargetPrimary = "orders-2"
@@ -211,17 +212,27 @@ func TestReplicationFailover(t *testing.T) {
 	done := &dbv1alpha1.ReplicationStatus{Primary: "orders-2", Instances: []dbv1alpha1.InstanceStatus{
 		{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "primary"},
 	}}
-	st := replicatedStatus(db, "Running", done,
+	f.expectStatusUpdate(db, replicatedStatus(db, "Running", done,
 		"True", "AllReplicasReady", "3/3 replicas are ready",
 		"False", "Converged", "the Database matches its spec",
-		"False", "ReplicasNotStreaming", "orders-2 is the primary; 0/2 replicas stream from it; not streaming yet: orders-0, orders-1")
-	f.expectStatusUpdate(db, st)
+		"False", "ReplicasNotStreaming", "orders-2 is the primary; 0/2 replicas stream from it; not streaming yet: orders-0, orders-1"))
 	f.events = []string{
 		"Warning FailingOver primary orders-0 has not served for 40s; failing over to orders-2, the replica with the most WAL received",
 		"Normal PrimaryChanged orders-2 is the primary, in place of orders-0",
 		"Normal Running",
 	}
-	f.calls = append(probes(0, 1, 2), "promote 192.0.2.12", "probe 192.0.2.12 as postgres")
+	f.calls = append(asked, "promote 192.0.2.12", "probe 192.0.2.12 as postgres")
+}
+
+// The primary's pod stopped answering 40 s ago, past the default delay: a
+// failover (expectFailover).
+func TestReplicationFailover(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	f.primaryDown(db)
+	f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
+	f.expectFailover(db, probes(0, 1, 2))
 	f.run(ctx, ref(db), pollServers)
 }
 
@@ -243,50 +254,25 @@ func TestReplicationPrimaryBeingDeletedIsWaitedFor(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t)
 			db := newDatabase("orders", "postgresql", "16", 3)
-			f.convergedReplicated(db)
-			lost := metav1.NewTime(testNow.Add(-40 * time.Second))
-			db.Status.Replication.PrimaryLostSince = &lost
+			f.primaryDown(db)
 			f.podLister[0].DeletionTimestamp = ptr.To(metav1.NewTime(testNow.Add(tt.deletion)))
-			delete(f.sql.Facts, podIP(0))
-			f.sql.Facts[podIP(1)] = replicaFacts("orders-1", 90)
-			f.sql.Facts[podIP(2)] = replicaFacts("orders-2", 120)
-			f.expectGet(secretsResource, "default", "orders-credentials")
 			// A pod being deleted is not asked.
-			f.calls = probes(1, 2)
-			if !tt.failover {
-				rs := db.Status.Replication.DeepCopy()
-				rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "replica"}}
-				msg := "waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
-				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
+			if tt.failover {
+				f.expectFailover(db, probes(1, 2))
 				f.run(ctx, ref(db), pollServers)
-				var recheck *RecheckError
-				if errors.As(f.err, &recheck); recheck.After != time.Second {
-					t.Errorf("looked at again after %s, want 1s", recheck.After)
-				}
 				return
 			}
-			target := db.Status.Replication.DeepCopy()
-			target.TargetPrimary = "orders-2"
-			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
-				"False", "FailingOver", "making orders-2 the primary",
-				"True", "FailingOver", "making orders-2 the primary",
-				"False", "FailingOver", "making orders-2 the primary"))
-			f.expectPodRole(db, 0, "")
-			f.expectPodRole(db, 2, "primary")
-			done := &dbv1alpha1.ReplicationStatus{Primary: "orders-2", Instances: []dbv1alpha1.InstanceStatus{
-				{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "primary"},
-			}}
-			f.expectStatusUpdate(db, replicatedStatus(db, "Running", done,
-				"True", "AllReplicasReady", "3/3 replicas are ready",
-				"False", "Converged", "the Database matches its spec",
-				"False", "ReplicasNotStreaming", "orders-2 is the primary; 0/2 replicas stream from it; not streaming yet: orders-0, orders-1"))
-			f.events = []string{
-				"Warning FailingOver primary orders-0 has not served for 40s; failing over to orders-2, the replica with the most WAL received",
-				"Normal PrimaryChanged orders-2 is the primary, in place of orders-0",
-				"Normal Running",
-			}
-			f.calls = append(f.calls, "promote 192.0.2.12", "probe 192.0.2.12 as postgres")
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			rs := db.Status.Replication.DeepCopy()
+			rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "replica"}}
+			msg := "waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
+			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
+			f.calls = probes(1, 2)
 			f.run(ctx, ref(db), pollServers)
+			var recheck *RecheckError
+			if errors.As(f.err, &recheck); recheck.After != time.Second {
+				t.Errorf("looked at again after %s, want 1s", recheck.After)
+			}
 		})
 	}
 }

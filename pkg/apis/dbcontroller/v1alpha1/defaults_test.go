@@ -3,45 +3,17 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 )
 
 // schemaDefault is the default the generated CRD gives the field at path,
-// a dotted path below the Database's openAPIV3Schema, as JSON.
+// a dotted path below the Database, as JSON.
 func schemaDefault(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../../../artifacts/crd/dbcontroller.io_databases.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd struct {
-		Spec struct {
-			Versions []struct {
-				Schema struct {
-					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
-				} `json:"schema"`
-			} `json:"versions"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal(b, &crd); err != nil {
-		t.Fatal(err)
-	}
-	node := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
-	for _, field := range strings.Split(path, ".") {
-		props, _ := node["properties"].(map[string]any)
-		next, ok := props[field].(map[string]any)
-		if !ok {
-			t.Fatalf("the CRD has no field %s", path)
-		}
-		node = next
-	}
-	d, ok := node["default"]
+	d, ok := schemaField(t, path)["default"]
 	if !ok {
 		t.Fatalf("the CRD gives %s no default", path)
 	}

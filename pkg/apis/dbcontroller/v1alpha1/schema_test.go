@@ -3,14 +3,15 @@ package v1alpha1
 import (
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 )
 
-// imagePattern reads the pattern of spec.image from the generated CRD, the
-// one the API server enforces.
-func imagePattern(t *testing.T) *regexp.Regexp {
+// openAPISchema is the Database's schema in the generated CRD, the one the
+// API server enforces.
+func openAPISchema(t *testing.T) map[string]any {
 	t.Helper()
 	b, err := os.ReadFile("../../../../artifacts/crd/dbcontroller.io_databases.yaml")
 	if err != nil {
@@ -20,13 +21,7 @@ func imagePattern(t *testing.T) *regexp.Regexp {
 		Spec struct {
 			Versions []struct {
 				Schema struct {
-					OpenAPIV3Schema struct {
-						Properties map[string]struct {
-							Properties map[string]struct {
-								Pattern string `json:"pattern"`
-							} `json:"properties"`
-						} `json:"properties"`
-					} `json:"openAPIV3Schema"`
+					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
 				} `json:"schema"`
 			} `json:"versions"`
 		} `json:"spec"`
@@ -34,7 +29,29 @@ func imagePattern(t *testing.T) *regexp.Regexp {
 	if err := yaml.Unmarshal(b, &crd); err != nil {
 		t.Fatal(err)
 	}
-	p := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["image"].Pattern
+	return crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+}
+
+// schemaField is the schema of the field at path, a dotted path below the
+// Database.
+func schemaField(t *testing.T, path string) map[string]any {
+	t.Helper()
+	node := openAPISchema(t)
+	for _, field := range strings.Split(path, ".") {
+		props, _ := node["properties"].(map[string]any)
+		next, ok := props[field].(map[string]any)
+		if !ok {
+			t.Fatalf("the CRD has no field %s", path)
+		}
+		node = next
+	}
+	return node
+}
+
+// imagePattern reads the pattern of spec.image from the generated CRD.
+func imagePattern(t *testing.T) *regexp.Regexp {
+	t.Helper()
+	p, _ := schemaField(t, "spec.image")["pattern"].(string)
 	if p == "" {
 		t.Fatal("spec.image has no pattern in the CRD")
 	}
