@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/names"
@@ -243,4 +244,124 @@ func TestClaimEventsComeFromTheCache(t *testing.T) {
 	f.expectStatusUpdate(db, st)
 	f.events = []string{"Warning VolumeNotProvisioned " + msg}
 	sync(false)
+}
+
+// A cause is reported once: its identity is its reason and what it is
+// about, not the kubelet's words, which for an image that cannot be pulled
+// alternate between the pull error and "Back-off pulling image". While the
+// same cause lasts, its words in the status stay: no write, no event. A
+// cause about another pod is a new cause.
+func TestCauseIsReportedOnce(t *testing.T) {
+	pulling := func(db *dbv1alpha1.Database, name, reason, message string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: names.Labels(db)},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql", Image: "postgres:16",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}}}}
+	}
+	const pullError = `rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/postgres:16": not found`
+	stored := func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus {
+		return wantStatus(db, "Provisioning", 1, 0, "", "False", "ImagePullFailed",
+			"0/1 replicas are ready: pod orders-0 cannot pull image postgres:16: "+pullError,
+			"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	}
+	for _, tt := range []struct {
+		name  string
+		pod   func(db *dbv1alpha1.Database) *corev1.Pod
+		write func(db *dbv1alpha1.Database) []string // the event, and the status written (nil: none)
+	}{
+		{"the kubelet backs off: the same cause", func(db *dbv1alpha1.Database) *corev1.Pod {
+			return pulling(db, "orders-0", "ImagePullBackOff", `Back-off pulling image "postgres:16"`)
+		}, nil},
+		{"the pull fails again, in other words: the same cause", func(db *dbv1alpha1.Database) *corev1.Pod {
+			return pulling(db, "orders-0", "ErrImagePull", "rpc error: code = Unknown desc = failed to resolve reference: i/o timeout")
+		}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 1)
+			db.Status = stored(db)
+			f.seed(db, notReadyStatefulSet(t, db), expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), tt.pod(db))
+			f.run(ctx, ref(db), synced)
+		})
+	}
+	t.Run("another pod's image: a new cause, one Warning", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		// MySQL: two independent servers, nothing replicated to ask.
+		db := newDatabase("orders", "mysql", "8.4", 2)
+		db.Status = wantStatus(db, "Provisioning", 2, 0, "", "False", "ImagePullFailed",
+			"0/2 replicas are ready: pod orders-0 cannot pull image mysql:8.4: "+pullError,
+			"True", "Provisioning", "waiting for 0/2 replicas to become ready")
+		sts := notReadyStatefulSet(t, db)
+		sts.Status.Replicas = 2
+		second := pulling(db, "orders-1", "ImagePullBackOff", `Back-off pulling image "mysql:8.4"`)
+		second.Status.ContainerStatuses[0].Name, second.Status.ContainerStatuses[0].Image = "mysql", "mysql:8.4"
+		f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), second)
+		msg := `pod orders-1 cannot pull image mysql:8.4: Back-off pulling image "mysql:8.4"`
+		f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 2, 0, "", "False", "ImagePullFailed", "0/2 replicas are ready: "+msg,
+			"True", "Provisioning", "waiting for 0/2 replicas to become ready"))
+		f.events = []string{"Warning ImagePullFailed " + msg}
+		f.run(ctx, ref(db), synced)
+	})
+}
+
+// One crash of a Database that ran is what it is: Restarting, with the
+// last exit, in phase Degraded, not Updating (no rollout), and no Warning.
+// A second crash soon after is a crash loop, with one Warning.
+func TestOneRestartIsNoCrashLoop(t *testing.T) {
+	crashed := func(db *dbv1alpha1.Database, restarts int32, state corev1.ContainerState) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", Labels: names.Labels(db)},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql", RestartCount: restarts, State: state,
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 137,
+					StartedAt: metav1.NewTime(testNow.Add(-time.Hour)), FinishedAt: metav1.NewTime(testNow.Add(-3 * time.Second))}}}}}}
+	}
+	for _, tt := range []struct {
+		name          string
+		restarts      int32
+		state         corev1.ContainerState
+		reason, cause string
+		warning       bool
+	}{
+		{"killed once, running again", 1,
+			corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-2 * time.Second))}},
+			"Restarting", "container postgresql of pod orders-0 is restarting; it ended with Error (exit code 137)", false},
+		{"killed again 2 s after its restart", 1,
+			corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 137,
+				StartedAt: metav1.NewTime(testNow.Add(-2 * time.Second)), FinishedAt: metav1.NewTime(testNow)}},
+			"CrashLooping", "container postgresql of pod orders-0 keeps crashing; it last ended with Error (exit code 137)", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 1)
+			sts, _, _, _ := f.converged(db)
+			sts.Status.ReadyReplicas, sts.Status.AvailableReplicas = 0, 0
+			f.seed(crashed(db, tt.restarts, tt.state))
+			st := wantStatus(db, "Degraded", 1, 0, "16", "False", tt.reason, "0/1 replicas are ready: "+tt.cause,
+				"True", "WaitingForReadiness", "every replica runs the current spec; waiting for 1/1 to pass the readiness probe")
+			f.expectStatusUpdate(db, st)
+			if tt.warning {
+				f.events = []string{"Warning CrashLooping " + tt.cause}
+			}
+			f.run(ctx, ref(db), synced)
+		})
+	}
+}
+
+// A pod being deleted, such as one whose namespace goes, is no cause,
+// however its containers ended: the kubelet's ContainerStatusUnknown (exit
+// code 137) of a container that never started reads as no crash.
+func TestPodBeingDeletedIsNoCause(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.Status = wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
+		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", Labels: names.Labels(db),
+		DeletionTimestamp: ptr.To(metav1.NewTime(testNow))},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "ContainerStatusUnknown", ExitCode: 137,
+				Message: "The container could not be located when the pod was deleted."}}}}}}
+	f.seed(db, notReadyStatefulSet(t, db), expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), pod)
+	f.run(ctx, ref(db), synced)
 }

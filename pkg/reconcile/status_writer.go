@@ -32,6 +32,14 @@ func (p *pass) replication(f *findings) (*dbv1alpha1.ReplicationStatus, *metav1.
 	return rs, meta.FindStatusCondition(p.stored.Status.Conditions, dbv1alpha1.ConditionReplicating)
 }
 
+// sameCause reports whether ready, the stored Ready condition, already
+// names cause: the same reason about the same subject. A cause's identity is
+// its reason and what it is about, not the kubelet's words for it.
+func sameCause(ready *metav1.Condition, cause *status.Cause) bool {
+	return ready != nil && cause != nil && cause.Subject != "" && ready.Reason == cause.Reason &&
+		strings.Contains(ready.Message, cause.Subject)
+}
+
 // onlyPodCountChanged reports whether a Provisioning Database's new status
 // differs from the stored one in the number of its pods that exist alone.
 // That is no news a person acts on while the Database is being made (its
@@ -61,6 +69,15 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 		if cause, recheck, err = p.cause(f); err != nil {
 			return "", err
 		}
+	}
+	oldReady := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
+	if sameCause(oldReady, cause) {
+		// The cause reported already: its words stay as they were, so that
+		// the kubelet's changing words for it (a pull error, then "Back-off
+		// pulling image") cost no status write and no event.
+		kept := *cause
+		kept.Message = oldReady.Message[strings.Index(oldReady.Message, cause.Subject):]
+		cause = &kept
 	}
 	var scheduled []*dbv1alpha1.DatabaseBackup
 	if b := p.db.Spec.Backup; b != nil && b.Schedule != "" {
@@ -110,7 +127,6 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	stored.Status = updated.Status
 	p.stored = stored
 
-	oldReady := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
 	newReady := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReady)
 	if bc := backups.Condition; bc != nil && bc.Status == metav1.ConditionFalse {
 		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionBackup); old == nil || old.Reason != bc.Reason || old.Message != bc.Message {
@@ -123,8 +139,7 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	if problem != nil && (oldReady == nil || oldReady.Reason != problem.Reason || oldReady.Message != problem.Message) {
 		r.recorder.Event(db, corev1.EventTypeWarning, problem.Reason, problem.Message)
 	}
-	if cause != nil && cause.Stuck && newReady != nil && newReady.Reason == cause.Reason &&
-		(oldReady == nil || oldReady.Reason != cause.Reason || !strings.HasSuffix(oldReady.Message, cause.Message)) {
+	if cause != nil && cause.Stuck && newReady != nil && newReady.Reason == cause.Reason && !sameCause(oldReady, cause) {
 		// Once per cause: the replica counts in the message may change, the cause not.
 		r.recorder.Event(db, corev1.EventTypeWarning, cause.Reason, cause.Message)
 	}

@@ -16,6 +16,7 @@ const (
 	ReasonUnschedulable        = "Unschedulable"
 	ReasonImagePullFailed      = "ImagePullFailed"
 	ReasonCrashLooping         = "CrashLooping"
+	ReasonRestarting           = "Restarting"
 	ReasonContainerCannotStart = "ContainerCannotStart"
 	ReasonContainerNotReady    = "ContainerNotReady"
 )
@@ -25,6 +26,12 @@ const (
 // allows up to 15 minutes for a first start, and holds readiness back
 // until then; this counts from the container's start.
 const NotReadyAfter = 20 * time.Minute
+
+// CrashLoopReset is how long a container must have run before it crashed
+// for that crash to be a restart of its own, not one of a loop: the
+// kubelet's back-off of a container's restarts starts over after it has
+// run for 10 minutes.
+const CrashLoopReset = 10 * time.Minute
 
 // VolumeGrace is how long a claim may wait for its volume, and a pod for
 // its claim, before that is named: provisioning a volume takes a few
@@ -41,7 +48,12 @@ func Young(created, now time.Time) bool {
 // Cause is the first thing that keeps a Database's replicas from being
 // ready, in words a person can act on.
 type Cause struct {
-	Reason  string
+	Reason string
+	// Subject names what the cause is about, and starts Message: "pod
+	// db-0", "container postgresql of pod db-0", "pod db-0 cannot pull image
+	// postgres:16". A cause is the same cause while its Reason and Subject
+	// stay, whatever else the kubelet's words say.
+	Subject string
 	Message string
 	// Stuck is true when waiting will not make it go away: a person should
 	// look, and it is worth a Warning event.
@@ -76,12 +88,12 @@ func FindCause(in CauseInput) *Cause {
 		if c.Status.Phase != corev1.ClaimPending || Young(c.CreationTimestamp.Time, in.Now) {
 			continue
 		}
+		subject := "PersistentVolumeClaim " + c.Name
 		if msg := in.ProvisioningFailures[c.Name]; msg != "" {
-			return &Cause{Reason: ReasonVolumeNotProvisioned, Stuck: true,
-				Message: fmt.Sprintf("PersistentVolumeClaim %s cannot be provisioned: %s", c.Name, msg)}
+			return &Cause{Reason: ReasonVolumeNotProvisioned, Stuck: true, Subject: subject,
+				Message: fmt.Sprintf("%s cannot be provisioned: %s", subject, msg)}
 		}
-		return &Cause{Reason: ReasonVolumePending,
-			Message: fmt.Sprintf("PersistentVolumeClaim %s is waiting for its volume", c.Name)}
+		return &Cause{Reason: ReasonVolumePending, Subject: subject, Message: subject + " is waiting for its volume"}
 	}
 	pods := slices.SortedFunc(slices.Values(in.Pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range pods {
@@ -104,8 +116,14 @@ func claimBound(claims []*corev1.PersistentVolumeClaim, p *corev1.Pod) bool {
 }
 
 // podCause is what keeps pod p from being ready, if anything is known to.
-// claimBound says its claim is Bound.
+// claimBound says its claim is Bound. A pod being deleted (a rollout, a
+// drain, its namespace going) has none: how its containers end then is
+// what its deletion does, no fault.
 func podCause(p *corev1.Pod, now time.Time, claimBound bool) *Cause {
+	if p.DeletionTimestamp != nil {
+		return nil
+	}
+	pod := "pod " + p.Name
 	for _, c := range p.Status.Conditions {
 		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
 			continue
@@ -118,10 +136,10 @@ func podCause(p *corev1.Pod, now time.Time, claimBound bool) *Cause {
 			if Young(p.CreationTimestamp.Time, now) || claimBound {
 				continue
 			}
-			return &Cause{Reason: ReasonVolumePending, Message: fmt.Sprintf("pod %s waits for its volume: %s", p.Name, c.Message)}
+			return &Cause{Reason: ReasonVolumePending, Subject: pod, Message: fmt.Sprintf("%s waits for its volume: %s", pod, c.Message)}
 		}
-		return &Cause{Reason: ReasonUnschedulable, Stuck: true,
-			Message: fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)}
+		return &Cause{Reason: ReasonUnschedulable, Stuck: true, Subject: pod,
+			Message: fmt.Sprintf("%s cannot be scheduled: %s", pod, c.Message)}
 	}
 	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
@@ -129,33 +147,61 @@ func podCause(p *corev1.Pod, now time.Time, claimBound bool) *Cause {
 		if w == nil {
 			continue
 		}
+		container := fmt.Sprintf("container %s of %s", cs.Name, pod)
 		switch {
 		case slices.Contains(imagePullReasons, w.Reason):
-			return &Cause{Reason: ReasonImagePullFailed, Stuck: true,
-				Message: fmt.Sprintf("pod %s cannot pull image %s: %s", p.Name, cs.Image, orReason(w.Message, w.Reason))}
+			subject := fmt.Sprintf("%s cannot pull image %s", pod, cs.Image)
+			return &Cause{Reason: ReasonImagePullFailed, Stuck: true, Subject: subject,
+				Message: fmt.Sprintf("%s: %s", subject, orReason(w.Message, w.Reason))}
 		case w.Reason == "CrashLoopBackOff":
-			return &Cause{Reason: ReasonCrashLooping, Stuck: true,
-				Message: fmt.Sprintf("container %s of pod %s keeps crashing; it last ended with %s", cs.Name, p.Name, lastExit(cs))}
+			return &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: container,
+				Message: fmt.Sprintf("%s keeps crashing; it last ended with %s", container, lastExit(cs))}
 		case slices.Contains(cannotStartReasons, w.Reason):
-			return &Cause{Reason: ReasonContainerCannotStart, Stuck: true,
-				Message: fmt.Sprintf("container %s of pod %s cannot start: %s", cs.Name, p.Name, orReason(w.Message, w.Reason))}
+			return &Cause{Reason: ReasonContainerCannotStart, Stuck: true, Subject: container,
+				Message: fmt.Sprintf("%s cannot start: %s", container, orReason(w.Message, w.Reason))}
 		}
 	}
 	for _, cs := range p.Status.ContainerStatuses {
+		container := fmt.Sprintf("container %s of %s", cs.Name, pod)
 		if crashed := lastCrash(cs); crashed != nil && !cs.Ready && cs.State.Waiting == nil {
+			if !crashLoop(cs, crashed) {
+				// One crash, and the kubelet restarts it: what it is, no
+				// loop, and nothing for a person to do yet.
+				return &Cause{Reason: ReasonRestarting, Subject: container,
+					Message: fmt.Sprintf("%s is restarting; it ended with %s", container, describeExit(crashed))}
+			}
 			// Between two crashes the container has just ended, or runs
 			// for a moment: still a crash loop, so that the cause does not
 			// flap (a status write and a Warning) with each restart.
-			return &Cause{Reason: ReasonCrashLooping, Stuck: true,
-				Message: fmt.Sprintf("container %s of pod %s keeps crashing; it last ended with %s", cs.Name, p.Name, describeExit(crashed))}
+			return &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: container,
+				Message: fmt.Sprintf("%s keeps crashing; it last ended with %s", container, describeExit(crashed))}
 		}
 		if r := cs.State.Running; r != nil && !cs.Ready && !r.StartedAt.IsZero() && now.Sub(r.StartedAt.Time) > NotReadyAfter {
-			return &Cause{Reason: ReasonContainerNotReady, Stuck: true, Message: fmt.Sprintf(
-				"container %s of pod %s has run for more than %s without passing its readiness probe (kubectl describe pod %s shows what the probe said)",
-				cs.Name, p.Name, NotReadyAfter, p.Name)}
+			return &Cause{Reason: ReasonContainerNotReady, Stuck: true, Subject: container, Message: fmt.Sprintf(
+				"%s has run for more than %s without passing its readiness probe (kubectl describe pod %s shows what the probe said)",
+				container, NotReadyAfter, p.Name)}
 		}
 	}
 	return nil
+}
+
+// crashLoop reports whether crashed, how cs last ended, is one crash of a
+// loop: its container crashed before (the kubelet restarted it), and this
+// last run was shorter than CrashLoopReset, so the kubelet's back-off goes
+// on. A run of unknown length counts as short.
+func crashLoop(cs corev1.ContainerStatus, crashed *corev1.ContainerStateTerminated) bool {
+	crashes := cs.RestartCount
+	if cs.State.Terminated != nil {
+		// Ended, and not restarted yet: one more than the restarts.
+		crashes++
+	}
+	if crashes < 2 {
+		return false
+	}
+	if crashed.StartedAt.IsZero() || crashed.FinishedAt.IsZero() {
+		return true
+	}
+	return crashed.FinishedAt.Sub(crashed.StartedAt.Time) < CrashLoopReset
 }
 
 // StartingContainers reports whether a pod has a container that runs and
@@ -172,11 +218,14 @@ func StartingContainers(pods []*corev1.Pod) bool {
 }
 
 // lastCrash is how a container last ended when that was a failure (a
-// non-zero exit): just now, or before its current run; nil otherwise.
+// non-zero exit): just now, or before its current run; nil otherwise. The
+// kubelet's ContainerStatusUnknown (exit code 137), which it gives a
+// container it cannot find, such as one never started in a pod being
+// deleted, is no crash of the server.
 func lastCrash(cs corev1.ContainerStatus) *corev1.ContainerStateTerminated {
 	for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
 		if t != nil {
-			if t.ExitCode != 0 {
+			if t.ExitCode != 0 && t.Reason != "ContainerStatusUnknown" {
 				return t
 			}
 			return nil

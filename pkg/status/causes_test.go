@@ -31,35 +31,35 @@ func TestFindCause(t *testing.T) {
 				ProvisioningFailures: map[string]string{"data-x-1": "no space"},
 				Pods:                 []*corev1.Pod{waiting("x-0", "ErrImagePull", "not found")},
 			},
-			want: &Cause{Reason: ReasonVolumePending, Message: "PersistentVolumeClaim data-x-0 is waiting for its volume"},
+			want: &Cause{Reason: ReasonVolumePending, Subject: "PersistentVolumeClaim data-x-0", Message: "PersistentVolumeClaim data-x-0 is waiting for its volume"},
 		},
 		{
 			name: "an image that cannot be pulled",
 			in:   CauseInput{Pods: []*corev1.Pod{waiting("x-0", "ImagePullBackOff", `Back-off pulling image "mysql:8.4"`+"\nmore")}},
-			want: &Cause{Reason: ReasonImagePullFailed, Stuck: true, Message: `pod x-0 cannot pull image mysql:8.4: Back-off pulling image "mysql:8.4"`},
+			want: &Cause{Reason: ReasonImagePullFailed, Stuck: true, Subject: "pod x-0 cannot pull image mysql:8.4", Message: `pod x-0 cannot pull image mysql:8.4: Back-off pulling image "mysql:8.4"`},
 		},
 		{
 			name: "a container that cannot start",
 			in:   CauseInput{Pods: []*corev1.Pod{waiting("x-0", "CreateContainerConfigError", `secret "x-credentials" not found`)}},
-			want: &Cause{Reason: ReasonContainerCannotStart, Stuck: true, Message: `container mysql of pod x-0 cannot start: secret "x-credentials" not found`},
+			want: &Cause{Reason: ReasonContainerCannotStart, Stuck: true, Subject: "container mysql of pod x-0", Message: `container mysql of pod x-0 cannot start: secret "x-credentials" not found`},
 		},
 		{
 			name: "a container crash-looping with no last state",
 			in:   CauseInput{Pods: []*corev1.Pod{waiting("x-0", "CrashLoopBackOff", "")}},
-			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Message: "container mysql of pod x-0 keeps crashing; it last ended with an unknown exit"},
+			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: "container mysql of pod x-0", Message: "container mysql of pod x-0 keeps crashing; it last ended with an unknown exit"},
 		},
 		{
 			name: "a pod waiting for its claim to bind is not stuck",
 			in: CauseInput{Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
 				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 				Message: "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."}}}}}},
-			want: &Cause{Reason: ReasonVolumePending, Message: "pod x-0 waits for its volume: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."},
+			want: &Cause{Reason: ReasonVolumePending, Subject: "pod x-0", Message: "pod x-0 waits for its volume: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."},
 		},
 		{
 			name: "a container running without passing readiness for too long",
 			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "mysql", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-NotReadyAfter - time.Second))}}}}}}}},
-			want: &Cause{Reason: ReasonContainerNotReady, Stuck: true,
+			want: &Cause{Reason: ReasonContainerNotReady, Stuck: true, Subject: "container mysql of pod x-0",
 				Message: "container mysql of pod x-0 has run for more than 20m0s without passing its readiness probe (kubectl describe pod x-0 shows what the probe said)"},
 		},
 		{
@@ -73,14 +73,52 @@ func TestFindCause(t *testing.T) {
 				Name: "mysql", RestartCount: 3,
 				State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Second))}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}}}}}},
-			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Message: "container mysql of pod x-0 keeps crashing; it last ended with Error (exit code 1)"},
+			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: "container mysql of pod x-0", Message: "container mysql of pod x-0 keeps crashing; it last ended with Error (exit code 1)"},
 		},
 		{
-			name: "a container that has just crashed is crash-looping",
+			name: "a container that has just crashed, the first time, is restarting: no loop, nothing stuck",
 			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
 				Name:  "mysql",
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}}}}},
-			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Message: "container mysql of pod x-0 keeps crashing; it last ended with OOMKilled (exit code 137)"},
+			want: &Cause{Reason: ReasonRestarting, Subject: "container mysql of pod x-0", Message: "container mysql of pod x-0 is restarting; it ended with OOMKilled (exit code 137)"},
+		},
+		{
+			name: "a container running again after one crash (kill -9) is restarting",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "mysql", RestartCount: 1,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Second))}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 137,
+					StartedAt: metav1.NewTime(now.Add(-time.Hour)), FinishedAt: metav1.NewTime(now.Add(-2 * time.Second))}}}}}}}},
+			want: &Cause{Reason: ReasonRestarting, Subject: "container mysql of pod x-0", Message: "container mysql of pod x-0 is restarting; it ended with Error (exit code 137)"},
+		},
+		{
+			name: "a container that crashed again soon after its restart is crash-looping",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "mysql", RestartCount: 1,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 137,
+					StartedAt: metav1.NewTime(now.Add(-5 * time.Second)), FinishedAt: metav1.NewTime(now.Add(-time.Second))}}}}}}}},
+			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: "container mysql of pod x-0", Message: "container mysql of pod x-0 keeps crashing; it last ended with Error (exit code 137)"},
+		},
+		{
+			name: "a container that crashed after running longer than the back-off's reset is restarting, whatever its restarts before",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "mysql", RestartCount: 5,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Second))}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1,
+					StartedAt: metav1.NewTime(now.Add(-CrashLoopReset - time.Minute)), FinishedAt: metav1.NewTime(now.Add(-2 * time.Second))}}}}}}}},
+			want: &Cause{Reason: ReasonRestarting, Subject: "container mysql of pod x-0", Message: "container mysql of pod x-0 is restarting; it ended with Error (exit code 1)"},
+		},
+		{
+			name: "a pod being deleted is no cause, however its containers ended",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0", DeletionTimestamp: &now},
+				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "mysql", RestartCount: 4,
+					State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}}}}},
+		},
+		{
+			name: "the kubelet's ContainerStatusUnknown (a container it lost) is no crash",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name:  "mysql",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "ContainerStatusUnknown", ExitCode: 137}}}}}}}},
 		},
 		{
 			name: "a container restarted after a clean exit (a rollout restart) is not crash-looping",

@@ -255,8 +255,8 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 				in.StatefulSet.Status.UpdatedReplicas, desired, st.ReadyReplicas)
 		default:
 			// Every replica runs the current spec; some are not ready, such
-			// as a pod that restarted.
-			st.Phase = dbv1alpha1.PhaseUpdating
+			// as a pod that restarted: no rollout, so not Updating.
+			st.Phase = dbv1alpha1.PhaseDegraded
 			progressing.Reason, progressing.Message = ReasonWaitingForReady, fmt.Sprintf(
 				"every replica runs the current spec; waiting for %d/%d to pass the readiness probe", desired-st.ReadyReplicas, desired)
 		}

@@ -281,14 +281,14 @@ func TestCompute(t *testing.T) {
 			wantProgressing:    wantCondition{metav1.ConditionTrue, ReasonRollingUpdate, "rolling out: 1/3 replicas updated, 2 ready"},
 		},
 		{
-			name:     "running, then a replica stops being ready: waiting, not rolling out",
+			name:     "running, then a replica stops being ready: degraded, not rolling out",
 			replicas: ptr.To[int32](3),
 			old:      running15,
 			sts: settled(3, image16, func(s *appsv1.StatefulSet) {
 				s.Status.ReadyReplicas = 2
 			}),
 			image:              image16,
-			wantPhase:          dbv1alpha1.PhaseUpdating,
+			wantPhase:          dbv1alpha1.PhaseDegraded,
 			wantReplicas:       3,
 			wantReady:          2,
 			wantCurrentVersion: "15",

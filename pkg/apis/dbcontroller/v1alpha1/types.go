@@ -41,6 +41,10 @@ const (
 	PhaseRunning Phase = "Running"
 	// PhaseUpdating: a rollout or a scale is in progress on a Database that ran before.
 	PhaseUpdating Phase = "Updating"
+	// PhaseDegraded: a Database that ran before, with no rollout or scale
+	// in progress, has replicas that are not ready, such as a server that
+	// restarts; the Ready condition says why.
+	PhaseDegraded Phase = "Degraded"
 	// PhaseStopped: replicas is 0; the data is kept.
 	PhaseStopped Phase = "Stopped"
 	// PhaseFailed: the controller cannot proceed until the user acts (see conditions).
@@ -347,7 +351,7 @@ type StorageSpec struct {
 
 // DatabaseStatus is what the controller observed.
 type DatabaseStatus struct {
-	// Phase is a one-word summary: Pending, Provisioning, Running, Updating, Stopped, Failed or Terminating.
+	// Phase is a one-word summary: Pending, Provisioning, Running, Updating, Degraded, Stopped, Failed or Terminating.
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 

@@ -29,7 +29,7 @@ import (
 //
 // DatabaseStatus is what the controller observed.
 type DatabaseStatusApplyConfiguration struct {
-	// Phase is a one-word summary: Pending, Provisioning, Running, Updating, Stopped, Failed or Terminating.
+	// Phase is a one-word summary: Pending, Provisioning, Running, Updating, Degraded, Stopped, Failed or Terminating.
 	Phase *dbcontrollerv1alpha1.Phase `json:"phase,omitempty"`
 	// Replicas is the number of database pods that exist.
 	Replicas *int32 `json:"replicas,omitempty"`
