@@ -384,6 +384,10 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 
 	skipped, err = c.reconciler.Sync(ctx, db)
 	if berr := c.syncBackups(ctx, objectRef, db); berr != nil && (err == nil || !isTransient(err)) {
+		if reconcile.NamespaceDeleting(berr) {
+			logger.V(2).Info("Its namespace is being deleted: no backup is made in it", "refused", berr.Error())
+			return false, nil
+		}
 		return false, berr
 	}
 	var (
@@ -412,6 +416,9 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	case reconcile.IsWaiting(err):
 		logger.V(4).Info("Waiting", "for", err.Error())
 		return false, nil
+	case reconcile.NamespaceDeleting(err):
+		logger.V(2).Info("Its namespace is being deleted: nothing more is made in it", "refused", err.Error())
+		return false, nil
 	default:
 		return false, err
 	}
@@ -434,7 +441,7 @@ func isTransient(err error) bool {
 		problem *status.Problem
 		recheck *reconcile.RecheckError
 	)
-	return !errors.As(err, &problem) && !errors.As(err, &recheck) && !reconcile.IsWaiting(err)
+	return !errors.As(err, &problem) && !errors.As(err, &recheck) && !reconcile.IsWaiting(err) && !reconcile.NamespaceDeleting(err)
 }
 
 // enqueueBackupsDatabase puts the key of the Database a DatabaseBackup

@@ -503,8 +503,8 @@ func (r *fakeReconciler) Forget(string, string) {}
 // is not retried until something changes, unless it may clear by itself,
 // which is looked at again on a capped backoff, as is a status that may
 // change unseen; a replicated Database's servers are asked at a steady
-// pace; waiting for the cache ends quietly; anything else is an error,
-// retried with rate limiting.
+// pace; waiting for the cache, and a namespace being deleted, end quietly;
+// anything else is an error, retried with rate limiting.
 func TestOutcomesAreSorted(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -521,6 +521,8 @@ func TestOutcomesAreSorted(t *testing.T) {
 		{"a status that may change unseen", &reconcile.RecheckError{Why: "a volume is being provisioned"}, false, 1},
 		{"a replicated Database's servers", &reconcile.RecheckError{Why: "asking the servers", After: 10 * time.Second}, false, 0},
 		{"waiting for the cache", &reconcile.WaitingError{Kind: "Secret", Name: "orders-credentials"}, false, 0},
+		{"the namespace is being deleted", fmt.Errorf("creating Secret orders-credentials: %w",
+			actiontest.NamespaceTerminating(schema.GroupResource{Resource: "secrets"}, "orders-credentials")), false, 0},
 		{"a transient error", errors.New("etcd is busy"), true, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -592,5 +594,38 @@ func TestRecheckIsPacedByACappedBackoff(t *testing.T) {
 	sync()
 	if n := c.recheck.NumRequeues(ref(db)); n != 0 {
 		t.Fatalf("rechecks still scheduled at a steady pace: %d", n)
+	}
+}
+
+// In a namespace being deleted, neither the reconciler's creates nor the
+// backup runner's are retried or reported as an error: the sync ends
+// quietly, with no event, and nothing is queued again.
+func TestNamespaceBeingDeletedIsQuiet(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := actiontest.NewDatabase("orders", "postgresql", "16", 1)
+	db.Spec.Backup = &dbv1alpha1.BackupSpec{Schedule: "0 3 * * *"}
+	f.seed(db)
+	c, _, _, recorder := f.newController(ctx)
+	f.kubeclient.PrependReactor("create", "*", func(a core.Action) (bool, runtime.Object, error) {
+		return true, nil, actiontest.NamespaceTerminating(a.GetResource().GroupResource(), "")
+	})
+	claim := actiontest.Object[corev1.PersistentVolumeClaim](t, builder.NewBackupClaim(db, db.Spec.Storage.Size))
+	f.kubeactions = []core.Action{
+		actiontest.Create(actiontest.Secrets, actiontest.Secret(t, db, actiontest.Password)),
+		actiontest.Create(actiontest.Claims, claim),
+	}
+	c.workqueue.Add(ref(db))
+	f.client.ClearActions()
+	f.kubeclient.ClearActions()
+	c.processNextWorkItem(ctx)
+	actiontest.CheckActions(t, "database clientset", nil, f.client.Actions())
+	actiontest.CheckActions(t, "kube clientset", f.kubeactions, f.kubeclient.Actions())
+	actiontest.CheckEvents(t, nil, recorder)
+	if n := c.workqueue.NumRequeues(ref(db)); n != 0 {
+		t.Errorf("rate-limited requeues = %d, want 0", n)
+	}
+	if n := c.workqueue.Len(); n != 0 {
+		t.Errorf("queue length = %d, want 0", n)
 	}
 }

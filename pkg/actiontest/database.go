@@ -3,14 +3,17 @@ package actiontest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -194,4 +197,13 @@ func AcceptStatusApply(client *fake.Clientset) {
 		obj := &dbv1alpha1.Database{}
 		return true, obj, json.Unmarshal(p.GetPatch(), obj)
 	})
+}
+
+// NamespaceTerminating is the API server's refusal of a create in a
+// namespace being deleted, as a reactor answers it.
+func NamespaceTerminating(resource schema.GroupResource, name string) error {
+	err := apierrors.NewForbidden(resource, name,
+		errors.New("unable to create new content in namespace default because it is being terminated"))
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace default is being terminated"}}
+	return err
 }

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -388,4 +390,20 @@ func TestChildrenNotYetInCacheAreNotCreatedTwice(t *testing.T) {
 
 	// How long the expectations wait, and how they are swept, is tested
 	// directly in expectations_test.go.
+}
+
+// A namespace being deleted refuses every create: the pass stops there,
+// and writes no status and no event; the loop neither retries nor logs it
+// as an error (TestOutcomesAreSorted).
+func TestNamespaceBeingDeletedIsNoError(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.seed(db)
+	r, recorder := f.newReconciler()
+	f.kubeclient.PrependReactor("create", "*", func(a core.Action) (bool, runtime.Object, error) {
+		return true, nil, actiontest.NamespaceTerminating(a.GetResource().GroupResource(), "")
+	})
+	f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+	f.syncAndCheck(ctx, r, recorder, ref(db), namespaceDeleting)
 }

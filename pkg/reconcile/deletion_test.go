@@ -1,13 +1,10 @@
 package reconcile
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,6 +12,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/backup"
 	"github.com/dbcontroller/database-controller/pkg/builder"
@@ -169,15 +167,12 @@ func TestFinalBackup(t *testing.T) {
 		f.converged(db)
 		f.reactors = append(f.reactors, func(c *fake.Clientset) {
 			c.PrependReactor("create", "databasebackups", func(core.Action) (bool, runtime.Object, error) {
-				err := apierrors.NewForbidden(schema.GroupResource{Group: "dbcontroller.io", Resource: "databasebackups"}, name,
-					errors.New("unable to create new content in namespace default because it is being terminated"))
-				err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace default is being terminated"}}
-				return true, nil, err
+				return true, nil, actiontest.NamespaceTerminating(schema.GroupResource{Group: "dbcontroller.io", Resource: "databasebackups"}, name)
 			})
 		})
 		f.actions = append(f.actions, core.NewCreateAction(backupsResource, "default", backup.NewFinalBackup(db)))
 		f.expectFinalizers(db, []string{})
-		f.events = []string{"Warning FinalBackupSkipped No final backup: namespace default is being deleted"}
+		f.events = []string{"Normal FinalBackupSkipped No final backup: namespace default is being deleted"}
 		f.run(ctx, ref(db), synced)
 	})
 	t.Run("stopped: started at one replica for it", func(t *testing.T) {

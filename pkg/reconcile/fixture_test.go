@@ -290,6 +290,9 @@ const (
 	pollServers outcome = "poll"
 	// waiting: a *WaitingError.
 	waiting outcome = "waiting"
+	// namespaceDeleting: a create refused because the namespace is being
+	// deleted.
+	namespaceDeleting outcome = "namespace being deleted"
 	// transient: any other error, retried with rate limiting.
 	transient outcome = "transient"
 )
@@ -315,6 +318,8 @@ func outcomeOf(wasSkipped bool, err error) outcome {
 		return recheckSoon
 	case IsWaiting(err):
 		return waiting
+	case NamespaceDeleting(err):
+		return namespaceDeleting
 	default:
 		return transient
 	}

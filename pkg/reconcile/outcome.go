@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
@@ -33,6 +34,14 @@ type RecheckError struct {
 }
 
 func (e *RecheckError) Error() string { return "look again: " + e.Why }
+
+// NamespaceDeleting reports whether err is the API server's refusal to
+// create anything in a namespace that is being deleted: the namespace goes,
+// with the Database and all it owns, so there is nothing to retry, to
+// report or to log as an error.
+func NamespaceDeleting(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}
 
 // IsWaiting reports whether err is a *WaitingError.
 func IsWaiting(err error) bool {

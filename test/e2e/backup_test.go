@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -214,4 +216,57 @@ func secretData(t testing.TB, ns, name, key string) string {
 	var s corev1.Secret
 	e2eutil.GetJSON(t, &s, "-n", ns, "get", "secret", name)
 	return string(s.Data[key])
+}
+
+// Deleting a namespace with ten Databases in it is no error: the
+// controller does not try to make again what the namespace deletion
+// removes, logs no error line and emits no Warning event while they go.
+func TestNamespaceDeletionIsQuiet(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	p := startController(t, controllerOptions{namespace: ns})
+	engines := []struct{ engine, version, extra string }{
+		{"postgresql", "16", ""},
+		{"mysql", "8.4", ""},
+		{"postgresql", "16", "  backup:\n    schedule: \"0 3 * * *\"\n"},
+		{"mysql", "8.4", "  deletionPolicy: Delete\n"},
+		{"mongodb", "7.0", ""},
+	}
+	var names []string
+	for i := range 10 {
+		e := engines[i%len(engines)]
+		name := fmt.Sprintf("quiet-%d", i)
+		createDB(t, ns, dbYAML(name, e.engine, e.version, 1, e.extra))
+		names = append(names, name)
+	}
+	for _, name := range names {
+		e2eutil.WaitRunning(t, ns, name, converge)
+	}
+	before, err := os.ReadFile(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e2eutil.Kubectl(t, "delete", "namespace", ns, "--wait=false")
+	e2eutil.Eventually(t, 3*time.Minute, "namespace "+ns+" to be gone", func() (bool, string) {
+		_, err := e2eutil.KubectlRun("", "get", "namespace", ns)
+		return err != nil, "still there"
+	})
+	// What the controller was still doing as the last objects went.
+	time.Sleep(3 * time.Second)
+	after, err := os.ReadFile(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var noise []string
+	for _, line := range strings.Split(string(after[len(before):]), "\n") {
+		// klog's error lines start with E; the recorder logs each event it
+		// emits, Warnings with type="Warning".
+		if strings.HasPrefix(line, "E") || strings.Contains(line, `type="Warning"`) || strings.Contains(line, "Error syncing") {
+			noise = append(noise, line)
+		}
+	}
+	if len(noise) > 0 {
+		t.Errorf("while namespace %s went, the controller logged %d error or Warning lines:\n%s", ns, len(noise), strings.Join(noise, "\n"))
+	}
 }
