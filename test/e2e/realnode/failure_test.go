@@ -1,0 +1,203 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
+)
+
+// serverPID is the PID, on this host, of the main process of pod's first
+// container: the process in the pod's cgroup whose command line starts
+// with program. 0 when there is none (yet).
+func serverPID(t testing.TB, ns, pod, program string) int {
+	t.Helper()
+	var p corev1.Pod
+	e2eutil.GetJSON(t, &p, "-n", ns, "get", "pod", pod)
+	uid := string(p.UID)
+	cgroups, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+	for _, path := range cgroups {
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(b), "pod"+uid) && !strings.Contains(string(b), "pod"+strings.ReplaceAll(uid, "-", "_")) {
+			continue
+		}
+		dir := filepath.Dir(path)
+		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+		if err != nil || !strings.HasPrefix(string(cmdline), program+"\x00") {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(dir))
+		return pid
+	}
+	return 0
+}
+
+// killServer kills the server of pod with SIGKILL from the host, as a
+// crash would, once it runs, and returns the container's restart count
+// before the kill.
+func killServer(t testing.TB, ns, pod, program string) int32 {
+	t.Helper()
+	var pid int
+	e2eutil.Eventually(t, converge, "the server of "+pod+" to run", func() (bool, string) {
+		pid = serverPID(t, ns, pod, program)
+		return pid != 0, "no " + program + " process in the pod's cgroup"
+	})
+	restarts := restartCount(t, ns, pod)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing the server of %s (pid %d): %v", pod, pid, err)
+	}
+	t.Logf("killed the server of %s (pid %d, %d restarts before) with SIGKILL", pod, pid, restarts)
+	return restarts
+}
+
+func restartCount(t testing.TB, ns, pod string) int32 {
+	t.Helper()
+	var p corev1.Pod
+	e2eutil.GetJSON(t, &p, "-n", ns, "get", "pod", pod)
+	if len(p.Status.ContainerStatuses) == 0 {
+		return 0
+	}
+	return p.Status.ContainerStatuses[0].RestartCount
+}
+
+// watchStates polls the Database's phase and Ready reason until stop is
+// closed, and returns each state it saw, once per change, in order.
+func watchStates(t testing.TB, ns, name string, stop <-chan struct{}) <-chan []string {
+	out := make(chan []string, 1)
+	go func() {
+		var seen []string
+		for {
+			if out, err := e2eutil.KubectlRun("", "-n", ns, "get", "db", name, "-o",
+				`jsonpath={.status.phase}/{.status.conditions[?(@.type=="Ready")].reason}`); err == nil {
+				if s := string(out); len(seen) == 0 || seen[len(seen)-1] != s {
+					seen = append(seen, s)
+				}
+			}
+			select {
+			case <-stop:
+				out <- seen
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return out
+}
+
+// warnings are the Warning events on the Database name with reason, and
+// how often each was recorded.
+func warnings(t testing.TB, ns, name, reason string) (objects int, recorded int32) {
+	t.Helper()
+	var list corev1.EventList
+	e2eutil.GetJSON(t, &list, "-n", ns, "get", "events", "--field-selector",
+		"involvedObject.kind=Database,involvedObject.name="+name+",type=Warning,reason="+reason)
+	for _, e := range list.Items {
+		recorded += max(e.Count, 1)
+	}
+	return len(list.Items), recorded
+}
+
+// One kill -9 of a single server is a restart, not a crash loop and not a
+// rollout: the Database goes Degraded (Restarting) and back to Running, with
+// no CrashLooping and no Updating. Crashes soon after each restart, three
+// in a row, make a crash loop, with its Warning.
+func TestOneCrashIsARestartAndRepeatedOnesALoop(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("crashy", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "crashy", converge)
+
+	stop := make(chan struct{})
+	states := watchStates(t, ns, "crashy", stop)
+	killed := time.Now()
+	killServer(t, ns, "crashy-0", "postgres")
+	e2eutil.Eventually(t, converge, "the server to restart", func() (bool, string) {
+		return restartCount(t, ns, "crashy-0") >= 1, "not restarted yet"
+	})
+	e2eutil.WaitRunning(t, ns, "crashy", converge)
+	t.Logf("Running again %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+	// What a status write in flight would still show.
+	time.Sleep(2 * time.Second)
+	close(stop)
+	seen := <-states
+	t.Logf("states seen after one kill: %s", strings.Join(seen, " → "))
+	for _, s := range seen {
+		if strings.HasPrefix(s, "Updating/") || strings.HasSuffix(s, "/CrashLooping") {
+			t.Errorf("one crash was reported as %s (states seen: %s)", s, strings.Join(seen, " → "))
+		}
+	}
+	if n, _ := warnings(t, ns, "crashy", "CrashLooping"); n != 0 {
+		t.Errorf("one crash gave %d CrashLooping Warnings, want none: %v", n, dbEvents(t, ns, "crashy"))
+	}
+
+	// Killed again as soon as it runs, three times: the kubelet backs off.
+	for range 3 {
+		before := killServer(t, ns, "crashy-0", "postgres")
+		e2eutil.Eventually(t, 2*converge, "the server to restart", func() (bool, string) {
+			return restartCount(t, ns, "crashy-0") > before, "not restarted yet"
+		})
+	}
+	e2eutil.Eventually(t, converge, "the Ready condition to name a crash loop", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "crashy")
+		_, reason, msg := e2eutil.Condition(db, "Ready")
+		return reason == "CrashLooping" || (db.Status.Phase == "Running" && crashLoopWarned(t, ns)), string(db.Status.Phase) + " " + reason + ": " + msg
+	})
+	// One per loop: the server may pass its readiness probe, and the
+	// Database be Running, between two kills.
+	n, count := warnings(t, ns, "crashy", "CrashLooping")
+	t.Logf("repeated crashes: %d CrashLooping Warning events, recorded %d times", n, count)
+	if n == 0 {
+		t.Errorf("repeated crashes gave no CrashLooping Warning: %v", dbEvents(t, ns, "crashy"))
+	}
+	e2eutil.WaitRunning(t, ns, "crashy", 2*converge)
+}
+
+// crashLoopWarned reports whether a CrashLooping Warning was emitted: the
+// loop may be over by the time a poll looks.
+func crashLoopWarned(t testing.TB, ns string) bool {
+	n, _ := warnings(t, ns, "crashy", "CrashLooping")
+	return n > 0
+}
+
+// An image that cannot be pulled is reported once: the kubelet's words
+// alternate between the pull error and "Back-off pulling image" for as long
+// as it tries, and the Database gets one ImagePullFailed Warning in two
+// minutes, recorded once.
+func TestImageThatCannotBePulledWarnsOnce(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("nopull", "postgresql", "15", "localhost/dbc/does-not-exist:15", 1), "-n", ns, "create", "-f", "-")
+	e2eutil.Eventually(t, converge, "the Ready condition to name the pull", func() (bool, string) {
+		_, reason, msg := e2eutil.Condition(e2eutil.GetDB(t, ns, "nopull"), "Ready")
+		return reason == "ImagePullFailed", reason + ": " + msg
+	})
+	start := time.Now()
+	var messages []string
+	for time.Since(start) < 2*time.Minute {
+		var p corev1.Pod
+		e2eutil.GetJSON(t, &p, "-n", ns, "get", "pod", "nopull-0")
+		if cs := p.Status.ContainerStatuses; len(cs) > 0 && cs[0].State.Waiting != nil {
+			if m := cs[0].State.Waiting.Reason; len(messages) == 0 || messages[len(messages)-1] != m {
+				messages = append(messages, m)
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("the kubelet's reasons in 2 min: %s", strings.Join(messages, " → "))
+	if n, count := warnings(t, ns, "nopull", "ImagePullFailed"); n != 1 || count != 1 {
+		t.Errorf("an image that cannot be pulled gave %d ImagePullFailed Warning events recorded %d times in 2 min, want one, once: %v",
+			n, count, dbEvents(t, ns, "nopull"))
+	}
+	if db := e2eutil.GetDB(t, ns, "nopull"); db.Status.Phase == "Running" {
+		t.Errorf("phase %s with an image that cannot be pulled", db.Status.Phase)
+	}
+}
