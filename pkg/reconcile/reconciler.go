@@ -21,8 +21,9 @@
 //
 // Every step returns one outcome: nil, a *status.Problem (a person must
 // act), a *WaitingError (the informer cache has not caught up with a
-// create), or any other error, which is transient. Sync adds one: a
-// *RecheckError, when the status it wrote may change unseen.
+// create), the API server's refusal to create in a namespace being deleted
+// (NamespaceDeleting), or any other error, which is transient. Sync adds
+// one: a *RecheckError, when the status it wrote may change unseen.
 package reconcile
 
 import (
@@ -187,8 +188,9 @@ type findings struct {
 // Sync brings db's children to its spec and writes its status when it
 // changed. It reads only from the caches, except where a step says so.
 // It returns nil, a *status.Problem or a *RecheckError once the status is
-// written, a *WaitingError, or a transient error. It reports skipped when
-// db was settled and nothing it depends on changed, so no pass ran.
+// written, a *WaitingError, a refusal of its namespace being deleted
+// (NamespaceDeleting), or a transient error. It reports skipped when db
+// was settled and nothing it depends on changed, so no pass ran.
 func (r *Reconciler) Sync(ctx context.Context, db *dbv1alpha1.Database) (skipped bool, err error) {
 	skipped, _, err = r.sync(ctx, db)
 	return skipped, err
