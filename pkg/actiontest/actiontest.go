@@ -40,6 +40,13 @@ func Create(resource schema.GroupVersionResource, obj runtime.Object) core.Actio
 	return core.NewCreateAction(resource, obj.(metav1.Object).GetNamespace(), obj)
 }
 
+// DryRunCreate is a create of obj that only asks whether the API server
+// would take it.
+func DryRunCreate(resource schema.GroupVersionResource, obj runtime.Object) core.Action {
+	return core.NewCreateActionWithOptions(resource, obj.(metav1.Object).GetNamespace(), obj,
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+}
+
 // Get is a read of one object from the API server.
 func Get(resource schema.GroupVersionResource, namespace, name string) core.Action {
 	return core.NewGetAction(resource, namespace, name)
@@ -140,8 +147,13 @@ func checkAction(t testing.TB, which string, i int, expected, actual core.Action
 	}
 	switch a := actual.(type) {
 	case core.CreateActionImpl:
-		if want := expected.(core.CreateActionImpl).GetObject(); !equality.Semantic.DeepEqual(want, a.GetObject()) {
+		e := expected.(core.CreateActionImpl)
+		if want := e.GetObject(); !equality.Semantic.DeepEqual(want, a.GetObject()) {
 			t.Errorf("%s: create %s: object differs:\n got: %s\nwant: %s", which, a.GetResource().Resource, JSON(a.GetObject()), JSON(want))
+		}
+		// A dry run creates nothing: it is never the same as a create.
+		if got, want := a.GetCreateOptions().DryRun, e.GetCreateOptions().DryRun; !slices.Equal(got, want) {
+			t.Errorf("%s: create %s: dry run %q, want %q", which, a.GetResource().Resource, got, want)
 		}
 	case core.UpdateActionImpl:
 		if want := expected.(core.UpdateActionImpl).GetObject(); !equality.Semantic.DeepEqual(want, a.GetObject()) {

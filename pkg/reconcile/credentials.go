@@ -102,6 +102,13 @@ func (p *pass) ensureSecret(ctx context.Context, initialised bool) ([]string, er
 	if found, err := look(); found || err != nil {
 		return nil, err
 	}
+	// A namespace being deleted takes the Secret before the StatefulSet: no
+	// person need restore anything. A dry-run create tells it, and creates
+	// nothing.
+	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: db.Namespace}}
+	if _, err := secrets.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager}); NamespaceDeleting(err) {
+		return nil, err
+	}
 	return nil, &status.Problem{Reason: status.ReasonCredentialsMissing, Message: fmt.Sprintf(
 		"Secret %s/%s is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri), and the controller adopts it and continues. It will not generate a new password",
 		db.Namespace, name)}

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/names"
 )
@@ -32,12 +35,31 @@ func TestSecretIsNeverRewrittenOrRegenerated(t *testing.T) {
 		f.kubeobjects = f.kubeobjects[:3]
 
 		f.expectGet(secretsResource, "default", "orders-credentials")
+		// Is the namespace being deleted? A dry run, of no password.
+		f.kubeactions = append(f.kubeactions, actiontest.DryRunCreate(secretsResource,
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "orders-credentials", Namespace: "default"}}))
 		msg := "Secret default/orders-credentials is gone but the database was initialised with its password; restore the Secret (keys username, password, database, host, port, uri), and the controller adopts it and continues. It will not generate a new password"
 		st := wantStatus(db, "Failed", 1, 1, "16", "False", "CredentialsSecretMissing", msg, "False", "CredentialsSecretMissing", msg)
 		keepTransitionTime(&st, "Progressing")
 		f.expectStatusUpdate(db, st)
 		f.events = []string{"Warning CredentialsSecretMissing " + msg}
 		f.run(ctx, ref(db), needsPerson)
+	})
+	t.Run("its namespace being deleted took it: no problem, no event", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 1)
+		f.converged(db)
+		f.secretLister = nil
+		f.kubeobjects = f.kubeobjects[:3]
+		r, recorder := f.newReconciler()
+		f.kubeclient.PrependReactor("create", "secrets", func(a core.Action) (bool, runtime.Object, error) {
+			return true, nil, actiontest.NamespaceTerminating(a.GetResource().GroupResource(), "orders-credentials")
+		})
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.kubeactions = append(f.kubeactions, actiontest.DryRunCreate(secretsResource,
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "orders-credentials", Namespace: "default"}}))
+		f.syncAndCheck(ctx, r, recorder, ref(db), namespaceDeleting)
 	})
 }
 
