@@ -118,7 +118,7 @@ func (p *pass) finalBackup(ctx context.Context, observed plan.Observed) (deletio
 		return found, true, nil
 	case backup.FinalCreate:
 		_, err := r.dbs.DbcontrollerV1alpha1().DatabaseBackups(db.Namespace).Create(ctx, backup.NewFinalBackup(db), createOptions)
-		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		if NamespaceDeleting(err) {
 			// What the user asked for, with its volumes: no Warning.
 			r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonFinalBackupSkipped,
 				"No final backup: namespace %s is being deleted, and every volume in it with it", db.Namespace)
