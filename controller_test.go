@@ -235,9 +235,7 @@ func TestTransientErrorIsRetried(t *testing.T) {
 
 	// The retry creates only what is missing, then writes status.
 	f.kubeactions = []core.Action{actiontest.Create(actiontest.StatefulSets, actiontest.StatefulSet(t, db))}
-	f.actions = []core.Action{actiontest.StatusApply(t, db, actiontest.WantStatus(db, "Provisioning", 0, 0, "",
-		"False", "ReplicasNotReady", "0/1 replicas are ready",
-		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))}
+	f.actions = []core.Action{actiontest.StatusApply(t, db, actiontest.Provisioning(db))}
 	f.wantEvents = []string{"Normal Created Created StatefulSet orders"}
 	f.syncAndCheck(ctx, c, recorder, ref(db), false)
 }
@@ -283,8 +281,7 @@ func TestReconcileAndBackupsMeet(t *testing.T) {
 		actiontest.Create(actiontest.StatefulSets, actiontest.StatefulSet(t, db)),
 		actiontest.Create(actiontest.Claims, claim),
 	}
-	st := actiontest.WantStatus(db, "Provisioning", 0, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
-		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	st := actiontest.Provisioning(db)
 	st.Conditions = append(st.Conditions, metav1.Condition{Type: "Backup", Status: "True", Reason: "BackupsReady",
 		Message:            `scheduled "0 3 * * *" (UTC), keeping the newest 7; a final backup is taken before the Database is deleted`,
 		ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(actiontest.Now)})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -157,6 +158,15 @@ func WantStatus(db *dbv1alpha1.Database, phase dbv1alpha1.Phase, replicas, ready
 			{Type: "Progressing", Status: progStatus, Reason: progReason, Message: progMsg, ObservedGeneration: db.Generation, LastTransitionTime: now},
 		},
 	}
+}
+
+// Provisioning is the status the controller writes when it has just made
+// db's children: Provisioning, no replica ready yet.
+func Provisioning(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus {
+	n := db.Spec.DesiredReplicas()
+	return WantStatus(db, "Provisioning", 0, 0, "",
+		"False", "ReplicasNotReady", fmt.Sprintf("0/%d replicas are ready", n),
+		"True", "Provisioning", fmt.Sprintf("waiting for 0/%d replicas to become ready", n))
 }
 
 // StatusApply is the server-side apply of st as db's status.

@@ -30,9 +30,7 @@ func TestCreatesEverythingForANewDatabase(t *testing.T) {
 			f.expectCreate(servicesResource, expectedHeadless(t, db))
 			f.expectCreate(servicesResource, expectedService(t, db))
 			f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
-			f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 0, 0, "",
-				"False", "ReplicasNotReady", "0/1 replicas are ready",
-				"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+			f.expectStatusUpdate(db, actiontest.Provisioning(db))
 			f.events = []string{
 				"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders, StatefulSet orders",
 			}
@@ -361,8 +359,7 @@ func TestConflictIsRecheckedWithOneRead(t *testing.T) {
 	f.expectGet(servicesResource, "default", "orders")
 	f.expectCreate(servicesResource, expectedService(t, db))
 	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
-	st = wantStatus(db, "Provisioning", 0, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
-		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	st = actiontest.Provisioning(db)
 	f.expectStatusUpdate(db, st)
 	f.events = []string{"Normal Created Created Service orders, StatefulSet orders"}
 	f.syncAndCheck(ctx, r, recorder, ref(db), synced)

@@ -81,9 +81,7 @@ func TestRetainedSecretIsAdopted(t *testing.T) {
 	f.expectCreate(servicesResource, expectedHeadless(t, db))
 	f.expectCreate(servicesResource, expectedService(t, db))
 	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
-	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 0, 0, "",
-		"False", "ReplicasNotReady", "0/1 replicas are ready",
-		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	f.expectStatusUpdate(db, actiontest.Provisioning(db))
 	f.events = []string{
 		"Normal Adopted Adopted Secret orders-credentials: it holds the credentials' keys and no one controlled it; its password is kept",
 		"Normal Created Created Service orders-headless, Service orders, StatefulSet orders",

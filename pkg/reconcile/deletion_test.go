@@ -33,9 +33,7 @@ func TestNewDatabaseGetsItsFinalizerFirst(t *testing.T) {
 	f.expectCreate(servicesResource, expectedHeadless(t, db))
 	f.expectCreate(servicesResource, expectedService(t, db))
 	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
-	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 0, 0, "",
-		"False", "ReplicasNotReady", "0/1 replicas are ready",
-		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
+	f.expectStatusUpdate(db, actiontest.Provisioning(db))
 	f.events = []string{"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders, StatefulSet orders"}
 	f.run(ctx, ref(db), synced)
 }

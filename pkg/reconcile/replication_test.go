@@ -109,6 +109,17 @@ func (f *fixture) convergedReplicated(db *dbv1alpha1.Database) {
 	f.seed(ro)
 }
 
+// expectTargetRecorded expects the status write that records name as the
+// target of a failover or switchover, before anything is done for it, and
+// returns the replication status written.
+func (f *fixture) expectTargetRecorded(db *dbv1alpha1.Database, name string) *dbv1alpha1.ReplicationStatus {
+	target := db.Status.Replication.DeepCopy()
+	target.TargetPrimary = name
+	msg := "making " + name + " the primary"
+	f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+	return target
+}
+
 // expectPodRole expects the role label of pod k of db set (or removed, with
 // ""), on that pod's UID.
 func (f *fixture) expectPodRole(db *dbv1alpha1.Database, k int, role string) {
@@ -201,12 +212,7 @@ func (f *fixture) primaryDown(db *dbv1alpha1.Database) {
 // the target is promoted, labelled, and recorded as the primary.
 func (f *fixture) expectFailover(db *dbv1alpha1.Database, asked []string) {
 	f.expectGet(secretsResource, "default", "orders-credentials")
-	target := db.Status.Replication.DeepCopy()
-	target.TargetPrimary = "orders-2"
-	f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
-		"False", "FailingOver", "making orders-2 the primary",
-		"True", "FailingOver", "making orders-2 the primary",
-		"False", "FailingOver", "making orders-2 the primary"))
+	f.expectTargetRecorded(db, "orders-2")
 	f.expectPodRole(db, 0, "")
 	f.expectPodRole(db, 2, "primary")
 	done := &dbv1alpha1.ReplicationStatus{Primary: "orders-2", Instances: []dbv1alpha1.InstanceStatus{
@@ -324,12 +330,7 @@ func TestReplicationSwitchover(t *testing.T) {
 			f.sql.Facts[podIP(1)].Received = tt.received
 
 			f.expectGet(secretsResource, "default", "orders-credentials")
-			target := db.Status.Replication.DeepCopy()
-			target.TargetPrimary = "orders-1"
-			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
-				"False", "FailingOver", "making orders-1 the primary",
-				"True", "FailingOver", "making orders-1 the primary",
-				"False", "FailingOver", "making orders-1 the primary"))
+			target := f.expectTargetRecorded(db, "orders-1")
 			f.expectPodRole(db, 0, "")
 			f.events = []string{"Normal SwitchingOver switchover to orders-1 as asked",
 				"Normal Fenced orders-0 still accepts writes; it is fenced before orders-1 is promoted"}
@@ -428,12 +429,7 @@ func TestReplicationRollout(t *testing.T) {
 			expect: func(f *fixture, db *dbv1alpha1.Database) {
 				f.sql.Facts[podIP(2)].Received = 100
 				f.sql.Facts[podIP(1)].Received = 99
-				target := db.Status.Replication.DeepCopy()
-				target.TargetPrimary = "orders-2"
-				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target,
-					"False", "FailingOver", "making orders-2 the primary",
-					"True", "FailingOver", "making orders-2 the primary",
-					"False", "FailingOver", "making orders-2 the primary"))
+				target := f.expectTargetRecorded(db, "orders-2")
 				f.expectPodRole(db, 0, "")
 				f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
 					metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))

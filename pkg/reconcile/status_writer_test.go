@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 )
@@ -51,8 +52,7 @@ func TestOnlyPodCountChanged(t *testing.T) {
 func TestProvisioningPodCountAloneIsNotWritten(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	db := newDatabase("orders", "postgresql", "16", 1)
-	db.Status = wantStatus(db, "Provisioning", 0, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
-		"True", "Provisioning", "waiting for 0/1 replicas to become ready")
+	db.Status = actiontest.Provisioning(db)
 	seed := func(f *fixture, db *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 		f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), claim(db, 0, "1Gi"))
 	}
