@@ -2,11 +2,14 @@
 // of a replicated Database (ha.Client): it asks what a server is (primary
 // or replica, its WAL positions, the replicas that stream from it),
 // promotes a replica, fences a primary, and sets how many replicas a commit
-// waits for. One connection per call, none kept between calls.
+// waits for. It also logs in as a client of a Database's Secret does
+// (Login), for package login. One connection per call, none kept between
+// calls.
 package pgsql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/dbcontroller/database-controller/pkg/engine/postgresql"
 	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/login"
 )
 
 // Timeout bounds each call: a server that does not answer within it counts
@@ -45,11 +49,15 @@ type client struct{ dial dialer }
 var _ ha.Client = client{}
 
 func dial(ctx context.Context, host string, port int32, cred ha.Credentials) (conn, error) {
+	return connect(ctx, host, port, cred.User, cred.Password, "postgres")
+}
+
+func connect(ctx context.Context, host string, port int32, user, password, database string) (*pgx.Conn, error) {
 	u := url.URL{
 		Scheme:   "postgresql",
-		User:     url.UserPassword(cred.User, cred.Password),
+		User:     url.UserPassword(user, password),
 		Host:     net.JoinHostPort(host, strconv.Itoa(int(port))),
-		Path:     "/postgres",
+		Path:     "/" + database,
 		RawQuery: "sslmode=disable&connect_timeout=3&application_name=database-controller",
 	}
 	cfg, err := pgx.ParseConfig(u.String())
@@ -60,6 +68,31 @@ func dial(ctx context.Context, host string, port int32, cred ha.Credentials) (co
 	// short connection.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// invalidPassword is PostgreSQL's SQLSTATE for a refused password. A role
+// that does not exist is refused so too, so as not to tell that it does
+// not.
+const invalidPassword = "28P01"
+
+// Login logs in to the server at host:port into cred's database, as a
+// client of the Database's Secret does, and logs out (login.Func).
+func Login(ctx context.Context, host string, port int32, cred login.Credentials) error {
+	c, err := connect(ctx, host, port, cred.User, cred.Password, cred.Database)
+	if err != nil {
+		return refusal(err)
+	}
+	return c.Close(ctx)
+}
+
+// refusal is a *login.RefusedError when err is the server's refusal of a
+// password, else err.
+func refusal(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == invalidPassword {
+		return &login.RefusedError{Message: pgErr.Message}
+	}
+	return err
 }
 
 // Statements the client sends, named for its tests.

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/login"
 )
 
 // The fence marker's path goes into SQL as a literal: quotes are doubled.
@@ -244,5 +245,23 @@ func TestTerms(t *testing.T) {
 	}
 	if got := (client{}).Terms().Position(5<<32 | 0x10); got != "5/10" {
 		t.Errorf("a WAL position reads %s, want 5/10", got)
+	}
+}
+
+func TestLoginRefusal(t *testing.T) {
+	refusedPassword := &pgconn.PgError{Severity: "FATAL", Code: "28P01", Message: `password authentication failed for user "postgres"`}
+	var refused *login.RefusedError
+	if err := refusal(fmt.Errorf("failed to connect: %w", refusedPassword)); !errors.As(err, &refused) || refused.Message != refusedPassword.Message {
+		t.Errorf("refusal(28P01) = %v, want a RefusedError with the server's words", err)
+	}
+	for _, err := range []error{
+		// pg_hba.conf refuses the host: the pods' probes fail on it.
+		&pgconn.PgError{Severity: "FATAL", Code: "28000", Message: `no pg_hba.conf entry for host "10.88.0.1"`},
+		&pgconn.PgError{Severity: "FATAL", Code: "3D000", Message: `database "orders" does not exist`},
+		errors.New("dial tcp 10.88.0.5:5432: connect: connection refused"),
+	} {
+		if got := refusal(err); errors.As(got, &refused) || got != err {
+			t.Errorf("refusal(%v) = %v, want it unchanged: it says nothing of the credentials", err, got)
+		}
 	}
 }

@@ -1,0 +1,51 @@
+// Package mysqlsql is how the controller talks SQL to the servers of a
+// mysql Database, MySQL's or MariaDB's: for now, a login with the
+// credentials of its Secret (login.Func).
+package mysqlsql
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/dbcontroller/database-controller/pkg/login"
+)
+
+// accessDenied is the error number of a refused user or password
+// (ER_ACCESS_DENIED_ERROR), the same in MySQL and MariaDB.
+const accessDenied = 1045
+
+// Login logs in to the server at host:port into cred's database, as a
+// client of the Database's Secret does, and logs out (login.Func).
+func Login(ctx context.Context, host string, port int32, cred login.Credentials) error {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.DBName = cred.User, cred.Password, cred.Database
+	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(int(port)))
+	cfg.Timeout = 3 * time.Second
+	// The errors come back to the caller: the driver's own log of them
+	// would go to stderr, past klog.
+	cfg.Logger = &mysql.NopLogger{}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	c, err := connector.Connect(ctx)
+	if err != nil {
+		return refusal(err)
+	}
+	return c.Close()
+}
+
+// refusal is a *login.RefusedError when err is the server's refusal of the
+// user or password, else err.
+func refusal(err error) error {
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) && myErr.Number == accessDenied {
+		return &login.RefusedError{Message: myErr.Message}
+	}
+	return err
+}
