@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -33,7 +34,10 @@ import (
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	listers "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/login"
+	"github.com/dbcontroller/database-controller/pkg/mysqlsql"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/queue"
 	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/status"
@@ -87,7 +91,19 @@ type Config struct {
 	// Replication talks to the servers of replicated Databases, by engine;
 	// package pgsql's client for PostgreSQL when nil.
 	Replication map[dbv1alpha1.Engine]ha.Client
+	// CredentialsCheckInterval is how often the controller logs in to each
+	// Database's ready servers with its Secret's credentials (package
+	// login); 0 for never.
+	CredentialsCheckInterval time.Duration
+	// Logins log in to the servers of each engine, by engine name: package
+	// pgsql's for PostgreSQL and package mysqlsql's for MySQL when nil.
+	Logins map[string]login.Func
 }
+
+// credentialsCheckWorkers is how many Databases' servers are logged in to
+// at once: a login that waits for a server that does not answer takes up
+// to login.Timeout.
+const credentialsCheckWorkers = 8
 
 // Controller feeds Databases to the reconciler: shared informers put their
 // keys on a rate-limited work queue, and workers take them off one at a time.
@@ -109,8 +125,12 @@ type Controller struct {
 	// DatabaseBackups.
 	reconciler Reconciler
 	backups    *backup.Runner
-	clock      clock.PassiveClock
-	metrics    SyncObserver
+	// logins logs in to the Databases' servers with their Secrets'
+	// credentials, and brings back a Database whose answer changed; nil
+	// when they are not checked.
+	logins  *login.Checker
+	clock   clock.PassiveClock
+	metrics SyncObserver
 }
 
 // Reconciler runs the sync pass of one Database (reconcile.Reconciler).
@@ -156,7 +176,18 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	claims := cfg.KubeInformers.Core().V1().PersistentVolumeClaims()
 
 	order := queue.NewPrioritized[cache.ObjectName](preferredRun)
-	c := &Controller{
+	var c *Controller
+	var logins *login.Checker
+	if cfg.CredentialsCheckInterval > 0 {
+		if cfg.Logins == nil {
+			cfg.Logins = map[string]login.Func{string(dbv1alpha1.EnginePostgreSQL): pgsql.Login, string(dbv1alpha1.EngineMySQL): mysqlsql.Login}
+		}
+		logins = login.New(login.Config{Logins: cfg.Logins, Interval: cfg.CredentialsCheckInterval, Clock: cfg.Clock, Workers: credentialsCheckWorkers,
+			Changed: func(db types.NamespacedName) {
+				c.workqueue.Add(cache.ObjectName{Namespace: db.Namespace, Name: db.Name})
+			}})
+	}
+	c = &Controller{
 		databasesLister: databases.Lister(),
 		claimsLister:    claims.Lister(),
 		cachesSynced:    append(cachesSynced, databases.Informer().HasSynced),
@@ -173,7 +204,8 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		order:   order,
 		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
 		reconciler: reconcile.New(reconcile.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Caches: caches,
-			Recorder: cfg.Recorder, Clock: cfg.Clock, Random: cfg.Random, Replication: cfg.Replication}),
+			Recorder: cfg.Recorder, Clock: cfg.Clock, Random: cfg.Random, Replication: cfg.Replication, Logins: logins}),
+		logins: logins,
 		backups: backup.New(backup.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Backups: caches.Backups,
 			Jobs: batchlisters.NewJobLister(caches.Jobs), Pods: corelisters.NewPodLister(caches.Pods), Claims: claims.Lister(),
 			Recorder: cfg.Recorder, Clock: cfg.Clock, FieldManager: reconcile.FieldManager}),
@@ -298,6 +330,9 @@ func (c *Controller) Run(ctx context.Context, workers int, drainTimeout time.Dur
 		wg.Go(func() { c.runWorker(workCtx) })
 	}
 	logger.Info("Started workers")
+	if c.logins != nil {
+		wg.Go(func() { c.logins.Run(ctx) })
+	}
 	<-ctx.Done()
 
 	logger.Info("Shutting down workers", "drainTimeout", drainTimeout)

@@ -46,15 +46,16 @@ var version = "dev"
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 type options struct {
-	masterURL    string
-	kubeconfig   string
-	namespace    string
-	workers      int
-	qps          float64
-	burst        int
-	resync       time.Duration
-	drainTimeout time.Duration
-	showVersion  bool
+	masterURL        string
+	kubeconfig       string
+	namespace        string
+	workers          int
+	qps              float64
+	burst            int
+	resync           time.Duration
+	credentialsCheck time.Duration
+	drainTimeout     time.Duration
+	showVersion      bool
 
 	leaderElect        bool
 	leaderElectNS      string
@@ -75,6 +76,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Steady queries per second allowed to the API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries allowed to the API server above --kube-api-qps.")
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "How often every Database is synced again even when nothing changed.")
+	fs.DurationVar(&o.credentialsCheck, "credentials-check-interval", 30*time.Second,
+		"How often the controller logs in to each Database's ready servers with its Secret's credentials, to report a password changed in the database alone (CredentialsRejected). It also logs in at once when the Secret or the ready servers change. 0 disables it.")
 	fs.DurationVar(&o.drainTimeout, "shutdown-timeout", 30*time.Second, "On SIGTERM, how long in-flight syncs may take to finish.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 
@@ -148,6 +151,8 @@ func run(ctx context.Context, o options) error {
 		DBInformers:         dbInformerFactory,
 		ClaimEventInformers: claimEventInformerFactory,
 		Metrics:             m,
+
+		CredentialsCheckInterval: o.credentialsCheck,
 	})
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/backup"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/login"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/status"
@@ -71,6 +72,8 @@ type fixture struct {
 	reactors []func(*fake.Clientset)
 	// sql are the servers of replicated Databases.
 	sql *actiontest.Servers
+	// logins, when set, checks the Secrets' credentials.
+	logins *login.Checker
 
 	// Once newReconciler ran: the caches a pass reads (caches), what was
 	// read of them (raw), and the Databases by key.
@@ -197,6 +200,7 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		Clock:       f.clock,
 		Random:      actiontest.PasswordSource(),
 		Replication: map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: f.sql},
+		Logins:      f.logins,
 	})
 	return r, recorder
 }

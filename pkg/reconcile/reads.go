@@ -84,6 +84,8 @@ type reader struct {
 	// resourceVersion (one never read from an API server): what such a
 	// pass read cannot be compared later.
 	ok bool
+	// login is the Generation of the login Verdict the pass read, if any.
+	login uint64
 }
 
 func newReader(caches *[numSources]cache.Indexer) *reader {

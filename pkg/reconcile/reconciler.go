@@ -14,7 +14,8 @@
 //     set by a Job after an upgrade;
 //   - deletion.go: the finalizer, and a deletion the controller holds;
 //   - status_writer.go: the status, from what the steps found, written only
-//     when it changed.
+//     when it changed; with credentials_check.go, whether the servers take
+//     the Secret's credentials (package login logs in, off the pass).
 //
 // A pass reads the cluster from the informer caches through a reader that
 // records what it read (reads.go), for the settled check (settled.go).
@@ -49,6 +50,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/login"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/plan"
@@ -83,6 +85,9 @@ type Config struct {
 	// Replication talks to the servers of replicated Databases, by
 	// engine; {postgresql: pgsql.New()} when nil.
 	Replication map[dbv1alpha1.Engine]ha.Client
+	// Logins logs in to the servers with the Secrets' credentials
+	// (credentials_check.go); nil for none.
+	Logins *login.Checker
 }
 
 // Reconciler runs sync passes. It is safe for concurrent use by several
@@ -116,6 +121,9 @@ type Reconciler struct {
 	// Databases do not stay.
 	replication map[dbv1alpha1.Engine]ha.Client
 	creds       *ttlSet[types.UID, cachedCredentials]
+	// logins logs in to the servers with the Secrets' credentials; nil
+	// when they are not checked.
+	logins *login.Checker
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -143,6 +151,7 @@ func New(cfg Config) *Reconciler {
 		settled:       newTTLSet[types.NamespacedName, settledPass](cfg.Clock, SettledTTL),
 		replication:   cfg.Replication,
 		creds:         newTTLSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),
+		logins:        cfg.Logins,
 	}
 }
 

@@ -50,26 +50,35 @@ const (
 type cachedCredentials struct {
 	resourceVersion string
 	cred            ha.Credentials
+	// database is the database clients connect to.
+	database string
 }
 
 // credentials returns the superuser credentials of db, from its Secret.
 func (p *pass) credentials(ctx context.Context) (ha.Credentials, error) {
+	c, err := p.secretCredentials(ctx)
+	return c.cred, err
+}
+
+// secretCredentials returns what db's Secret gives clients.
+func (p *pass) secretCredentials(ctx context.Context) (cachedCredentials, error) {
 	r := p.r
 	name := names.SecretName(p.db)
 	cached, err := p.read.secret(p.db.Namespace, name)
 	if err != nil {
-		return ha.Credentials{}, err
+		return cachedCredentials{}, err
 	}
 	if c, ok := r.creds.get(cached.UID); ok && c.resourceVersion == cached.ResourceVersion {
-		return c.cred, nil
+		return c, nil
 	}
 	live, err := r.kube.CoreV1().Secrets(p.db.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return ha.Credentials{}, fmt.Errorf("reading the credentials to talk to the servers: %w", err)
+		return cachedCredentials{}, fmt.Errorf("reading the credentials to talk to the servers: %w", err)
 	}
-	cred := ha.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword])}
-	r.creds.put(live.UID, cachedCredentials{resourceVersion: live.ResourceVersion, cred: cred})
-	return cred, nil
+	c := cachedCredentials{resourceVersion: live.ResourceVersion, database: string(live.Data[engine.SecretKeyDatabase]),
+		cred: ha.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword])}}
+	r.creds.put(live.UID, c)
+	return c, nil
 }
 
 // instance is one pod of a replicated Database as the pass sees it: the

@@ -34,6 +34,9 @@ type settledPass struct {
 	resourceVersion string
 	reads           []read
 	sum             uint64
+	// login is the Generation of the servers' answer to the Secret's
+	// credentials the pass read (package login), which no cache holds.
+	login uint64
 }
 
 // settle remembers what a pass over db that returned nil read, when all
@@ -44,7 +47,7 @@ func (r *Reconciler) settle(db *dbv1alpha1.Database, rd *reader) {
 		r.settled.remove(key)
 		return
 	}
-	r.settled.put(key, settledPass{uid: db.UID, resourceVersion: db.ResourceVersion, reads: rd.reads, sum: rd.sum})
+	r.settled.put(key, settledPass{uid: db.UID, resourceVersion: db.ResourceVersion, reads: rd.reads, sum: rd.sum, login: rd.login})
 }
 
 // unchangedSinceSettled reports whether db is settled and every read of
@@ -56,7 +59,7 @@ func (r *Reconciler) unchangedSinceSettled(db *dbv1alpha1.Database) bool {
 	if !ok {
 		return false
 	}
-	if last.uid == db.UID && last.resourceVersion == db.ResourceVersion && db.DeletionTimestamp == nil {
+	if last.uid == db.UID && last.resourceVersion == db.ResourceVersion && db.DeletionTimestamp == nil && last.login == r.loginGeneration(key) {
 		if sum, ok := replay(&r.caches, last.reads); ok && sum == last.sum {
 			return true
 		}
@@ -67,5 +70,18 @@ func (r *Reconciler) unchangedSinceSettled(db *dbv1alpha1.Database) bool {
 
 // Forget drops what is remembered of a Database that no longer exists.
 func (r *Reconciler) Forget(namespace, name string) {
-	r.settled.remove(types.NamespacedName{Namespace: namespace, Name: name})
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	r.settled.remove(key)
+	if r.logins != nil {
+		r.logins.Forget(key)
+	}
+}
+
+// loginGeneration is the Generation of the login Verdict of db; 0 when the
+// servers' credentials are not checked.
+func (r *Reconciler) loginGeneration(db types.NamespacedName) uint64 {
+	if r.logins == nil {
+		return 0
+	}
+	return r.logins.Generation(db)
 }

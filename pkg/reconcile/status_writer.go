@@ -40,6 +40,17 @@ func sameCause(ready *metav1.Condition, cause *status.Cause) bool {
 		strings.Contains(ready.Message, cause.Subject)
 }
 
+// keepWords returns cause with the words of ready, the stored Ready
+// condition, when that names it already (sameCause).
+func keepWords(ready *metav1.Condition, cause *status.Cause) *status.Cause {
+	if !sameCause(ready, cause) {
+		return cause
+	}
+	kept := *cause
+	kept.Message = ready.Message[strings.Index(ready.Message, cause.Subject):]
+	return &kept
+}
+
 // onlyPodCountChanged reports whether a Provisioning Database's new status
 // differs from the stored one in the number of its pods that exist alone.
 // That is no news a person acts on while the Database is being made (its
@@ -70,15 +81,17 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 			return "", err
 		}
 	}
-	oldReady := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
-	if sameCause(oldReady, cause) {
-		// The cause reported already: its words stay as they were, so that
-		// the kubelet's changing words for it (a pull error, then "Back-off
-		// pulling image") cost no status write and no event.
-		kept := *cause
-		kept.Message = oldReady.Message[strings.Index(oldReady.Message, cause.Subject):]
-		cause = &kept
+	var refusal *status.Cause
+	if problem == nil && f.termination == nil {
+		if refusal, err = p.credentialsRefusal(ctx, f.pods); err != nil {
+			return "", err
+		}
 	}
+	oldReady := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
+	// A cause reported already keeps its words, so that the kubelet's
+	// changing words for it (a pull error, then "Back-off pulling image")
+	// cost no status write and no event.
+	cause, refusal = keepWords(oldReady, cause), keepWords(oldReady, refusal)
 	var scheduled []*dbv1alpha1.DatabaseBackup
 	if b := p.db.Spec.Backup; b != nil && b.Schedule != "" {
 		if scheduled, err = p.read.backupsOf(p.db); err != nil {
@@ -89,6 +102,7 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	replication, replicating := p.replication(f)
 	newStatus := status.Compute(status.Input{
 		Cause:       cause,
+		Refusal:     refusal,
 		Database:    db,
 		Endpoint:    p.plan.Endpoint,
 		StatefulSet: f.statefulSet,
@@ -139,9 +153,11 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	if problem != nil && (oldReady == nil || oldReady.Reason != problem.Reason || oldReady.Message != problem.Message) {
 		r.recorder.Event(db, corev1.EventTypeWarning, problem.Reason, problem.Message)
 	}
-	if cause != nil && cause.Stuck && newReady != nil && newReady.Reason == cause.Reason && !sameCause(oldReady, cause) {
-		// Once per cause: the replica counts in the message may change, the cause not.
-		r.recorder.Event(db, corev1.EventTypeWarning, cause.Reason, cause.Message)
+	for _, c := range []*status.Cause{cause, refusal} {
+		if c != nil && c.Stuck && newReady != nil && newReady.Reason == c.Reason && !sameCause(oldReady, c) {
+			// Once per cause: the replica counts in the message may change, the cause not.
+			r.recorder.Event(db, corev1.EventTypeWarning, c.Reason, c.Message)
+		}
 	}
 	if eol := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionVersionSupported); eol != nil &&
 		meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionVersionSupported) == nil {

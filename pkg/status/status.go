@@ -33,6 +33,7 @@ const (
 	ReasonSupported             = "Supported"
 	ReasonResourceConflict      = "ResourceConflict"
 	ReasonCredentialsMissing    = "CredentialsSecretMissing"
+	ReasonCredentialsRejected   = "CredentialsRejected"
 	ReasonStorageResizeFailed   = "StorageResizeFailed"
 	ReasonDeleting              = "Deleting"
 	ReasonRestoring             = "Restoring"
@@ -103,6 +104,11 @@ type Input struct {
 	Problem *Problem
 	// Cause, when set, is why replicas are not ready (see FindCause).
 	Cause *Cause
+	// Refusal, when set, says the servers serve but refuse the credentials
+	// of the Secret (ReasonCredentialsRejected): the Database is Degraded,
+	// not Running, once every replica is ready or no primary answers the
+	// controller.
+	Refusal *Cause
 	// EndOfLife, when set, says the version no longer gets upstream
 	// rebuilds: a VersionSupported condition False, and the Database runs on.
 	EndOfLife string
@@ -219,6 +225,15 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 			ready.Reason, ready.Message = in.Cause.Reason, ready.Message+": "+in.Cause.Message
 		}
 		progressing.Reason, progressing.Message = ReasonRestoring, ready.Message
+	case desired > 0 && in.Refusal != nil && (rolledOut || noPrimary(in.Replicating)):
+		// The servers serve the clients that have the password they hold,
+		// not those that have the Secret's. A replicated Database's servers
+		// refuse the controller too, so it cannot tell whether a primary
+		// serves: the refusal is the cause it can name.
+		st.Phase = dbv1alpha1.PhaseDegraded
+		ready.Reason, ready.Message = in.Refusal.Reason, in.Refusal.Message
+		progressing.Status = metav1.ConditionFalse
+		progressing.Reason, progressing.Message = ReasonConverged, "the Database matches its spec"
 	case desired > 0 && noPrimary(in.Replicating):
 		// No primary serves: whatever the pods' readiness, clients cannot write.
 		st.Phase = dbv1alpha1.PhaseUpdating

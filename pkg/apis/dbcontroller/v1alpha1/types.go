@@ -43,7 +43,8 @@ const (
 	PhaseUpdating Phase = "Updating"
 	// PhaseDegraded: a Database that ran before, with no rollout or scale
 	// in progress, has replicas that are not ready, such as a server that
-	// restarts; the Ready condition says why.
+	// restarts, or servers that refuse the credentials of its Secret; the
+	// Ready condition says why.
 	PhaseDegraded Phase = "Degraded"
 	// PhaseStopped: replicas is 0; the data is kept.
 	PhaseStopped Phase = "Stopped"

@@ -1,0 +1,153 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/login"
+)
+
+// newLoginFixture is a fixture whose Reconciler checks the credentials on
+// servers, every 30 s, and tells changed.
+func newLoginFixture(t *testing.T, changed func(types.NamespacedName)) (*fixture, *actiontest.Logins) {
+	f := newFixture(t)
+	servers := &actiontest.Logins{}
+	f.logins = login.New(login.Config{Logins: map[string]login.Func{"postgresql": servers.Login}, Interval: 30 * time.Second, Clock: f.clock, Changed: changed})
+	return f, servers
+}
+
+// A password changed in the database and not in the Secret: the servers
+// serve, their pods stay ready, and the Database is Degraded with a cause
+// that says so, one Warning, and no write while it lasts; it is Running
+// again once the Secret holds the password the servers take.
+func TestPasswordChangedInTheDatabaseAlone(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	var changed []types.NamespacedName
+	f, servers := newLoginFixture(t, func(db types.NamespacedName) { changed = append(changed, db) })
+	servers.SetPassword(podIP(0), "changed-by-sql")
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.ResourceVersion = "10"
+	sts, headless, svc, secret := f.converged(db)
+	running := db.Status
+	for i, o := range []metav1.Object{sts, headless, svc, secret} {
+		o.SetResourceVersion(fmt.Sprint(i + 1))
+	}
+	f.seed(replicatedPod(db, 0, "", true))
+	r, recorder := f.newReconciler()
+
+	// The first pass reads the Secret's credentials, once, and gives them
+	// to the checker: nothing is known yet, so nothing is written.
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	if got := servers.Took(); len(got) != 0 {
+		t.Fatalf("the pass logged in itself: %v", got)
+	}
+	f.kubeactions = nil
+	f.syncAndCheck(ctx, r, recorder, ref(db), skipped)
+
+	f.logins.CheckDue(ctx)
+	if got, want := servers.Took(), []string{podIP(0) + " postgres/rotated-by-user@orders"}; !slices.Equal(got, want) {
+		t.Fatalf("logins %v, want %v: the Secret's username, password and database", got, want)
+	}
+	if want := []types.NamespacedName{ref(db)}; !slices.Equal(changed, want) {
+		t.Fatalf("the checker brought back %v, want %v", changed, want)
+	}
+
+	// The refusal comes back with the Database: a pass, though it settled.
+	msg := `Secret orders-credentials: the server of pod orders-0 refused its username and password (password authentication failed for user "postgres"). ` +
+		"Clients that log in with them are refused, and those that have the password the database holds are served. " +
+		"If the password was changed in the database, write the new one to the Secret's keys password and uri: the controller logs in again as soon as the Secret changes, and every 30s"
+	degraded := actiontest.WantStatus(db, dbv1alpha1.PhaseDegraded, 1, 1, "16", "False", "CredentialsRejected", msg,
+		"False", "Converged", "the Database matches its spec")
+	degraded.Conditions[1].LastTransitionTime = running.Conditions[1].LastTransitionTime
+	f.expectStatusUpdate(db, degraded)
+	f.events = []string{"Warning CredentialsRejected " + msg}
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+
+	// While it lasts: no write, no event, and a check per interval only.
+	stored := db.DeepCopy()
+	stored.Status = degraded
+	stored.ResourceVersion = "11"
+	f.update(f.databases, stored)
+	f.actions, f.events = nil, nil
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	f.clock.SetTime(testNow.Add(29 * time.Second))
+	f.logins.CheckDue(ctx)
+	if got := servers.Took(); len(got) != 0 {
+		t.Fatalf("logged in again within the interval: %v", got)
+	}
+	f.clock.SetTime(testNow.Add(30 * time.Second))
+	f.logins.CheckDue(ctx)
+	if got := servers.Took(); len(got) != 1 || len(changed) != 1 {
+		t.Fatalf("after the interval: logins %v, brought back %v; want one login, no news", got, changed)
+	}
+	f.syncAndCheck(ctx, r, recorder, ref(db), skipped)
+
+	// The user writes the new password to the Secret: read at once, and
+	// logged in with at once.
+	rotated := secret.DeepCopy()
+	rotated.Data[engine.SecretKeyPassword] = []byte("changed-by-sql")
+	rotated.ResourceVersion = "5"
+	if err := f.kubeclient.Tracker().Update(secretsResource, rotated, "default"); err != nil {
+		t.Fatal(err)
+	}
+	f.update(f.caches.Secrets, rotated)
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	f.kubeactions = nil
+	f.logins.CheckDue(ctx)
+	if got, want := servers.Took(), []string{podIP(0) + " postgres/changed-by-sql@orders"}; !slices.Equal(got, want) || len(changed) != 2 {
+		t.Fatalf("after the Secret changed: logins %v, brought back %v; want %v and a second return", got, changed, want)
+	}
+	back := actiontest.WantStatus(db, dbv1alpha1.PhaseRunning, 1, 1, "16", "True", "AllReplicasReady", "1/1 replicas are ready",
+		"False", "Converged", "the Database matches its spec")
+	back.Conditions[0].LastTransitionTime = metav1.NewTime(testNow.Add(30 * time.Second))
+	back.Conditions[1].LastTransitionTime = running.Conditions[1].LastTransitionTime
+	f.expectStatusUpdate(db, back)
+	f.events = []string{"Normal Running postgresql 16 is running: 1/1 replicas are ready"}
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+}
+
+// A server the controller cannot reach says nothing of the credentials:
+// the Database stays Running, with no write.
+func TestUnreachableServersSayNothingOfTheCredentials(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f, servers := newLoginFixture(t, nil)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.converged(db)
+	f.seed(replicatedPod(db, 0, "", true))
+	r, recorder := f.newReconciler()
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	f.logins.CheckDue(ctx)
+	if got := servers.Took(); len(got) != 1 {
+		t.Fatalf("logins %v, want one", got)
+	}
+	f.kubeactions = nil
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+}
+
+// A Database with no ready server has nothing to log in to: it is
+// forgotten, and its pods' causes are its status.
+func TestNoReadyServerIsNotLoggedInTo(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f, servers := newLoginFixture(t, nil)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.Status = actiontest.Provisioning(db)
+	f.seed(db, notReadyStatefulSet(t, db), expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), startingPod(db))
+	r, recorder := f.newReconciler()
+	f.syncAndCheck(ctx, r, recorder, ref(db), recheckSoon)
+	f.logins.CheckDue(ctx)
+	if got := servers.Took(); len(got) != 0 {
+		t.Fatalf("logged in to a Database with no ready server: %v", got)
+	}
+}
