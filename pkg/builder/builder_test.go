@@ -44,6 +44,10 @@ type engineCase struct {
 	uri                           string
 }
 
+// podIPEnv is the pod's own address, which the probes log in through.
+var podIPEnv = corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+	FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}
+
 func secretEnv(name, key string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{
@@ -65,11 +69,14 @@ var engineCases = []engineCase{
 			secretEnv("POSTGRES_PASSWORD", "password"),
 			secretEnv("POSTGRES_DB", "database"),
 			{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"},
+			podIPEnv,
 		},
 		dataPath:     "/var/lib/postgresql/data",
 		scratchPaths: []string{"/var/run/postgresql", "/tmp"},
 		readiness: []string{"sh", "-c",
-			`PGPASSWORD="$POSTGRES_PASSWORD" PGCONNECT_TIMEOUT=3 exec psql -X -w -h 127.0.0.1 -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB" -tAc 'SELECT 1'`},
+			`out=$(PGPASSWORD="$POSTGRES_PASSWORD" PGCONNECT_TIMEOUT=3 psql -X -w -h "$POD_IP" -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB" -tAc 'SELECT 1' 2>&1) && exit 0
+case "$out" in *"password authentication failed"*) exit 0;; esac
+echo "$out"; exit 1`},
 		probeTimeout: 5, startupFailures: 30,
 		username: "postgres",
 		uri:      "postgresql://postgres:" + testPassword + "@orders.default.svc:5432/orders",
@@ -83,11 +90,14 @@ var engineCases = []engineCase{
 		env: []corev1.EnvVar{
 			secretEnv("MYSQL_ROOT_PASSWORD", "password"),
 			secretEnv("MYSQL_DATABASE", "database"),
+			podIPEnv,
 		},
 		dataPath:     "/var/lib/mysql",
 		scratchPaths: []string{"/var/run/mysqld", "/tmp"},
 		readiness: []string{"sh", "-c",
-			`MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --protocol=TCP -h 127.0.0.1 -P 3306 -uroot --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1'`},
+			`out=$(MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$(command -v mysql || command -v mariadb)" --protocol=TCP -h "$POD_IP" -P 3306 -uroot --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1' 2>&1) && exit 0
+case "$out" in *"ERROR 1045 "*) exit 0;; esac
+echo "$out"; exit 1`},
 		probeTimeout: 5, startupFailures: 90,
 		username: "root",
 		uri:      "mysql://root:" + testPassword + "@orders.default.svc:3306/orders",

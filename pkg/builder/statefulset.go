@@ -54,7 +54,7 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 		whenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
 	}
 
-	env := make([]*corev1ac.EnvVarApplyConfiguration, 0, len(p.SecretEnv)+len(p.StaticEnv))
+	env := make([]*corev1ac.EnvVarApplyConfiguration, 0, len(p.SecretEnv)+len(p.StaticEnv)+len(p.FieldEnv))
 	for _, v := range p.SecretEnv {
 		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValueFrom(
 			corev1ac.EnvVarSource().WithSecretKeyRef(
@@ -62,6 +62,10 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 	}
 	for _, v := range p.StaticEnv {
 		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValue(v.Value))
+	}
+	for _, v := range p.FieldEnv {
+		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValueFrom(
+			corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath(v.FieldPath))))
 	}
 
 	dataMount := corev1ac.VolumeMount().WithName(names.DataVolume).WithMountPath(p.DataPath)

@@ -59,13 +59,20 @@ type Runtime struct {
 	SecretEnv []EnvFromSecret
 	// StaticEnv holds environment variables with fixed values.
 	StaticEnv []EnvValue
+	// FieldEnv holds environment variables read from the pod's own fields
+	// (the downward API), such as its address.
+	FieldEnv []EnvFromField
 	// DataPath is where the data volume is mounted.
 	DataPath string
 	// ScratchPaths get emptyDir volumes, so the root filesystem can be read-only.
 	ScratchPaths []string
 	// ReadinessCommand runs in the container to tell whether it serves
-	// clients: it logs in with the credentials and runs a query. The
-	// startup probe runs it too.
+	// clients: it logs in with the credentials and runs a query, the way a
+	// client of another pod does where the engine lets it. The startup
+	// probe runs it too. A server that answers and refuses the password is
+	// serving: the clients that have the password it holds get answers,
+	// and taking it out of its Services would cut them off. The controller
+	// tells a refused password itself (package login), in the status.
 	ReadinessCommand []string
 	// ProbeTimeoutSeconds bounds one run of ReadinessCommand.
 	ProbeTimeoutSeconds int32
@@ -143,6 +150,16 @@ type EnvFromSecret struct {
 	Name string
 	Key  string
 }
+
+// EnvFromField is an environment variable read from a field of the pod,
+// such as status.podIP.
+type EnvFromField struct {
+	Name      string
+	FieldPath string
+}
+
+// PodIPEnv is the variable that holds the pod's own address.
+const PodIPEnv = "POD_IP"
 
 // EnvValue is an environment variable with a literal value.
 type EnvValue struct {

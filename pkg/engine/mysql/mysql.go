@@ -30,12 +30,19 @@ var base = engine.Base{
 			{Name: "MYSQL_ROOT_PASSWORD", Key: engine.SecretKeyPassword},
 			{Name: "MYSQL_DATABASE", Key: engine.SecretKeyDatabase},
 		},
+		FieldEnv:     []engine.EnvFromField{{Name: engine.PodIPEnv, FieldPath: "status.podIP"}},
 		DataPath:     "/var/lib/mysql",
 		ScratchPaths: []string{"/var/run/mysqld", "/tmp"},
-		// mysqladmin ping succeeds even when the login fails: log in over TCP
-		// and query the database.
+		// mysqladmin ping succeeds even when the login fails: log in and
+		// query the database, through the pod's own address, so that the
+		// account is the one clients of other pods log in to (root@'%', not
+		// root@localhost). A refused password (error 1045) is a server that
+		// serves (engine.Runtime). The client is mysql in the mysql images,
+		// and may be only mariadb in MariaDB's.
 		ReadinessCommand: []string{"sh", "-c",
-			`MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --protocol=TCP -h 127.0.0.1 -P 3306 -uroot --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1'`},
+			`out=$(MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$(command -v mysql || command -v mariadb)" --protocol=TCP -h "$POD_IP" -P 3306 -uroot --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1' 2>&1) && exit 0
+case "$out" in *"ERROR 1045 "*) exit 0;; esac
+echo "$out"; exit 1`},
 		ProbeTimeoutSeconds: 5,
 		// The first start after 8.0 to 8.4 upgrades the data dictionary.
 		StartupSeconds: 900,

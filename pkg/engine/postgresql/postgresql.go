@@ -35,12 +35,20 @@ var base = engine.Base{
 		},
 		// A subdirectory, so initdb never meets the volume's lost+found.
 		StaticEnv:    []engine.EnvValue{{Name: "PGDATA", Value: "/var/lib/postgresql/data/pgdata"}},
+		FieldEnv:     []engine.EnvFromField{{Name: engine.PodIPEnv, FieldPath: "status.podIP"}},
 		DataPath:     "/var/lib/postgresql/data",
 		ScratchPaths: []string{"/var/run/postgresql", "/tmp"},
-		// pg_isready would only say the server accepts connections: log in over
-		// TCP, as clients do, and query the database.
+		// pg_isready would only say the server accepts connections: log in
+		// and query the database. Through the pod's own address, as clients
+		// of other pods do: the image's pg_hba.conf trusts 127.0.0.1 without
+		// a password, and its "host all all all" line is the clients'. A
+		// refused password is a server that serves (engine.Runtime); any
+		// other failure, a pg_hba.conf that refuses the host among them, is
+		// not.
 		ReadinessCommand: []string{"sh", "-c",
-			`PGPASSWORD="$POSTGRES_PASSWORD" PGCONNECT_TIMEOUT=3 exec psql -X -w -h 127.0.0.1 -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB" -tAc 'SELECT 1'`},
+			`out=$(PGPASSWORD="$POSTGRES_PASSWORD" PGCONNECT_TIMEOUT=3 psql -X -w -h "$POD_IP" -p 5432 -U "$POSTGRES_USER" -d "$POSTGRES_DB" -tAc 'SELECT 1' 2>&1) && exit 0
+case "$out" in *"password authentication failed"*) exit 0;; esac
+echo "$out"; exit 1`},
 		ProbeTimeoutSeconds: 5,
 		StartupSeconds:      300,
 		URIScheme:           "postgresql",
