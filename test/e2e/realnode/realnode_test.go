@@ -31,7 +31,8 @@ const waitMariaDB = `for i in $(seq 60); do mariadb-admin ping -h "$HOST" -P "$P
 // A PostgreSQL Database is Running only once its server accepts
 // connections, and a client pod reaches it with the Secret's uri unchanged:
 // the Service's DNS name, resolved by cluster DNS to its ClusterIP, routed
-// by kube-proxy.
+// by kube-proxy. A password changed by SQL alone is then reported
+// (checkPasswordChangedInTheDatabase).
 func TestPostgreSQLServesThroughTheSecretURI(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
@@ -89,6 +90,7 @@ psql "postgresql://$USERNAME:wrong@$HOST:$PORT/$DATABASE" -c "select 1"`); err =
 	} else if !strings.Contains(out, "password authentication failed") {
 		t.Errorf("a wrong password failed for another reason:\n%s", out)
 	}
+	checkPasswordChangedInTheDatabase(t, ns, "orders", postgresPasswordChange)
 }
 
 // Rows survive the pod's deletion and scaling the Database to zero and back.
@@ -233,7 +235,8 @@ func dbEvents(t testing.TB, ns, name string) []string {
 }
 
 // A mysql Database served by the MariaDB image takes the Secret's
-// credentials, and only those, and runs SQL.
+// credentials, and only those, and runs SQL; a password changed by SQL
+// alone is reported (checkPasswordChangedInTheDatabase).
 func TestMySQLOnMariaDB(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
@@ -251,6 +254,7 @@ if mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -pwrong "$DATABASE" -e "SELECT 1
 	if strings.Contains(got, "wrong password accepted") {
 		t.Errorf("the server accepted a wrong password")
 	}
+	checkPasswordChangedInTheDatabase(t, ns, "inventory", mariadbPasswordChange)
 }
 
 // The pod runs exactly as the controller builds it, nothing relaxed: uid
