@@ -895,29 +895,56 @@ func TestComputeReplicatedWithoutPrimary(t *testing.T) {
 		name        string
 		old         dbv1alpha1.DatabaseStatus
 		replicating *metav1.Condition
+		refusal     *Cause
 		wantPhase   dbv1alpha1.Phase
 		wantReady   wantCondition
 	}{
 		{"the primary does not serve", dbv1alpha1.DatabaseStatus{CurrentVersion: "16"},
-			replicating(metav1.ConditionFalse, ReasonNoPrimary, "the primary orders-0 does not serve"),
+			replicating(metav1.ConditionFalse, ReasonNoPrimary, "the primary orders-0 does not serve"), nil,
 			dbv1alpha1.PhaseUpdating, wantCondition{metav1.ConditionFalse, ReasonNoPrimary, "the primary orders-0 does not serve"}},
 		{"failing over", dbv1alpha1.DatabaseStatus{CurrentVersion: "16"},
-			replicating(metav1.ConditionFalse, ReasonFailingOver, "making orders-1 the primary"),
+			replicating(metav1.ConditionFalse, ReasonFailingOver, "making orders-1 the primary"), nil,
 			dbv1alpha1.PhaseUpdating, wantCondition{metav1.ConditionFalse, ReasonFailingOver, "making orders-1 the primary"}},
 		{"no primary yet, never ran", dbv1alpha1.DatabaseStatus{},
-			replicating(metav1.ConditionFalse, ReasonNoPrimary, "making orders-0 the first primary"),
+			replicating(metav1.ConditionFalse, ReasonNoPrimary, "making orders-0 the first primary"), nil,
 			dbv1alpha1.PhaseProvisioning, wantCondition{metav1.ConditionFalse, ReasonNoPrimary, "making orders-0 the first primary"}},
 		{"a primary serves, a replica does not stream yet", dbv1alpha1.DatabaseStatus{CurrentVersion: "16"},
-			replicating(metav1.ConditionFalse, ReasonReplicasNotStreaming, "orders-0 is the primary; 1/2 replicas stream from it"),
+			replicating(metav1.ConditionFalse, ReasonReplicasNotStreaming, "orders-0 is the primary; 1/2 replicas stream from it"), nil,
 			dbv1alpha1.PhaseRunning, wantCondition{metav1.ConditionTrue, ReasonAllReplicasReady, "3/3 replicas are ready"}},
+		// The servers refuse the Secret's password, the controller's too:
+		// it cannot ask them, and the refusal is what it can name.
+		{"the servers refuse the Secret's password", dbv1alpha1.DatabaseStatus{CurrentVersion: "16"},
+			replicating(metav1.ConditionFalse, ReasonNoPrimary, "the primary orders-0 does not serve"),
+			&Cause{Reason: ReasonCredentialsRejected, Subject: "Secret orders-credentials", Message: "Secret orders-credentials: refused"},
+			dbv1alpha1.PhaseDegraded, wantCondition{metav1.ConditionFalse, ReasonCredentialsRejected, "Secret orders-credentials: refused"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Compute(Input{Database: database(ptr.To[int32](3), tt.old), Endpoint: endpoint, StatefulSet: settled(3, image16),
-				Image: image16, Now: now, Replication: &dbv1alpha1.ReplicationStatus{Primary: "orders-0"}, Replicating: tt.replicating})
+				Image: image16, Now: now, Replication: &dbv1alpha1.ReplicationStatus{Primary: "orders-0"}, Replicating: tt.replicating,
+				Refusal: tt.refusal})
 			ready := meta.FindStatusCondition(got.Conditions, dbv1alpha1.ConditionReady)
 			if got.Phase != tt.wantPhase || ready.Status != tt.wantReady.status || ready.Reason != tt.wantReady.reason || ready.Message != tt.wantReady.message {
 				t.Errorf("phase %s, Ready %s %s %q; want %s, %+v", got.Phase, ready.Status, ready.Reason, ready.Message, tt.wantPhase, tt.wantReady)
 			}
 		})
+	}
+}
+
+// A refusal of the Secret's password is the Ready condition's cause only
+// once every replica is ready: while pods are not, they say why.
+func TestComputeRefusalWaitsForTheReplicas(t *testing.T) {
+	refusal := &Cause{Reason: ReasonCredentialsRejected, Subject: "Secret orders-credentials", Message: "Secret orders-credentials: refused"}
+	sts := settled(3, image16)
+	sts.Status.ReadyReplicas = 2
+	got := Compute(Input{Database: database(ptr.To[int32](3), dbv1alpha1.DatabaseStatus{CurrentVersion: "16"}), Endpoint: endpoint, StatefulSet: sts,
+		Image: image16, Now: now, Refusal: refusal})
+	ready := meta.FindStatusCondition(got.Conditions, dbv1alpha1.ConditionReady)
+	if ready.Reason != ReasonReplicasNotReady || ready.Message != "2/3 replicas are ready" {
+		t.Errorf("Ready %s %q, want %s %q", ready.Reason, ready.Message, ReasonReplicasNotReady, "2/3 replicas are ready")
+	}
+	got = Compute(Input{Database: database(ptr.To[int32](3), dbv1alpha1.DatabaseStatus{CurrentVersion: "16"}), Endpoint: endpoint, StatefulSet: settled(3, image16),
+		Image: image16, Now: now, Refusal: refusal})
+	if ready := meta.FindStatusCondition(got.Conditions, dbv1alpha1.ConditionReady); got.Phase != dbv1alpha1.PhaseDegraded || ready.Reason != ReasonCredentialsRejected {
+		t.Errorf("every replica ready: phase %s, Ready %s; want Degraded, %s", got.Phase, ready.Reason, ReasonCredentialsRejected)
 	}
 }
