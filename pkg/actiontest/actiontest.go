@@ -26,6 +26,7 @@ import (
 // The resources the controller writes.
 var (
 	Secrets         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	Events          = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 	Services        = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	Pods            = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	Claims          = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
@@ -50,6 +51,12 @@ func DryRunCreate(resource schema.GroupVersionResource, obj runtime.Object) core
 // Get is a read of one object from the API server.
 func Get(resource schema.GroupVersionResource, namespace, name string) core.Action {
 	return core.NewGetAction(resource, namespace, name)
+}
+
+// List is a list of the objects of resource in namespace that match the
+// field selector fieldSelector.
+func List(resource schema.GroupVersionResource, namespace, fieldSelector string) core.Action {
+	return core.NewListActionWithOptions(resource, schema.GroupVersionKind{}, namespace, metav1.ListOptions{FieldSelector: fieldSelector})
 }
 
 // Patch is a patch of one object, of patchType.
@@ -113,7 +120,13 @@ func Writes(actions []core.Action) []core.Action {
 // patch, name or options.
 func CheckActions(t testing.TB, which string, expected, actual []core.Action) {
 	t.Helper()
-	actual = Writes(actual)
+	CheckAllActions(t, which, expected, Writes(actual))
+}
+
+// CheckAllActions is CheckActions for a clientset no informer reads: its
+// lists are the code's own reads, and compared too.
+func CheckAllActions(t testing.TB, which string, expected, actual []core.Action) {
+	t.Helper()
 	for i, action := range actual {
 		if i >= len(expected) {
 			t.Errorf("%s: %d unexpected actions: %s", which, len(actual)-len(expected), Describe(actual[i:]))
@@ -173,6 +186,11 @@ func checkAction(t testing.TB, which string, i int, expected, actual core.Action
 	case core.GetActionImpl:
 		if e := expected.(core.GetActionImpl); a.GetName() != e.GetName() || a.GetNamespace() != e.GetNamespace() {
 			t.Errorf("%s: get: got %s/%s, want %s/%s", which, a.GetNamespace(), a.GetName(), e.GetNamespace(), e.GetName())
+		}
+	case core.ListActionImpl:
+		e := expected.(core.ListActionImpl)
+		if got, want := a.GetListRestrictions().Fields.String(), e.GetListRestrictions().Fields.String(); a.GetNamespace() != e.GetNamespace() || got != want {
+			t.Errorf("%s: list %s: got namespace %s fields %q, want %s %q", which, a.GetResource().Resource, a.GetNamespace(), got, e.GetNamespace(), want)
 		}
 	case core.DeleteActionImpl:
 		e := expected.(core.DeleteActionImpl)

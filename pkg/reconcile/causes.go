@@ -1,10 +1,16 @@
 package reconcile
 
 import (
+	"context"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/status"
@@ -14,7 +20,7 @@ import (
 // pass found of its StatefulSet, claims and pods, and the claims' events in
 // the caches. When what it finds may change with time alone, it says why
 // to look again soon (recheck).
-func (p *pass) cause(f *findings) (cause *status.Cause, recheck string, err error) {
+func (p *pass) cause(ctx context.Context, f *findings) (cause *status.Cause, recheck string, err error) {
 	db := p.db
 	if f.statefulSet == nil {
 		return nil, "", nil
@@ -44,6 +50,20 @@ func (p *pass) cause(f *findings) (cause *status.Cause, recheck string, err erro
 	}
 	in.Pods = f.pods
 	cause = status.FindCause(in)
+	if cause != nil && cause.Reason == status.ReasonReadinessFailing &&
+		!sameCause(meta.FindStatusCondition(p.stored.Status.Conditions, dbv1alpha1.ConditionReady), cause) {
+		// A new cause: what the probe said is worth a read of the pod's
+		// events, once. While it lasts, the status keeps those words.
+		words, err := p.probeWords(ctx, podNamed(f.pods, cause.Pod))
+		if err != nil {
+			return nil, "", err
+		}
+		if words != "" {
+			kept := *cause
+			kept.Message += ": " + words
+			cause = &kept
+		}
+	}
 	switch {
 	case cause == nil && provisioning:
 		// Named if it still waits once the grace is over.
@@ -94,3 +114,50 @@ func eventTime(e *corev1.Event) metav1.Time {
 		return e.FirstTimestamp
 	}
 }
+
+// probeWords is what the newest failed readiness probe of pod said, from
+// the kubelet's Unhealthy events about it; "" when there is none. The
+// events are read from the API server: no informer watches events about
+// pods, and the read is made only when the cause first appears.
+func (p *pass) probeWords(ctx context.Context, pod *corev1.Pod) (string, error) {
+	if pod == nil {
+		return "", nil
+	}
+	selector := fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": pod.Name, "involvedObject.uid": string(pod.UID),
+		"reason": "Unhealthy"}.String()
+	list, err := p.r.kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
+	if err != nil {
+		return "", fmt.Errorf("reading the events of pod %s: %w", pod.Name, err)
+	}
+	var newest *corev1.Event
+	for k := range list.Items {
+		e := &list.Items[k]
+		if e.InvolvedObject.UID != pod.UID || !strings.HasPrefix(e.Message, readinessFailed) {
+			continue
+		}
+		if newest == nil || eventTime(e).After(eventTime(newest).Time) {
+			newest = e
+		}
+	}
+	if newest == nil {
+		return "", nil
+	}
+	words := strings.TrimSpace(strings.TrimPrefix(newest.Message, readinessFailed))
+	if i := strings.IndexByte(words, '\n'); i >= 0 {
+		words = strings.TrimSpace(words[:i])
+	}
+	return words, nil
+}
+
+// podNamed is the pod of pods named name, nil if none is.
+func podNamed(pods []*corev1.Pod, name string) *corev1.Pod {
+	for _, p := range pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// readinessFailed starts the kubelet's event of a failed readiness probe.
+const readinessFailed = "Readiness probe failed:"

@@ -8,9 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/names"
 )
@@ -364,4 +368,48 @@ func TestPodBeingDeletedIsNoCause(t *testing.T) {
 				Message: "The container could not be located when the pod was deleted."}}}}}}
 	f.seed(db, notReadyStatefulSet(t, db), expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), pod)
 	f.run(ctx, ref(db), synced)
+}
+
+// A server that passed its startup probe and fails its readiness probe,
+// here for a pg_hba.conf that refuses its own address, is named with what
+// the probe said, read once from the pod's Unhealthy events when the cause
+// appears; while it lasts, no read, no write and no event.
+func TestReadinessProbeFailingNamesWhatTheProbeSaid(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	sts, _, _, _ := f.converged(db)
+	sts.Status.ReadyReplicas, sts.Status.AvailableReplicas = 0, 0
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", UID: "pod-uid", Labels: names.Labels(db)},
+		Status: corev1.PodStatus{
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(testNow.Add(-2 * time.Minute))}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql", Started: ptr.To(true),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-time.Hour))}}}}}}
+	f.seed(pod)
+	const said = `psql: error: connection to server at "10.88.0.5", port 5432 failed: FATAL:  no pg_hba.conf entry for host "10.88.0.5", user "postgres", database "orders", no encryption`
+	unhealthy := func(name string, uid types.UID, at time.Duration, message string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Reason: "Unhealthy", Type: corev1.EventTypeWarning,
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "orders-0", UID: uid},
+			LastTimestamp:  metav1.NewTime(testNow.Add(-at)), Message: message}
+	}
+	f.kubeobjects = append(f.kubeobjects,
+		unhealthy("older", "pod-uid", time.Minute, "Readiness probe failed: an older failure"),
+		unhealthy("newest", "pod-uid", 10*time.Second, "Readiness probe failed: "+said+"\n"),
+		unhealthy("liveness", "pod-uid", 5*time.Second, "Liveness probe failed: dial tcp 10.88.0.5:5432: connect: connection refused"),
+		unhealthy("earlier-pod", "old-pod-uid", time.Second, "Readiness probe failed: the pod of the same name before"))
+
+	cause := "container postgresql of pod orders-0 runs but fails its readiness probe: " + said
+	f.kubeactions = []core.Action{actiontest.List(actiontest.Events, "default",
+		"involvedObject.kind=Pod,involvedObject.name=orders-0,involvedObject.uid=pod-uid,reason=Unhealthy")}
+	st := wantStatus(db, "Degraded", 1, 0, "16", "False", "ReadinessProbeFailing", "0/1 replicas are ready: "+cause,
+		"True", "WaitingForReadiness", "every replica runs the current spec; waiting for 1/1 to pass the readiness probe")
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning ReadinessProbeFailing " + cause}
+	r := f.run(ctx, ref(db), synced)
+
+	stored := db.DeepCopy()
+	stored.Status = st
+	f.update(f.databases, stored)
+	f.kubeactions, f.actions, f.events = nil, nil, nil
+	f.syncAndCheck(ctx, r, record.NewFakeRecorder(10), ref(db), synced)
 }

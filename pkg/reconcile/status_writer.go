@@ -77,7 +77,7 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	r, db := p.r, p.stored
 	var cause *status.Cause
 	if problem == nil && f.termination == nil {
-		if cause, recheck, err = p.cause(f); err != nil {
+		if cause, recheck, err = p.cause(ctx, f); err != nil {
 			return "", err
 		}
 	}

@@ -19,6 +19,7 @@ const (
 	ReasonRestarting           = "Restarting"
 	ReasonContainerCannotStart = "ContainerCannotStart"
 	ReasonContainerNotReady    = "ContainerNotReady"
+	ReasonReadinessFailing     = "ReadinessProbeFailing"
 )
 
 // NotReadyAfter is how long a container may run without passing its
@@ -26,6 +27,12 @@ const (
 // allows up to 15 minutes for a first start, and holds readiness back
 // until then; this counts from the container's start.
 const NotReadyAfter = 20 * time.Minute
+
+// ReadinessGrace is how long a container that passed its startup probe
+// may run, or have been ready before, without passing its readiness probe
+// before that is a cause of its own: the readiness probe runs every 10 s,
+// and takes a pod out of its Services after three failures.
+const ReadinessGrace = time.Minute
 
 // CrashLoopReset is how long a container must have run before it crashed
 // for that crash to be a restart of its own, not one of a loop: the
@@ -58,6 +65,9 @@ type Cause struct {
 	// Stuck is true when waiting will not make it go away: a person should
 	// look, and it is worth a Warning event.
 	Stuck bool
+	// Pod is the pod whose events tell more, for a ReadinessProbeFailing
+	// cause: what its probe said; "" otherwise.
+	Pod string
 }
 
 // CauseInput is what FindCause reads, all of one Database.
@@ -163,6 +173,15 @@ func podCause(p *corev1.Pod, now time.Time, claimBound bool) *Cause {
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		container := fmt.Sprintf("container %s of %s", cs.Name, pod)
+		if r := cs.State.Running; r != nil && !cs.Ready && cs.Started != nil && *cs.Started && !r.StartedAt.IsZero() &&
+			now.Sub(latest(r.StartedAt.Time, readySince(p))) > ReadinessGrace {
+			// The server passed its startup probe, so it started serving,
+			// and has failed the readiness probe since (also after a crash
+			// long enough ago): what the probe said is in the pod's events
+			// (the caller adds it).
+			return &Cause{Reason: ReasonReadinessFailing, Stuck: true, Subject: container, Pod: p.Name,
+				Message: fmt.Sprintf("%s runs but fails its readiness probe", container)}
+		}
 		if crashed := lastCrash(cs); crashed != nil && !cs.Ready && cs.State.Waiting == nil {
 			if !crashLoop(cs, crashed) {
 				// One crash, and the kubelet restarts it: what it is, no
@@ -176,13 +195,31 @@ func podCause(p *corev1.Pod, now time.Time, claimBound bool) *Cause {
 			return &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: container,
 				Message: fmt.Sprintf("%s keeps crashing; it last ended with %s", container, describeExit(crashed))}
 		}
-		if r := cs.State.Running; r != nil && !cs.Ready && !r.StartedAt.IsZero() && now.Sub(r.StartedAt.Time) > NotReadyAfter {
+		passedStartup := cs.Started != nil && *cs.Started
+		if r := cs.State.Running; r != nil && !cs.Ready && !passedStartup && !r.StartedAt.IsZero() && now.Sub(r.StartedAt.Time) > NotReadyAfter {
 			return &Cause{Reason: ReasonContainerNotReady, Stuck: true, Subject: container, Message: fmt.Sprintf(
 				"%s has run for more than %s without passing its readiness probe (kubectl describe pod %s shows what the probe said)",
 				container, NotReadyAfter, p.Name)}
 		}
 	}
 	return nil
+}
+
+// readySince is when pod's Ready condition last changed; zero when it has none.
+func readySince(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // crashLoop reports whether crashed, how cs last ended, is one crash of a

@@ -180,3 +180,42 @@ func TestFindCauseGivesProvisioningItsGrace(t *testing.T) {
 		}
 	}
 }
+
+// A container that passed its startup probe and fails its readiness probe
+// is a cause once it has run, or been ready before, for ReadinessGrace:
+// not while a restarted server comes up, which the probe's period allows.
+func TestFindCauseNamesAFailingReadinessProbe(t *testing.T) {
+	started := true
+	pod := func(startedAt, readySince time.Duration, passedStartup *bool, restarts int32) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-readySince))}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql", Started: passedStartup, RestartCount: restarts,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-startedAt))}}}}}}
+		if restarts > 0 {
+			p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 137,
+				StartedAt: metav1.NewTime(now.Add(-time.Hour)), FinishedAt: metav1.NewTime(now.Add(-startedAt - time.Second))}
+		}
+		return p
+	}
+	failing := &Cause{Reason: ReasonReadinessFailing, Stuck: true, Subject: "container postgresql of pod x-0", Pod: "x-0",
+		Message: "container postgresql of pod x-0 runs but fails its readiness probe"}
+	for _, tt := range []struct {
+		name string
+		pod  *corev1.Pod
+		want *Cause
+	}{
+		{"not ready for two minutes, running for a day", pod(24*time.Hour, 2*time.Minute, &started, 0), failing},
+		{"not ready for 30 s: within the grace", pod(24*time.Hour, 30*time.Second, &started, 0), nil},
+		{"restarted 20 s ago after a crash: restarting, not failing", pod(20*time.Second, 5*time.Minute, &started, 1),
+			&Cause{Reason: ReasonRestarting, Subject: "container postgresql of pod x-0",
+				Message: "container postgresql of pod x-0 is restarting; it ended with Error (exit code 137)"}},
+		{"restarted 5 min ago after a crash, still not ready", pod(5*time.Minute, 5*time.Minute, &started, 1), failing},
+		{"its startup probe has not passed: still starting", pod(5*time.Minute, 5*time.Minute, nil, 0), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FindCause(CauseInput{Now: now.Time, Pods: []*corev1.Pod{tt.pod}}); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("FindCause = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
