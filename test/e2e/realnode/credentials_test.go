@@ -89,3 +89,35 @@ psql "postgresql://$USERNAME:` + newPassword + `@$HOST:$PORT/$DATABASE" -tAc "SE
 var mariadbPasswordChange = passwordChange{image: mariadbImage,
 	change:    `mariadb -uroot -p"$MYSQL_ROOT_PASSWORD" -e "ALTER USER 'root'@'%' IDENTIFIED BY '` + newPassword + `'"`,
 	newClient: waitMariaDB + `mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -p'` + newPassword + `' "$DATABASE" -N -e "SELECT 'served'"`}
+
+// checkBrokenHostRuleIsNamed makes the pg_hba.conf of the PostgreSQL
+// Database name reject every host, and reloads it: the server runs, and
+// its readiness probe, which logs in through the pod's own address, fails.
+// The Database is Degraded with the cause ReadinessProbeFailing in the
+// probe's words, one Warning; once the file is put back, Running again.
+func checkBrokenHostRuleIsNamed(t *testing.T, ns, name string) {
+	t.Helper()
+	e2eutil.WaitRunning(t, ns, name, converge)
+	const hba = `"$PGDATA/pg_hba.conf"`
+	reload := ` && psql -X -h /var/run/postgresql -U "$POSTGRES_USER" -d "$POSTGRES_DB" -v ON_ERROR_STOP=1 -tAc 'SELECT pg_reload_conf()'`
+	e2eutil.Kubectl(t, "-n", ns, "exec", name+"-0", "--", "sh", "-c",
+		`cp `+hba+` /tmp/pg_hba.conf.kept && sed -i 's/^host all all all scram-sha-256$/host all all all reject/' `+hba+` && grep -q 'all all all reject' `+hba+reload)
+	broken := time.Now()
+	e2eutil.Eventually(t, converge, "the Database to name the failing readiness probe", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, name)
+		_, reason, msg := e2eutil.Condition(db, "Ready")
+		return db.Status.Phase == "Degraded" && reason == "ReadinessProbeFailing", string(db.Status.Phase) + " " + reason + ": " + msg
+	})
+	_, _, msg := e2eutil.Condition(e2eutil.GetDB(t, ns, name), "Ready")
+	t.Logf("%s: Degraded/ReadinessProbeFailing %s after pg_hba.conf rejected every host: %s", name, time.Since(broken).Round(100*time.Millisecond), msg)
+	if !strings.Contains(msg, "pg_hba.conf rejects connection") {
+		t.Errorf("the cause does not say what the probe said: %s", msg)
+	}
+	e2eutil.Kubectl(t, "-n", ns, "exec", name+"-0", "--", "sh", "-c", `cp /tmp/pg_hba.conf.kept `+hba+reload)
+	mended := time.Now()
+	e2eutil.WaitRunning(t, ns, name, converge)
+	t.Logf("%s: Running %s after pg_hba.conf was put back", name, time.Since(mended).Round(100*time.Millisecond))
+	if n, count := warnings(t, ns, name, "ReadinessProbeFailing"); n != 1 || count != 1 {
+		t.Errorf("the failing probe gave %d ReadinessProbeFailing Warnings recorded %d times, want one, once: %v", n, count, dbEvents(t, ns, name))
+	}
+}

@@ -32,7 +32,8 @@ const waitMariaDB = `for i in $(seq 60); do mariadb-admin ping -h "$HOST" -P "$P
 // connections, and a client pod reaches it with the Secret's uri unchanged:
 // the Service's DNS name, resolved by cluster DNS to its ClusterIP, routed
 // by kube-proxy. A password changed by SQL alone is then reported
-// (checkPasswordChangedInTheDatabase).
+// (checkPasswordChangedInTheDatabase), and so is a pg_hba.conf that
+// rejects every host (checkBrokenHostRuleIsNamed).
 func TestPostgreSQLServesThroughTheSecretURI(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
@@ -91,6 +92,7 @@ psql "postgresql://$USERNAME:wrong@$HOST:$PORT/$DATABASE" -c "select 1"`); err =
 		t.Errorf("a wrong password failed for another reason:\n%s", out)
 	}
 	checkPasswordChangedInTheDatabase(t, ns, "orders", postgresPasswordChange)
+	checkBrokenHostRuleIsNamed(t, ns, "orders")
 }
 
 // Rows survive the pod's deletion and scaling the Database to zero and back.
