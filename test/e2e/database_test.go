@@ -142,6 +142,8 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
 	createDB(t, ns, dbYAML("valid", "postgresql", "16", 1, "  storage:\n    size: 2Gi\n"))
+	createDB(t, ns, dbYAML("one-mongo", "mongodb", "7.0", 1, ""))
+	createDB(t, ns, dbYAML("chosen", "postgresql", "16", 3, "  replication:\n    primary: chosen-2\n"))
 	tests := []struct {
 		name    string
 		args    []string
@@ -162,6 +164,14 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 			wantErr: "engine is immutable"},
 		{name: "storage class change", args: []string{"patch", "db/valid", "--type=merge", "-p", `{"spec":{"storage":{"storageClassName":"fast"}}}`},
 			wantErr: "storageClassName is immutable"},
+		{name: "MongoDB with 3 replicas", args: []string{"create", "-f", "-"},
+			stdin: dbYAML("three-mongos", "mongodb", "7.0", 3, ""), wantErr: "replicas above 1 are refused for MongoDB"},
+		{name: "MongoDB scaled to 2", args: []string{"scale", "db/one-mongo", "--replicas=2"},
+			wantErr: "replicas above 1 are refused for MongoDB"},
+		{name: "a primary beyond the replicas", args: []string{"create", "-f", "-"},
+			stdin: dbYAML("beyond", "postgresql", "16", 3, "  replication:\n    primary: beyond-7\n"), wantErr: "spec.replication.primary must be one of the pods spec.replicas asks for"},
+		{name: "scaled below the chosen primary", args: []string{"scale", "db/chosen", "--replicas=2"},
+			wantErr: "spec.replication.primary must be one of the pods spec.replicas asks for"},
 	}
 	for _, tt := range tests {
 		out, err := e2eutil.KubectlRun(tt.stdin, append([]string{"-n", ns}, tt.args...)...)
@@ -171,6 +181,14 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 		}
 		if !strings.Contains(string(out), tt.wantErr) {
 			t.Errorf("%s: error %q, want it to contain %q", tt.name, strings.TrimSpace(string(out)), tt.wantErr)
+		}
+	}
+	// What the rules allow: a replicated Database stopped with its primary
+	// chosen (it stays the primary for when they start again), and MongoDB
+	// stopped.
+	for _, args := range [][]string{{"scale", "db/chosen", "--replicas=0"}, {"scale", "db/one-mongo", "--replicas=0"}} {
+		if out, err := e2eutil.KubectlRun("", append([]string{"-n", ns}, args...)...); err != nil {
+			t.Errorf("%v: refused, want accepted: %s", args, out)
 		}
 	}
 }

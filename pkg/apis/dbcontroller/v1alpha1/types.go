@@ -146,7 +146,13 @@ type Database struct {
 	Status DatabaseStatus `json:"status,omitempty"`
 }
 
+// The rules below are the spec's own, not the Database's, so that a
+// Database stored before a rule existed keeps its status writes: the API
+// server checks a rule again only where the value it applies to changed.
+
 // DatabaseSpec is what the user asks for.
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mongodb' || !has(self.replicas) || self.replicas <= 1",message="replicas above 1 are refused for MongoDB: the servers would be independent copies, not a replica set, and each connection would read and write another one. Use 1 (or 0 to stop): MongoDB replica sets are not supported yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.primary) || !has(self.replicas) || self.replicas == 0 || int(self.replication.primary.substring(self.replication.primary.lastIndexOf('-') + 1)) < self.replicas",message="spec.replication.primary must be one of the pods spec.replicas asks for, <name>-0 to <name>-<replicas-1>: change or unset it before scaling below it"
 type DatabaseSpec struct {
 	// Engine is the database engine. It cannot be changed after creation.
 	// +required
@@ -163,7 +169,9 @@ type DatabaseSpec struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){0,2}$`
 	Version string `json:"version"`
 
-	// Replicas is the number of database pods. 0 stops the database and keeps its data.
+	// Replicas is the number of database pods. 0 stops the database and
+	// keeps its data. At most 1 for MongoDB, whose replica sets are not
+	// supported yet.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0

@@ -26,6 +26,9 @@ import (
 // DatabaseSpecApplyConfiguration represents a declarative configuration of the DatabaseSpec type for use
 // with apply.
 //
+// The rules below are the spec's own, not the Database's, so that a
+// Database stored before a rule existed keeps its status writes: the API
+// server checks a rule again only where the value it applies to changed.
 // DatabaseSpec is what the user asks for.
 type DatabaseSpecApplyConfiguration struct {
 	// Engine is the database engine. It cannot be changed after creation.
@@ -35,7 +38,9 @@ type DatabaseSpecApplyConfiguration struct {
 	// unless image is set. Lowering the major version below
 	// status.currentVersion is refused.
 	Version *string `json:"version,omitempty"`
-	// Replicas is the number of database pods. 0 stops the database and keeps its data.
+	// Replicas is the number of database pods. 0 stops the database and
+	// keeps its data. At most 1 for MongoDB, whose replica sets are not
+	// supported yet.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Storage is the persistent volume of each replica.
 	Storage *StorageSpecApplyConfiguration `json:"storage,omitempty"`
