@@ -21,7 +21,7 @@ tools:
 	./hack/tools/build.sh
 
 ## node: the real node (containerd, runc shim, pause, CoreDNS, kubelet's helpers) and its images
-##   (PostgreSQL 15 and MariaDB from Debian) into _output/bin and _output/images; needs root
+##   (PostgreSQL 15, MariaDB and MySQL 9.7 from Debian) into _output/bin and _output/images; needs root
 node:
 	./hack/tools/build.sh node
 
@@ -61,7 +61,7 @@ test-e2e: build tools node
 	  exit $${PIPESTATUS[0]}
 
 ## run-local: start a local control plane, run the controller on it and create the examples
-##   (LOCAL_REAL_NODE=1: on a real node, with real PostgreSQL and MariaDB servers)
+##   (LOCAL_REAL_NODE=1: on a real node, with real PostgreSQL, MariaDB and MySQL servers)
 run-local: build tools $(if $(filter 1 true,$(LOCAL_REAL_NODE)),node)
 	./hack/run-local.sh
 

@@ -8,13 +8,16 @@
 #                   slower than the liveness budget (hack/images/postgresql/slow-init.sh),
 #                   for test/e2e/realnode
 #   mariadb.tar     Debian's mariadb-server with hack/images/mariadb/docker-entrypoint.sh
+#                   (both MySQL-protocol images source hack/images/mysql-init.sh)
+#   mysql.tar       Debian sid's mysql-server-core (Oracle's MySQL 9.7) with
+#                   hack/images/mysql/docker-entrypoint.sh and mysqld.cnf
 # The Debian root filesystems are made with mmdebstrap (--mode=root
 # --variant=minbase) from Debian's mirror. Each image is rebuilt only when a
 # stamp of its inputs changes: the suite, the mirror, the package list, the
 # files copied in, the image config and ociarchive.
 #
-# Usage: hack/images/build.sh [IMAGE...]   (pause postgresql postgresql-slowinit mariadb; default all)
-# Environment: DEBIAN_SUITE [bookworm], DEBIAN_MIRROR [http://deb.debian.org/debian],
+# Usage: hack/images/build.sh [IMAGE...]   (pause postgresql postgresql-slowinit mariadb mysql; default all)
+# Environment: DEBIAN_SUITE [bookworm], MYSQL_SUITE [sid], DEBIAN_MIRROR [http://deb.debian.org/debian],
 #   BIN_DIR [_output/bin], IMAGES_DIR [_output/images]
 set -euo pipefail
 
@@ -23,6 +26,8 @@ HERE="$ROOT/hack/images"
 BIN="${BIN_DIR:-$ROOT/_output/bin}"
 OUT="${IMAGES_DIR:-$ROOT/_output/images}"
 SUITE=${DEBIAN_SUITE:-bookworm}
+# Oracle's MySQL is in Debian's unstable suite only.
+MYSQL_SUITE=${MYSQL_SUITE:-sid}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # shellcheck source=names.sh
 source "$HERE/names.sh"
@@ -59,7 +64,21 @@ rm -rf "$1/var/lib/mysql"
 mkdir -p "$1/var/lib/mysql" "$1/var/lib/mysql-files" "$1/run/mysqld" "$1/docker-entrypoint-initdb.d"
 chroot "$1" chown -R 999:999 /var/lib/mysql /var/lib/mysql-files /run/mysqld
 install -m 0644 "'"$HERE"'/mariadb/99-database-controller.cnf" "$1/etc/mysql/mariadb.conf.d/99-database-controller.cnf"
-install -m 0755 "'"$HERE"'/mariadb/docker-entrypoint.sh" "$1/usr/local/bin/docker-entrypoint.sh"'
+install -m 0755 "'"$HERE"'/mariadb/docker-entrypoint.sh" "$1/usr/local/bin/docker-entrypoint.sh"
+install -D -m 0644 "'"$HERE"'/mysql-init.sh" "$1/usr/local/lib/dbc/mysql-init.sh"'
+
+# mysql-server-core makes no mysql user (mysql-server'"'"'s scripts would):
+# the hook does, as the official image has it.
+MYSQL_HOOK='set -e
+if chroot "$1" getent passwd 999 || chroot "$1" getent group 999; then echo "uid or gid 999 is taken" >&2; exit 1; fi
+chroot "$1" groupadd --system --gid 999 mysql
+chroot "$1" useradd --system --uid 999 --gid 999 --home-dir /var/lib/mysql --no-create-home --shell /usr/sbin/nologin mysql
+rm -rf "$1/var/lib/mysql" "$1/etc/mysql/mysql.conf.d/mysqld.cnf"
+mkdir -p "$1/var/lib/mysql" "$1/var/lib/mysql-files" "$1/run/mysqld" "$1/docker-entrypoint-initdb.d" "$1/etc/mysql/mysql.conf.d"
+chroot "$1" chown -R 999:999 /var/lib/mysql /var/lib/mysql-files /run/mysqld
+install -m 0644 "'"$HERE"'/mysql/mysqld.cnf" "$1/etc/mysql/mysql.conf.d/mysqld.cnf"
+install -m 0755 "'"$HERE"'/mysql/docker-entrypoint.sh" "$1/usr/local/bin/docker-entrypoint.sh"
+install -D -m 0644 "'"$HERE"'/mysql-init.sh" "$1/usr/local/lib/dbc/mysql-init.sh"'
 
 PG_CONFIG=(-name "$DBC_POSTGRESQL_IMAGE" -user 999:999 -stop-signal SIGINT -port 5432/tcp
   -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd postgres
@@ -67,6 +86,9 @@ PG_CONFIG=(-name "$DBC_POSTGRESQL_IMAGE" -user 999:999 -stop-signal SIGINT -port
   -env LANG=C.UTF-8 -env PGDATA=/var/lib/postgresql/data)
 MARIADB_CONFIG=(-name "$DBC_MARIADB_IMAGE" -user 999:999 -port 3306/tcp
   -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd mariadbd
+  -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env LANG=C.UTF-8)
+MYSQL_CONFIG=(-name "$DBC_MYSQL_IMAGE" -user 999:999 -port 3306/tcp
+  -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd mysqld
   -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env LANG=C.UTF-8)
 PAUSE_CONFIG=(-name "$DBC_PAUSE_IMAGE" -user 65535:65535 -entrypoint /pause)
 
@@ -103,7 +125,7 @@ debian_image() {
   [[ $(id -u) -eq 0 ]] || { echo "build-images: mmdebstrap --mode=root needs root" >&2; return 1; }
   rm -f "$rootfs"
   mmdebstrap --quiet --mode=root --variant=minbase --format=tar --include="$packages" \
-    "${DPKG_EXCLUDES[@]}" --customize-hook="$hook" "$SUITE" "$rootfs" "$MIRROR" >&2
+    "${DPKG_EXCLUDES[@]}" ${IMAGE_APTOPT:+--aptopt="$IMAGE_APTOPT"} --customize-hook="$hook" "${IMAGE_SUITE:-$SUITE}" "$rootfs" "$MIRROR" >&2
   "$BIN/ociarchive" -rootfs "$rootfs" -o "$OUT/$image.tar" "$@"
   [[ ${KEEP_ROOTFS:-} == 1 ]] || rm -f "$rootfs"
 }
@@ -138,9 +160,19 @@ postgresql_stamp() {
     "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/postgresql/docker-entrypoint.sh")" keep-rootfs
 }
 build_mariadb() { debian_image mariadb mariadb-server,mariadb-client "$MARIADB_HOOK" "${MARIADB_CONFIG[@]}"; }
+# mysql-server-core has the server alone, with no package scripts that
+# initialise a data directory; mysql-client has mysql, mysqladmin and
+# mysqldump.
+MYSQL_PACKAGES=mysql-server-core,mysql-client
+# The mirror's unstable suite may carry a Release file past its Valid-Until
+# date (it was 18 days past it here): its signature is still checked.
+MYSQL_APTOPT='Acquire::Check-Valid-Until "false"'
+build_mysql() {
+  IMAGE_SUITE=$MYSQL_SUITE IMAGE_APTOPT=$MYSQL_APTOPT debian_image mysql "$MYSQL_PACKAGES" "$MYSQL_HOOK" "${MYSQL_CONFIG[@]}"
+}
 
 wanted=("$@")
-((${#wanted[@]} > 0)) || wanted=(pause postgresql postgresql-slowinit mariadb)
+((${#wanted[@]} > 0)) || wanted=(pause postgresql postgresql-slowinit mariadb mysql)
 for image in "${wanted[@]}"; do
   case "$image" in
     pause)
@@ -153,7 +185,11 @@ for image in "${wanted[@]}"; do
     mariadb)
       build mariadb "$(stamp_of mariadb "$SUITE" "$MIRROR" mariadb-server,mariadb-client "$MARIADB_HOOK" \
         "${MARIADB_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/mariadb/docker-entrypoint.sh" \
-        "$HERE/mariadb/99-database-controller.cnf")")" build_mariadb ;;
-    *) echo "build-images: unknown image '$image' (pause postgresql postgresql-slowinit mariadb)" >&2; exit 2 ;;
+        "$HERE/mariadb/99-database-controller.cnf" "$HERE/mysql-init.sh")")" build_mariadb ;;
+    mysql)
+      build mysql "$(stamp_of mysql "$MYSQL_SUITE" "$MIRROR" "$MYSQL_PACKAGES" "$MYSQL_APTOPT" "$MYSQL_HOOK" \
+        "${MYSQL_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/mysql/docker-entrypoint.sh" \
+        "$HERE/mysql/mysqld.cnf" "$HERE/mysql-init.sh")")" build_mysql ;;
+    *) echo "build-images: unknown image '$image' (pause postgresql postgresql-slowinit mariadb mysql)" >&2; exit 2 ;;
   esac
 done

@@ -90,6 +90,12 @@ var mariadbPasswordChange = passwordChange{image: mariadbImage,
 	change:    `mariadb -uroot -p"$MYSQL_ROOT_PASSWORD" -e "ALTER USER 'root'@'%' IDENTIFIED BY '` + newPassword + `'"`,
 	newClient: waitMariaDB + `mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -p'` + newPassword + `' "$DATABASE" -N -e "SELECT 'served'"`}
 
+// MySQL: the password of root@'%', changed through the socket as
+// root@localhost, as for MariaDB.
+var mysqlPasswordChange = passwordChange{image: mysqlImage,
+	change:    `mysql -uroot -p"$MYSQL_ROOT_PASSWORD" -e "ALTER USER 'root'@'%' IDENTIFIED BY '` + newPassword + `'"`,
+	newClient: waitMySQL + `mysql -h "$HOST" -P "$PORT" -u "$USERNAME" -p'` + newPassword + `' "$DATABASE" -N -e "SELECT 'served'"`}
+
 // checkBrokenHostRuleIsNamed makes the pg_hba.conf of the PostgreSQL
 // Database name reject every host, and reloads it: the server runs, and
 // its readiness probe, which logs in through the pod's own address, fails.

@@ -3,7 +3,7 @@
 // Package realnode runs the controller against a local control plane with a
 // real node (hack/local-up.sh with LOCAL_REAL_NODE=1: containerd, runc, a
 // kubelet, kube-proxy and CoreDNS), so that its StatefulSets run real
-// PostgreSQL and MariaDB servers from the images hack/images builds. It needs
+// PostgreSQL, MariaDB and MySQL servers from the images hack/images builds. It needs
 // root. The kwok suite (test/e2e) stays the fast and broad one; this one
 // checks what kwok cannot: that the pods the controller builds really serve.
 //
@@ -36,6 +36,7 @@ import (
 const (
 	postgresImage = "localhost/dbc/postgresql:15"
 	mariadbImage  = "localhost/dbc/mariadb:10.11"
+	mysqlImage    = "localhost/dbc/mysql:9.7"
 	// slowInitImage is postgresImage with a first-init script that takes
 	// longer than the liveness budget (hack/images/postgresql/slow-init.sh).
 	slowInitImage = "localhost/dbc/postgresql-slowinit:15"

@@ -24,9 +24,13 @@ import (
 // retry the same way.
 const psql = `for i in $(seq 60); do pg_isready -q -d "$URI" && break; sleep 1; done; psql "$URI" -v ON_ERROR_STOP=1 -tA `
 
-// waitMariaDB is the same wait for a MariaDB server.
-const waitMariaDB = `for i in $(seq 60); do mariadb-admin ping -h "$HOST" -P "$PORT" --connect-timeout=2 >/dev/null 2>&1 && break; sleep 1; done
+// waitMariaDB and waitMySQL are the same wait for a MariaDB or MySQL server.
+const (
+	waitMariaDB = `for i in $(seq 60); do mariadb-admin ping -h "$HOST" -P "$PORT" --connect-timeout=2 >/dev/null 2>&1 && break; sleep 1; done
 `
+	waitMySQL = `for i in $(seq 60); do mysqladmin ping -h "$HOST" -P "$PORT" --connect-timeout=2 >/dev/null 2>&1 && break; sleep 1; done
+`
+)
 
 // A PostgreSQL Database is Running only once its server accepts
 // connections, and a client pod reaches it with the Secret's uri unchanged:
@@ -241,22 +245,41 @@ func dbEvents(t testing.TB, ns, name string) []string {
 // alone is reported (checkPasswordChangedInTheDatabase).
 func TestMySQLOnMariaDB(t *testing.T) {
 	t.Parallel()
+	checkMySQLProtocolServes(t, "inventory", "8.4", mariadbImage, "mariadb", waitMariaDB, "-MariaDB", mariadbPasswordChange)
+}
+
+// The same on Oracle's MySQL 9.7 (Debian sid's server, in the official
+// image's contract).
+func TestMySQLServes(t *testing.T) {
+	t.Parallel()
+	checkMySQLProtocolServes(t, "ledger", "9.7", mysqlImage, "mysql", waitMySQL, "9.7.", mysqlPasswordChange)
+}
+
+// checkMySQLProtocolServes makes a mysql Database name of specVersion on
+// image, and with the image's client: SQL runs through the Secret's credentials, over the
+// network as root@'%', on a server whose VERSION() contains version; a
+// wrong password is refused; and a password changed by SQL alone is
+// reported.
+func checkMySQLProtocolServes(t *testing.T, name, specVersion, image, client, wait, version string, pc passwordChange) {
+	t.Helper()
 	ns := e2eutil.NewNamespace(t)
-	e2eutil.KubectlIn(t, dbYAML("inventory", "mysql", "8.4", mariadbImage, 1), "-n", ns, "create", "-f", "-")
-	e2eutil.WaitRunning(t, ns, "inventory", converge)
-	got := runClient(t, ns, "inventory", mariadbImage, waitMariaDB+`set -e
-mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -p"$PASSWORD" "$DATABASE" -N -e "CREATE TABLE stock (sku VARCHAR(10), n INT); INSERT INTO stock VALUES ('a', 3), ('b', 4); SELECT CONCAT('total=', SUM(n)) FROM stock; SELECT CONCAT('user=', CURRENT_USER())"
-if mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -pwrong "$DATABASE" -e "SELECT 1" 2>/dev/null; then echo "wrong password accepted"; fi`)
-	if !strings.Contains(got, "total=7") {
-		t.Errorf("SQL through the Secret's credentials:\n%s", got)
+	e2eutil.KubectlIn(t, dbYAML(name, "mysql", specVersion, image, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, name, converge)
+	got := runClient(t, ns, name, image, wait+`set -e
+`+client+` -h "$HOST" -P "$PORT" -u "$USERNAME" -p"$PASSWORD" "$DATABASE" -N -e "CREATE TABLE stock (sku VARCHAR(10), n INT); INSERT INTO stock VALUES ('a', 3), ('b', 4); SELECT CONCAT('total=', SUM(n)) FROM stock; SELECT CONCAT('user=', CURRENT_USER()); SELECT CONCAT('version=', VERSION())"
+if `+client+` -h "$HOST" -P "$PORT" -u "$USERNAME" -pwrong "$DATABASE" -e "SELECT 1" 2>/dev/null; then echo "wrong password accepted"; fi`)
+	for _, want := range []string{"total=7", "user=root@%"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("SQL through the Secret's credentials, over the network as root: no %q in\n%s", want, got)
+		}
 	}
-	if !strings.Contains(got, "user=root@%") {
-		t.Errorf("not connected as the Secret's user root over the network:\n%s", got)
+	if !strings.Contains(got, "version=") || !strings.Contains(got[strings.Index(got, "version="):], version) {
+		t.Errorf("not served by the server of %s (%q):\n%s", image, version, got)
 	}
 	if strings.Contains(got, "wrong password accepted") {
 		t.Errorf("the server accepted a wrong password")
 	}
-	checkPasswordChangedInTheDatabase(t, ns, "inventory", mariadbPasswordChange)
+	checkPasswordChangedInTheDatabase(t, ns, name, pc)
 }
 
 // The pod runs exactly as the controller builds it, nothing relaxed: uid
