@@ -333,8 +333,9 @@ func TestCredentialsAreStable(t *testing.T) {
 	// A controller restart.
 	c.stop()
 	startController(t, controllerOptions{namespace: ns})
-	// A spec update and a drift repair.
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db/creds", "--type=merge", "-p", `{"spec":{"version":"8.0","replicas":2}}`)
+	// A spec update (MongoDB takes one replica at most: the resources
+	// change the pods instead) and a drift repair.
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/creds", "--type=merge", "-p", `{"spec":{"version":"8.0","resources":{"requests":{"cpu":"100m"}}}}`)
 	e2eutil.WaitRunning(t, ns, "creds", 2*converge)
 	e2eutil.Kubectl(t, "-n", ns, "delete", "service", "creds-headless")
 	e2eutil.Eventually(t, converge, "headless Service recreated", func() (bool, string) {
@@ -347,7 +348,7 @@ func TestCredentialsAreStable(t *testing.T) {
 
 	// A password the user rotated is kept.
 	e2eutil.Kubectl(t, "-n", ns, "patch", "secret", "creds-credentials", "-p", `{"stringData":{"password":"rotated-by-the-user"}}`)
-	e2eutil.Kubectl(t, "-n", ns, "scale", "db/creds", "--replicas=1")
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/creds", "--type=merge", "-p", `{"spec":{"resources":{"requests":{"cpu":"200m"}}}}`)
 	e2eutil.WaitRunning(t, ns, "creds", converge)
 	if got := secretPassword(t, ns, "creds"); got != "rotated-by-the-user" {
 		t.Fatalf("rotated password was overwritten")
