@@ -68,15 +68,17 @@ install -m 0755 "'"$HERE"'/mariadb/docker-entrypoint.sh" "$1/usr/local/bin/docke
 install -D -m 0644 "'"$HERE"'/mysql-init.sh" "$1/usr/local/lib/dbc/mysql-init.sh"'
 
 # mysql-server-core makes no mysql user (mysql-server'"'"'s scripts would):
-# the hook does, as the official image has it.
+# the hook does, as the official image has it. Without mysql-server, my.cnf
+# is mysql-common'"'"'s fallback, which reads /etc/mysql/conf.d only: the
+# server'"'"'s settings go there.
 MYSQL_HOOK='set -e
 if chroot "$1" getent passwd 999 || chroot "$1" getent group 999; then echo "uid or gid 999 is taken" >&2; exit 1; fi
 chroot "$1" groupadd --system --gid 999 mysql
 chroot "$1" useradd --system --uid 999 --gid 999 --home-dir /var/lib/mysql --no-create-home --shell /usr/sbin/nologin mysql
-rm -rf "$1/var/lib/mysql" "$1/etc/mysql/mysql.conf.d/mysqld.cnf"
-mkdir -p "$1/var/lib/mysql" "$1/var/lib/mysql-files" "$1/run/mysqld" "$1/docker-entrypoint-initdb.d" "$1/etc/mysql/mysql.conf.d"
+rm -rf "$1/var/lib/mysql"
+mkdir -p "$1/var/lib/mysql" "$1/var/lib/mysql-files" "$1/run/mysqld" "$1/docker-entrypoint-initdb.d"
 chroot "$1" chown -R 999:999 /var/lib/mysql /var/lib/mysql-files /run/mysqld
-install -m 0644 "'"$HERE"'/mysql/mysqld.cnf" "$1/etc/mysql/mysql.conf.d/mysqld.cnf"
+install -m 0644 "'"$HERE"'/mysql/mysqld.cnf" "$1/etc/mysql/conf.d/mysqld.cnf"
 install -m 0755 "'"$HERE"'/mysql/docker-entrypoint.sh" "$1/usr/local/bin/docker-entrypoint.sh"
 install -D -m 0644 "'"$HERE"'/mysql-init.sh" "$1/usr/local/lib/dbc/mysql-init.sh"'
 
