@@ -50,19 +50,15 @@ func (p *pass) cause(ctx context.Context, f *findings) (cause *status.Cause, rec
 	}
 	in.Pods = f.pods
 	cause = status.FindCause(in)
-	if cause != nil && cause.Reason == status.ReasonReadinessFailing &&
+	if cause != nil && cause.Pod != nil &&
 		!sameCause(meta.FindStatusCondition(p.stored.Status.Conditions, dbv1alpha1.ConditionReady), cause) {
 		// A new cause: what the probe said is worth a read of the pod's
 		// events, once. While it lasts, the status keeps those words.
-		words, err := p.probeWords(ctx, podNamed(f.pods, cause.Pod))
+		event, err := p.probeFailure(ctx, cause.Pod)
 		if err != nil {
 			return nil, "", err
 		}
-		if words != "" {
-			kept := *cause
-			kept.Message += ": " + words
-			cause = &kept
-		}
+		cause = cause.WithProbeOutput(event)
 	}
 	switch {
 	case cause == nil && provisioning:
@@ -115,14 +111,11 @@ func eventTime(e *corev1.Event) metav1.Time {
 	}
 }
 
-// probeWords is what the newest failed readiness probe of pod said, from
-// the kubelet's Unhealthy events about it; "" when there is none. The
-// events are read from the API server: no informer watches events about
-// pods, and the read is made only when the cause first appears.
-func (p *pass) probeWords(ctx context.Context, pod *corev1.Pod) (string, error) {
-	if pod == nil {
-		return "", nil
-	}
+// probeFailure is the message of the newest of the kubelet's events of a
+// failed readiness probe of pod; "" when there is none. The events are read
+// from the API server: no informer watches events about pods, and the read
+// is made only when the cause first appears.
+func (p *pass) probeFailure(ctx context.Context, pod *corev1.Pod) (string, error) {
 	selector := fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": pod.Name, "involvedObject.uid": string(pod.UID),
 		"reason": "Unhealthy"}.String()
 	list, err := p.r.kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
@@ -132,7 +125,7 @@ func (p *pass) probeWords(ctx context.Context, pod *corev1.Pod) (string, error) 
 	var newest *corev1.Event
 	for k := range list.Items {
 		e := &list.Items[k]
-		if e.InvolvedObject.UID != pod.UID || !strings.HasPrefix(e.Message, readinessFailed) {
+		if e.InvolvedObject.UID != pod.UID || !strings.HasPrefix(e.Message, status.ReadinessProbeFailed) {
 			continue
 		}
 		if newest == nil || eventTime(e).After(eventTime(newest).Time) {
@@ -142,22 +135,5 @@ func (p *pass) probeWords(ctx context.Context, pod *corev1.Pod) (string, error) 
 	if newest == nil {
 		return "", nil
 	}
-	words := strings.TrimSpace(strings.TrimPrefix(newest.Message, readinessFailed))
-	if i := strings.IndexByte(words, '\n'); i >= 0 {
-		words = strings.TrimSpace(words[:i])
-	}
-	return words, nil
+	return newest.Message, nil
 }
-
-// podNamed is the pod of pods named name, nil if none is.
-func podNamed(pods []*corev1.Pod, name string) *corev1.Pod {
-	for _, p := range pods {
-		if p.Name == name {
-			return p
-		}
-	}
-	return nil
-}
-
-// readinessFailed starts the kubelet's event of a failed readiness probe.
-const readinessFailed = "Readiness probe failed:"

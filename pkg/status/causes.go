@@ -66,8 +66,24 @@ type Cause struct {
 	// look, and it is worth a Warning event.
 	Stuck bool
 	// Pod is the pod whose events tell more, for a ReadinessProbeFailing
-	// cause: what its probe said; "" otherwise.
-	Pod string
+	// cause: what its probe said (WithProbeOutput); nil otherwise.
+	Pod *corev1.Pod
+}
+
+// ReadinessProbeFailed starts the message of the kubelet's event of a
+// failed readiness probe.
+const ReadinessProbeFailed = "Readiness probe failed:"
+
+// WithProbeOutput returns c with what the probe said: the first line of
+// event, the message of the kubelet's event of a failed readiness probe.
+func (c *Cause) WithProbeOutput(event string) *Cause {
+	said := strings.TrimSpace(firstLine(strings.TrimPrefix(event, ReadinessProbeFailed)))
+	if said == "" {
+		return c
+	}
+	kept := *c
+	kept.Message += ": " + said
+	return &kept
 }
 
 // CauseInput is what FindCause reads, all of one Database.
@@ -178,8 +194,8 @@ func podCause(p *corev1.Pod, now time.Time, claimBound bool) *Cause {
 			// The server passed its startup probe, so it started serving,
 			// and has failed the readiness probe since (also after a crash
 			// long enough ago): what the probe said is in the pod's events
-			// (the caller adds it).
-			return &Cause{Reason: ReasonReadinessFailing, Stuck: true, Subject: container, Pod: p.Name,
+			// (the caller adds it, WithProbeOutput).
+			return &Cause{Reason: ReasonReadinessFailing, Stuck: true, Subject: container, Pod: p,
 				Message: fmt.Sprintf("%s runs but fails its readiness probe", container)}
 		}
 		if crashed := lastCrash(cs); crashed != nil && !cs.Ready && cs.State.Waiting == nil {

@@ -197,7 +197,7 @@ func TestFindCauseNamesAFailingReadinessProbe(t *testing.T) {
 		}
 		return p
 	}
-	failing := &Cause{Reason: ReasonReadinessFailing, Stuck: true, Subject: "container postgresql of pod x-0", Pod: "x-0",
+	failing := &Cause{Reason: ReasonReadinessFailing, Stuck: true, Subject: "container postgresql of pod x-0",
 		Message: "container postgresql of pod x-0 runs but fails its readiness probe"}
 	for _, tt := range []struct {
 		name string
@@ -213,8 +213,15 @@ func TestFindCauseNamesAFailingReadinessProbe(t *testing.T) {
 		{"its startup probe has not passed: still starting", pod(5*time.Minute, 5*time.Minute, nil, 0), nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := FindCause(CauseInput{Now: now.Time, Pods: []*corev1.Pod{tt.pod}}); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("FindCause = %+v, want %+v", got, tt.want)
+			want := tt.want
+			if want != nil && want.Reason == ReasonReadinessFailing {
+				// The pod whose events tell what the probe said.
+				withPod := *want
+				withPod.Pod = tt.pod
+				want = &withPod
+			}
+			if got := FindCause(CauseInput{Now: now.Time, Pods: []*corev1.Pod{tt.pod}}); !reflect.DeepEqual(got, want) {
+				t.Errorf("FindCause = %+v, want %+v", got, want)
 			}
 		})
 	}
