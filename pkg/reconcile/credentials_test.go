@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,15 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/names"
 )
+
+// convergedWithoutSecret seeds a Database that reached Running, and then
+// lost its credentials Secret: the Secret is neither in the cache nor in
+// the API.
+func (f *fixture) convergedWithoutSecret(db *dbv1alpha1.Database) {
+	_, _, _, secret := f.converged(db)
+	f.secretLister = nil
+	f.kubeobjects = slices.DeleteFunc(f.kubeobjects, func(o runtime.Object) bool { return o == secret })
+}
 
 func TestSecretIsNeverRewrittenOrRegenerated(t *testing.T) {
 	t.Run("rotated password is kept", func(t *testing.T) {
@@ -30,9 +40,7 @@ func TestSecretIsNeverRewrittenOrRegenerated(t *testing.T) {
 		_, ctx := ktesting.NewTestContext(t)
 		f := newFixture(t)
 		db := newDatabase("orders", "postgresql", "16", 1)
-		f.converged(db)
-		f.secretLister = nil
-		f.kubeobjects = f.kubeobjects[:3]
+		f.convergedWithoutSecret(db)
 
 		f.expectGet(secretsResource, "default", "orders-credentials")
 		// Is the namespace being deleted? A dry run, of no password.
@@ -49,9 +57,7 @@ func TestSecretIsNeverRewrittenOrRegenerated(t *testing.T) {
 		_, ctx := ktesting.NewTestContext(t)
 		f := newFixture(t)
 		db := newDatabase("orders", "postgresql", "16", 1)
-		f.converged(db)
-		f.secretLister = nil
-		f.kubeobjects = f.kubeobjects[:3]
+		f.convergedWithoutSecret(db)
 		r, recorder := f.newReconciler()
 		f.kubeclient.PrependReactor("create", "secrets", func(a core.Action) (bool, runtime.Object, error) {
 			return true, nil, actiontest.NamespaceTerminating(a.GetResource().GroupResource(), "orders-credentials")
