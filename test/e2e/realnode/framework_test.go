@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
@@ -349,17 +351,35 @@ func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) 
 	name := "client-" + hex.EncodeToString(b)
 	e2eutil.KubectlIn(t, clientPod(name, db, image, script, append([]string{"uri", "username", "password", "host", "port", "database"}, extraKeys...)...),
 		"-n", ns, "create", "-f", "-")
-	var phase string
+	var pod corev1.Pod
 	e2eutil.Eventually(t, converge, "client pod "+name, func() (bool, string) {
-		phase = strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}"))
-		return phase == "Succeeded" || phase == "Failed", "phase " + phase
+		pod = corev1.Pod{}
+		e2eutil.GetJSON(t, &pod, "-n", ns, "get", "pod", name)
+		return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed, "phase " + string(pod.Status.Phase)
 	})
 	logs := e2eutil.Kubectl(t, "-n", ns, "logs", name)
 	_, _ = e2eutil.KubectlRun("", "-n", ns, "delete", "pod", name, "--wait=false")
-	if phase != "Succeeded" {
-		return logs, fmt.Errorf("client pod %s %s", name, phase)
+	if pod.Status.Phase != corev1.PodSucceeded {
+		return logs, fmt.Errorf("client pod %s %s%s", name, pod.Status.Phase, whyFailed(&pod))
 	}
 	return logs, nil
+}
+
+// whyFailed is what the kubelet said of a pod that failed: the pod's
+// reason and message (an eviction, a refused admission) and how its
+// container ended.
+func whyFailed(pod *corev1.Pod) string {
+	var why strings.Builder
+	if pod.Status.Reason != "" || pod.Status.Message != "" {
+		fmt.Fprintf(&why, ": %s %s", pod.Status.Reason, pod.Status.Message)
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if term := c.State.Terminated; term != nil {
+			fmt.Fprintf(&why, "; container %s: %s, exit code %d, ran %s", c.Name, term.Reason, term.ExitCode,
+				term.FinishedAt.Sub(term.StartedAt.Time))
+		}
+	}
+	return why.String()
 }
 
 // podUID is the uid of the Database's first pod, "" if there is none.
