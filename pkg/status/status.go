@@ -261,16 +261,17 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		case old.CurrentVersion == "":
 			st.Phase = dbv1alpha1.PhaseProvisioning
 			progressing.Reason, progressing.Message = ReasonProvisioning, fmt.Sprintf("waiting for %d/%d replicas to become ready", st.ReadyReplicas, desired)
-		case st.Replicas != desired:
+		case st.Replicas != desired && !convergedAt(old, db.Generation):
 			st.Phase = dbv1alpha1.PhaseUpdating
 			progressing.Reason, progressing.Message = ReasonScaling, fmt.Sprintf("scaling from %d to %d replicas: %d ready", st.Replicas, desired, st.ReadyReplicas)
-		case !isUpdated(in.StatefulSet, desired, in.Image):
+		case !isUpdated(in.StatefulSet, desired, in.Image) && !onlyPodsMissing(in.StatefulSet, desired, in.Image):
 			st.Phase = dbv1alpha1.PhaseUpdating
 			progressing.Reason, progressing.Message = ReasonRollingUpdate, fmt.Sprintf("rolling out: %d/%d replicas updated, %d ready",
 				in.StatefulSet.Status.UpdatedReplicas, desired, st.ReadyReplicas)
 		default:
 			// Every replica runs the current spec; some are not ready, such
-			// as a pod that restarted: no rollout, so not Updating.
+			// as a pod that restarted, or one deleted and made again: no
+			// rollout, so not Updating.
 			st.Phase = dbv1alpha1.PhaseDegraded
 			progressing.Reason, progressing.Message = ReasonWaitingForReady, fmt.Sprintf(
 				"every replica runs the current spec; waiting for %d/%d to pass the readiness probe", desired-st.ReadyReplicas, desired)
@@ -324,6 +325,12 @@ func RolledOut(sts *appsv1.StatefulSet, desired int32, image string) bool {
 // isUpdated reports whether sts has observed its spec, asks for desired
 // replicas of image, and has moved every replica to its update revision.
 func isUpdated(sts *appsv1.StatefulSet, desired int32, image string) bool {
+	return specObserved(sts, desired, image) && (desired == 0 || sts.Status.UpdatedReplicas == desired)
+}
+
+// specObserved reports whether sts has observed its spec, asks for desired
+// replicas of image, and reports no revision other than the current one.
+func specObserved(sts *appsv1.StatefulSet, desired int32, image string) bool {
 	if sts == nil || sts.Status.ObservedGeneration < sts.Generation {
 		return false
 	}
@@ -334,8 +341,22 @@ func isUpdated(sts *appsv1.StatefulSet, desired int32, image string) bool {
 		return false
 	}
 	s := sts.Status
-	if s.UpdateRevision != "" && s.CurrentRevision != s.UpdateRevision && desired > 0 {
-		return false
-	}
-	return desired == 0 || s.UpdatedReplicas == desired
+	return s.UpdateRevision == "" || s.CurrentRevision == s.UpdateRevision || desired == 0
+}
+
+// onlyPodsMissing reports whether what keeps sts from being updated is
+// only pods it has not counted at its one revision yet: a pod deleted, or
+// one made again after that, not a rollout. Without revisions reported
+// the two cannot be told apart.
+func onlyPodsMissing(sts *appsv1.StatefulSet, desired int32, image string) bool {
+	return specObserved(sts, desired, image) && sts.Status.UpdateRevision != "" && sts.Status.UpdatedReplicas < desired
+}
+
+// convergedAt reports whether the stored status says the Database
+// converged at generation, and no spec change came after: a replica count
+// below the desired one is then a pod lost (deleted, evicted), not
+// scaling.
+func convergedAt(old dbv1alpha1.DatabaseStatus, generation int64) bool {
+	p := meta.FindStatusCondition(old.Conditions, dbv1alpha1.ConditionProgressing)
+	return p != nil && p.ObservedGeneration == generation && (p.Reason == ReasonConverged || p.Reason == ReasonWaitingForReady)
 }

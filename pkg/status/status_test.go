@@ -69,6 +69,14 @@ func settled(replicas int32, image string, mutate ...func(*appsv1.StatefulSet)) 
 	return sts
 }
 
+// convergedStatus is the status of a Database that converged at
+// generation, running version.
+func convergedStatus(version string, generation int64) dbv1alpha1.DatabaseStatus {
+	return dbv1alpha1.DatabaseStatus{CurrentVersion: version, Conditions: []metav1.Condition{
+		{Type: dbv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonConverged, ObservedGeneration: generation},
+	}}
+}
+
 type wantCondition struct {
 	status  metav1.ConditionStatus
 	reason  string
@@ -294,6 +302,65 @@ func TestCompute(t *testing.T) {
 			wantCurrentVersion: "15",
 			wantReadyCond:      wantCondition{metav1.ConditionFalse, ReasonReplicasNotReady, "2/3 replicas are ready"},
 			wantProgressing:    wantCondition{metav1.ConditionTrue, ReasonWaitingForReady, "every replica runs the current spec; waiting for 1/3 to pass the readiness probe"},
+		},
+		{
+			// kubectl delete pod: the StatefulSet counts no pod for a
+			// moment. Nothing in the spec changed since it converged.
+			name:     "converged, then its one pod deleted: degraded, not scaling",
+			replicas: ptr.To[int32](1),
+			old:      convergedStatus("16", dbGeneration),
+			sts: settled(1, image16, func(s *appsv1.StatefulSet) {
+				s.Status.Replicas, s.Status.ReadyReplicas, s.Status.UpdatedReplicas = 0, 0, 0
+			}),
+			image:              image16,
+			wantPhase:          dbv1alpha1.PhaseDegraded,
+			wantCurrentVersion: "16",
+			wantReadyCond:      wantCondition{metav1.ConditionFalse, ReasonReplicasNotReady, "0/1 replicas are ready"},
+			wantProgressing:    wantCondition{metav1.ConditionTrue, ReasonWaitingForReady, "every replica runs the current spec; waiting for 1/1 to pass the readiness probe"},
+		},
+		{
+			name:     "converged, then its pod made again and not counted as updated yet: degraded, not rolling out",
+			replicas: ptr.To[int32](1),
+			old:      convergedStatus("16", dbGeneration),
+			sts: settled(1, image16, func(s *appsv1.StatefulSet) {
+				s.Status.ReadyReplicas, s.Status.UpdatedReplicas = 0, 0
+			}),
+			image:              image16,
+			wantPhase:          dbv1alpha1.PhaseDegraded,
+			wantReplicas:       1,
+			wantCurrentVersion: "16",
+			wantReadyCond:      wantCondition{metav1.ConditionFalse, ReasonReplicasNotReady, "0/1 replicas are ready"},
+			wantProgressing:    wantCondition{metav1.ConditionTrue, ReasonWaitingForReady, "every replica runs the current spec; waiting for 1/1 to pass the readiness probe"},
+		},
+		{
+			name:     "converged at the last generation, then scaled up: scaling",
+			replicas: ptr.To[int32](3),
+			old:      convergedStatus("16", dbGeneration-1),
+			sts: settled(3, image16, func(s *appsv1.StatefulSet) {
+				s.Status.Replicas, s.Status.ReadyReplicas, s.Status.UpdatedReplicas = 1, 1, 1
+			}),
+			image:              image16,
+			wantPhase:          dbv1alpha1.PhaseUpdating,
+			wantReplicas:       1,
+			wantReady:          1,
+			wantCurrentVersion: "16",
+			wantReadyCond:      wantCondition{metav1.ConditionFalse, ReasonReplicasNotReady, "1/3 replicas are ready"},
+			wantProgressing:    wantCondition{metav1.ConditionTrue, ReasonScaling, "scaling from 1 to 3 replicas: 1 ready"},
+		},
+		{
+			name:     "converged, then a revision of another template: rolling out",
+			replicas: ptr.To[int32](1),
+			old:      convergedStatus("16", dbGeneration),
+			sts: settled(1, image16, func(s *appsv1.StatefulSet) {
+				s.Status.ReadyReplicas, s.Status.UpdatedReplicas = 0, 0
+				s.Status.UpdateRevision = "orders-7f9b6d4c2"
+			}),
+			image:              image16,
+			wantPhase:          dbv1alpha1.PhaseUpdating,
+			wantReplicas:       1,
+			wantCurrentVersion: "16",
+			wantReadyCond:      wantCondition{metav1.ConditionFalse, ReasonReplicasNotReady, "0/1 replicas are ready"},
+			wantProgressing:    wantCondition{metav1.ConditionTrue, ReasonRollingUpdate, "rolling out: 0/1 replicas updated, 0 ready"},
 		},
 		{
 			name:     "rolling update: all updated but revisions not yet swapped",

@@ -3,8 +3,10 @@
 package realnode
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,12 +116,34 @@ func TestRowsSurvivePodDeletionAndScaleToZero(t *testing.T) {
 	}
 
 	uid := podUID(t, ns, "keep")
+	stop := make(chan struct{})
+	states := watchStates(t, ns, "keep", stop)
 	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", "keep-0")
-	e2eutil.Eventually(t, converge, "a new pod keep-0", func() (bool, string) {
-		now := podUID(t, ns, "keep")
-		return now != "" && now != uid, "uid " + now
+	// The Database may read Running for a moment after the pod went, until
+	// the controller has seen it go: what says the new server serves is the
+	// new pod's readiness, and then the Database's.
+	e2eutil.Eventually(t, converge, "a new pod keep-0, ready", func() (bool, string) {
+		var pod corev1.Pod
+		if out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pod", "keep-0", "-o", "json"); err != nil {
+			return false, "no pod keep-0"
+		} else if err := json.Unmarshal(out, &pod); err != nil {
+			t.Fatal(err)
+		}
+		ready := slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		})
+		return string(pod.UID) != uid && ready, fmt.Sprintf("uid %s, ready %t", pod.UID, ready)
 	})
 	e2eutil.WaitRunning(t, ns, "keep", converge)
+	close(stop)
+	seen := <-states
+	t.Logf("states seen while the pod was replaced: %s", strings.Join(seen, " → "))
+	for _, s := range seen {
+		// Nothing in the spec changed: a lost pod is no rollout.
+		if strings.HasPrefix(s, "Updating/") {
+			t.Errorf("a deleted pod was reported as %s (states seen: %s)", s, strings.Join(seen, " → "))
+		}
+	}
 	if got := count(); got != "1000:500500" {
 		t.Errorf("rows after deleting the pod: %q", got)
 	}
