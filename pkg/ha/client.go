@@ -62,8 +62,9 @@ type Standby struct {
 	// Streaming says it is up to date with the primary's stream (not
 	// catching up, or stopping).
 	Streaming bool
-	// LagBytes is what the primary wrote that it has not applied yet.
-	LagBytes int64
+	// LagBytes is what the primary wrote that it has not applied yet; nil
+	// when the engine's primary does not know (MySQL's does not).
+	LagBytes *int64
 }
 
 // Terms name an engine's change log in the Reasons of Actions: "WAL" and

@@ -149,7 +149,9 @@ func (c client) Probe(ctx context.Context, host string, port int32, cred ha.Cred
 	}
 	f.Standbys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ha.Standby, error) {
 		var s ha.Standby
-		err := row.Scan(&s.Name, &s.Streaming, &s.LagBytes)
+		var lag int64
+		err := row.Scan(&s.Name, &s.Streaming, &lag)
+		s.LagBytes = &lag
 		return s, err
 	})
 	if err != nil {

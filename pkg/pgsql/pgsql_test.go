@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"k8s.io/utils/ptr"
 
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/login"
@@ -200,7 +201,7 @@ func TestProbe(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := ha.Facts{Name: "db-0", Written: 0x3000060, Fenced: true, Synchronous: 1,
-			Standbys: []ha.Standby{{Name: "db-1", Streaming: true}, {Name: "db-2", LagBytes: 4096}}}
+			Standbys: []ha.Standby{{Name: "db-1", Streaming: true, LagBytes: ptr.To[int64](0)}, {Name: "db-2", LagBytes: ptr.To[int64](4096)}}}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Probe = %+v, want %+v", got, want)
 		}

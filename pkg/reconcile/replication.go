@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/engine"
@@ -509,7 +510,7 @@ func (s *replicaSet) setRole(ctx context.Context, i *instance, role string) erro
 
 // instanceStatuses reports each pod in the status, by name.
 func instanceStatuses(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) []dbv1alpha1.InstanceStatus {
-	lag := map[string]int64{}
+	lag := map[string]*int64{}
 	if pr, ok := instances[rs.Primary]; ok && pr.ha.Reachable && !pr.ha.Replica {
 		for _, s := range pr.facts.Standbys {
 			lag[s.Name] = s.LagBytes
@@ -528,8 +529,8 @@ func instanceStatuses(rs *dbv1alpha1.ReplicationStatus, instances map[string]*in
 		}
 		if i.ha.Reachable && i.ha.Replica && i.ha.Upstream == rs.Primary && rs.Primary != "" {
 			st.Streaming = true
-			if l, ok := lag[name]; ok {
-				st.LagBytes = &l
+			if l := lag[name]; l != nil {
+				st.LagBytes = ptr.To(*l)
 			}
 		}
 		out = append(out, st)

@@ -61,7 +61,7 @@ func replicatedPod(db *dbv1alpha1.Database, k int, role string, ready bool) *cor
 func primaryFacts(name string, lsn uint64, standbys ...string) *ha.Facts {
 	f := &ha.Facts{Name: name, Written: lsn}
 	for _, s := range standbys {
-		f.Standbys = append(f.Standbys, ha.Standby{Name: s, Streaming: true})
+		f.Standbys = append(f.Standbys, ha.Standby{Name: s, Streaming: true, LagBytes: ptr.To[int64](0)})
 	}
 	return f
 }
