@@ -1,6 +1,8 @@
 // Package mysqlsql is how the controller talks SQL to the servers of a
-// mysql Database, MySQL's or MariaDB's: for now, a login with the
-// credentials of its Secret (login.Func).
+// mysql Database, MySQL's or MariaDB's: a login with the credentials of
+// its Secret (Login, for package login), and for a replicated Database
+// the ha.Client of MySQL's GTID replication (New). One connection per
+// call, none kept between calls.
 package mysqlsql
 
 import (
@@ -19,17 +21,27 @@ import (
 // (ER_ACCESS_DENIED_ERROR), the same in MySQL and MariaDB.
 const accessDenied = 1045
 
-// Login logs in to the server at host:port into cred's database, as a
-// client of the Database's Secret does, and logs out (login.Func).
-func Login(ctx context.Context, host string, port int32, cred login.Credentials) error {
+// Timeout bounds each call: a server that does not answer within it counts
+// as not answering.
+const Timeout = 3 * time.Second
+
+// config is the driver's configuration for user to log in to the server
+// at host:port, into database ("" for none).
+func config(host string, port int32, user, password, database string) *mysql.Config {
 	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.DBName = cred.User, cred.Password, cred.Database
+	cfg.User, cfg.Passwd, cfg.DBName = user, password, database
 	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(int(port)))
-	cfg.Timeout = 3 * time.Second
+	cfg.Timeout = Timeout
 	// The errors come back to the caller: the driver's own log of them
 	// would go to stderr, past klog.
 	cfg.Logger = &mysql.NopLogger{}
-	connector, err := mysql.NewConnector(cfg)
+	return cfg
+}
+
+// Login logs in to the server at host:port into cred's database, as a
+// client of the Database's Secret does, and logs out (login.Func).
+func Login(ctx context.Context, host string, port int32, cred login.Credentials) error {
+	connector, err := mysql.NewConnector(config(host, port, cred.User, cred.Password, cred.Database))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,391 @@
+package mysqlsql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/dbcontroller/database-controller/pkg/ha"
+)
+
+// conn is the part of a connection the client uses: every statement it
+// sends goes through it, so that a test sees each one.
+type conn interface {
+	// Exec runs a statement that returns no rows.
+	Exec(ctx context.Context, stmt string) error
+	// Query runs a statement and returns its rows, each a map of column
+	// names to values ("" for NULL).
+	Query(ctx context.Context, stmt string) ([]map[string]string, error)
+	Close() error
+}
+
+// dialer opens one connection to the server at host:port.
+type dialer func(ctx context.Context, host string, port int32, cred ha.Credentials) (conn, error)
+
+// New returns the Client that connects with go-sql-driver/mysql. It talks
+// to MySQL 8.0 and later; a MariaDB server answers the probe, and is
+// refused every change (its replication is not supported yet).
+func New() ha.Client { return client{dial: dial} }
+
+type client struct{ dial dialer }
+
+var _ ha.Client = client{}
+
+func dial(ctx context.Context, host string, port int32, cred ha.Credentials) (conn, error) {
+	connector, err := mysql.NewConnector(config(host, port, cred.User, cred.Password, ""))
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector)
+	c, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &sqlConn{db: db, c: c}, nil
+}
+
+// sqlConn is one connection of database/sql.
+type sqlConn struct {
+	db *sql.DB
+	c  *sql.Conn
+}
+
+func (s *sqlConn) Exec(ctx context.Context, stmt string) error {
+	_, err := s.c.ExecContext(ctx, stmt)
+	return err
+}
+
+func (s *sqlConn) Query(ctx context.Context, stmt string) ([]map[string]string, error) {
+	rows, err := s.c.QueryContext(ctx, stmt)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]string
+	values := make([]sql.RawBytes, len(cols))
+	dest := make([]any, len(cols))
+	for i := range values {
+		dest[i] = &values[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		row := make(map[string]string, len(cols))
+		for i, c := range cols {
+			row[c] = string(values[i])
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlConn) Close() error {
+	err := s.c.Close()
+	return errors.Join(err, s.db.Close())
+}
+
+// Statements the client sends, named for its tests. MySQL 8.0.23 and later
+// have every one of them.
+const (
+	// identify says which pod the server runs in (a StatefulSet pod's
+	// hostname is its name) and which server it is.
+	identify = `SELECT @@hostname AS name, VERSION() AS version`
+	// mysqlState is a MySQL server's transactions and whether it refuses
+	// writes.
+	mysqlState    = `SELECT @@GLOBAL.gtid_executed AS executed, @@GLOBAL.super_read_only AS super_read_only`
+	replicaStatus = `SHOW REPLICA STATUS`
+	// showReplicas lists the replicas connected to a source, by their
+	// report_host: their pod names.
+	showReplicas = `SHOW REPLICAS`
+	// mariadbState is a MariaDB server's positions: what it wrote to its
+	// binary log and what it applied as a replica.
+	mariadbState = `SELECT @@GLOBAL.gtid_binlog_pos AS written, @@GLOBAL.gtid_slave_pos AS applied, @@GLOBAL.read_only AS read_only`
+	// clientSessions are the sessions of clients, other than the one that
+	// asks: replication threads and the server's own have no user or run
+	// as system user.
+	clientSessions = `SELECT ID AS id FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND USER NOT IN ('system user', 'event_scheduler') AND COMMAND NOT IN ('Binlog Dump', 'Binlog Dump GTID', 'Daemon')`
+)
+
+// Terms names what MySQL's positions count: transactions, by their GTIDs.
+func (client) Terms() ha.Terms {
+	return ha.Terms{Log: "transactions", Position: func(n uint64) string { return strconv.FormatUint(n, 10) + " transactions" }}
+}
+
+// server is one server's identity, after identify.
+type server struct {
+	conn    conn
+	name    string
+	mariadb bool
+}
+
+// open connects to host and asks what it is.
+func (c client) open(ctx context.Context, host string, port int32, cred ha.Credentials) (*server, error) {
+	conn, err := c.dial(ctx, host, port, cred)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, identify)
+	if err != nil || len(rows) != 1 {
+		conn.Close()
+		return nil, fmt.Errorf("asking %s what it is: %w", host, errOrNoRow(err))
+	}
+	return &server{conn: conn, name: rows[0]["name"], mariadb: strings.Contains(rows[0]["version"], "MariaDB")}, nil
+}
+
+func errOrNoRow(err error) error {
+	if err == nil {
+		return sql.ErrNoRows
+	}
+	return err
+}
+
+// errMariaDB refuses to change a MariaDB server's replication.
+var errMariaDB = errors.New("MariaDB replication is not supported yet: its SQL and its fencing differ from MySQL's")
+
+func (c client) Probe(ctx context.Context, host string, port int32, cred ha.Credentials) (ha.Facts, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	s, err := c.open(ctx, host, port, cred)
+	if err != nil {
+		return ha.Facts{}, err
+	}
+	defer s.conn.Close()
+	if s.mariadb {
+		return probeMariaDB(ctx, s, host)
+	}
+	return probeMySQL(ctx, s, host)
+}
+
+func probeMySQL(ctx context.Context, s *server, host string) (ha.Facts, error) {
+	f := ha.Facts{Name: s.name}
+	state, err := s.conn.Query(ctx, mysqlState)
+	if err != nil || len(state) != 1 {
+		return ha.Facts{}, fmt.Errorf("asking %s for its transactions: %w", host, errOrNoRow(err))
+	}
+	executed, err := parseGTIDSet(state[0]["executed"])
+	if err != nil {
+		return ha.Facts{}, err
+	}
+	replica, err := s.conn.Query(ctx, replicaStatus)
+	if err != nil {
+		return ha.Facts{}, fmt.Errorf("asking %s for its replication: %w", host, err)
+	}
+	if len(replica) > 0 {
+		// A replica: what it received is what it retrieved into its relay
+		// log, and what it had before (a clone, or its own past).
+		retrieved, err := parseGTIDSet(replica[0]["Retrieved_Gtid_Set"])
+		if err != nil {
+			return ha.Facts{}, err
+		}
+		f.Replica = true
+		f.Received, f.Applied = executed.union(retrieved).count(), executed.count()
+		return f, nil
+	}
+	f.Written = executed.count()
+	f.Fenced = state[0]["super_read_only"] == "1"
+	replicas, err := s.conn.Query(ctx, showReplicas)
+	if err != nil {
+		return ha.Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
+	}
+	for _, r := range replicas {
+		// Listed means connected, with a dump thread that sends it each
+		// transaction: the source knows nothing of how far it applied.
+		f.Standbys = append(f.Standbys, ha.Standby{Name: r["Host"], Streaming: true})
+	}
+	return f, nil
+}
+
+// probeMariaDB reads a MariaDB server: a replica, or a server of its own.
+// Its positions are the sums of the sequence numbers of its GTID domains.
+func probeMariaDB(ctx context.Context, s *server, host string) (ha.Facts, error) {
+	f := ha.Facts{Name: s.name}
+	state, err := s.conn.Query(ctx, mariadbState)
+	if err != nil || len(state) != 1 {
+		return ha.Facts{}, fmt.Errorf("asking %s for its positions: %w", host, errOrNoRow(err))
+	}
+	replica, err := s.conn.Query(ctx, replicaStatus)
+	if err != nil {
+		return ha.Facts{}, fmt.Errorf("asking %s for its replication: %w", host, err)
+	}
+	if len(replica) > 0 {
+		f.Replica = true
+		if f.Applied, err = mariadbPosition(state[0]["applied"]); err != nil {
+			return ha.Facts{}, err
+		}
+		if f.Received, err = mariadbPosition(replica[0]["Gtid_IO_Pos"]); err != nil {
+			return ha.Facts{}, err
+		}
+		f.Received = max(f.Received, f.Applied)
+		return f, nil
+	}
+	if f.Written, err = mariadbPosition(state[0]["written"]); err != nil {
+		return ha.Facts{}, err
+	}
+	return f, nil
+}
+
+// mariadbPosition sums the sequence numbers of a MariaDB GTID position,
+// "0-1-5,1-2-7": one per replication domain.
+func mariadbPosition(s string) (uint64, error) {
+	var n uint64
+	for _, gtid := range strings.Split(strings.Join(strings.Fields(s), ""), ",") {
+		if gtid == "" {
+			continue
+		}
+		parts := strings.Split(gtid, "-")
+		if len(parts) != 3 {
+			return 0, fmt.Errorf("GTID position %q: bad GTID %q", s, gtid)
+		}
+		seq, err := strconv.ParseUint(parts[2], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("GTID position %q: bad GTID %q", s, gtid)
+		}
+		n += seq
+	}
+	return n, nil
+}
+
+// promoteWait bounds the wait for a replica to apply what it received
+// before it is promoted, in seconds.
+const promoteWait = 5
+
+// Promote makes a MySQL replica the primary: it stops receiving, applies
+// every transaction it received (its relay log), stops replicating and
+// forgets its source, and accepts writes from now on and after a restart
+// (SET PERSIST, in the data directory). Done again after a failure half
+// way, it takes up where it stopped: writes are accepted before the source
+// is forgotten, so that a server left half way still answers as a replica,
+// and is promoted again, rather than as a primary that refuses writes.
+func (c client) Promote(ctx context.Context, host string, port int32, cred ha.Credentials) error {
+	ctx, cancel := context.WithTimeout(ctx, Timeout+promoteWait)
+	defer cancel()
+	s, err := c.open(ctx, host, port, cred)
+	if err != nil {
+		return err
+	}
+	defer s.conn.Close()
+	if s.mariadb {
+		return fmt.Errorf("promoting %s: %w", host, errMariaDB)
+	}
+	if err := s.conn.Exec(ctx, `STOP REPLICA IO_THREAD`); err != nil {
+		return fmt.Errorf("promoting %s: %w", host, err)
+	}
+	replica, err := s.conn.Query(ctx, replicaStatus)
+	if err != nil {
+		return fmt.Errorf("promoting %s: %w", host, err)
+	}
+	if len(replica) > 0 {
+		retrieved := replica[0]["Retrieved_Gtid_Set"]
+		if _, err := parseGTIDSet(retrieved); err != nil {
+			return err
+		}
+		// 0 once applied, 1 on timeout.
+		rows, err := s.conn.Query(ctx, waitApplied(retrieved))
+		if err != nil || len(rows) != 1 {
+			return fmt.Errorf("promoting %s: waiting until it applied what it received: %w", host, errOrNoRow(err))
+		}
+		if rows[0]["timed_out"] != "0" {
+			return fmt.Errorf("promoting %s: it had not applied every transaction it received after %d s", host, promoteWait)
+		}
+	}
+	for _, stmt := range promoteStatements {
+		if err := s.conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("promoting %s: %w", host, err)
+		}
+	}
+	return nil
+}
+
+// promoteStatements end a replica's replication once it applied what it
+// received.
+var promoteStatements = []string{
+	`STOP REPLICA`,
+	`SET PERSIST super_read_only = OFF`,
+	`SET PERSIST read_only = OFF`,
+	`RESET REPLICA ALL`,
+}
+
+// waitApplied waits until the server has applied every transaction of the
+// GTID set, for promoteWait seconds at most.
+func waitApplied(set string) string {
+	return fmt.Sprintf(`SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %d) AS timed_out`, quoteString(strings.Join(strings.Fields(set), "")), promoteWait)
+}
+
+// Fence makes a MySQL primary refuse every write: super_read_only stops
+// every account, those with all privileges too, now and after a restart
+// (SET PERSIST); the init script finds it so and rejoins the server as a
+// replica. Client sessions are ended before, so that no open transaction
+// holds the read-only switch back, and after, so that none that began in
+// between writes on.
+func (c client) Fence(ctx context.Context, host string, port int32, cred ha.Credentials) error {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	s, err := c.open(ctx, host, port, cred)
+	if err != nil {
+		return err
+	}
+	defer s.conn.Close()
+	if s.mariadb {
+		return fmt.Errorf("fencing %s: %w", host, errMariaDB)
+	}
+	if err := endSessions(ctx, s.conn); err != nil {
+		return fmt.Errorf("fencing %s: %w", host, err)
+	}
+	if err := s.conn.Exec(ctx, `SET PERSIST super_read_only = ON`); err != nil {
+		return fmt.Errorf("fencing %s: %w", host, err)
+	}
+	if err := endSessions(ctx, s.conn); err != nil {
+		return fmt.Errorf("fencing %s: %w", host, err)
+	}
+	return nil
+}
+
+// endSessions kills every client session but the caller's. A session that
+// ended in between is no error.
+func endSessions(ctx context.Context, c conn) error {
+	rows, err := c.Query(ctx, clientSessions)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := strconv.ParseUint(r["id"], 10, 64); err != nil {
+			return fmt.Errorf("session id %q: %w", r["id"], err)
+		}
+		if err := c.Exec(ctx, "KILL CONNECTION "+r["id"]); err != nil && !unknownThread(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// unknownThread is MySQL's error for a session that is gone (ER_NO_SUCH_THREAD).
+func unknownThread(err error) bool {
+	var myErr *mysql.MySQLError
+	return errors.As(err, &myErr) && myErr.Number == 1094
+}
+
+// SetSynchronous accepts asynchronous replication only: semi-synchronous
+// replication is not supported yet, and the API refuses to ask for it.
+func (c client) SetSynchronous(_ context.Context, host string, _ int32, _ ha.Credentials, n int32) error {
+	if n != 0 {
+		return fmt.Errorf("setting %d synchronous replicas on %s: semi-synchronous MySQL replication is not supported yet", n, host)
+	}
+	return nil
+}
+
+// quoteString quotes s as a MySQL string literal.
+func quoteString(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+	return "'" + r.Replace(s) + "'"
+}

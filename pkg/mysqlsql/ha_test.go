@@ -1,0 +1,243 @@
+package mysqlsql
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/dbcontroller/database-controller/pkg/ha"
+)
+
+const (
+	uuidA = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+	uuidB = "c3acb33c-e86b-11f1-b42c-80007f7df658"
+)
+
+// fakeServer is a server as a connection sees it: it records every
+// statement, answers queries with rows, and fails the statements named.
+type fakeServer struct {
+	sent []string
+	rows map[string][]map[string]string
+	fail map[string]error
+}
+
+func mysqlServer(name string, rows map[string][]map[string]string) *fakeServer {
+	s := &fakeServer{rows: map[string][]map[string]string{identify: {{"name": name, "version": "9.7.4"}}}, fail: map[string]error{}}
+	for k, v := range rows {
+		s.rows[k] = v
+	}
+	return s
+}
+
+func mariadbServer(name string, rows map[string][]map[string]string) *fakeServer {
+	s := mysqlServer(name, rows)
+	s.rows[identify] = []map[string]string{{"name": name, "version": "10.11.14-MariaDB-0+deb12u2"}}
+	return s
+}
+
+func (s *fakeServer) client() client {
+	return client{dial: func(context.Context, string, int32, ha.Credentials) (conn, error) {
+		s.sent = append(s.sent, "dial")
+		return s, nil
+	}}
+}
+
+func (s *fakeServer) Exec(_ context.Context, stmt string) error {
+	s.sent = append(s.sent, stmt)
+	return s.fail[stmt]
+}
+
+func (s *fakeServer) Query(_ context.Context, stmt string) ([]map[string]string, error) {
+	s.sent = append(s.sent, stmt)
+	if err := s.fail[stmt]; err != nil {
+		return nil, err
+	}
+	return s.rows[stmt], nil
+}
+
+func (s *fakeServer) Close() error {
+	s.sent = append(s.sent, "close")
+	return nil
+}
+
+func checkSent(t *testing.T, s *fakeServer, want ...string) {
+	t.Helper()
+	if !slices.Equal(s.sent, want) {
+		t.Errorf("statements sent:\n  %s\nwant:\n  %s", strings.Join(s.sent, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+var ctx = context.Background()
+
+func TestProbe(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		server *fakeServer
+		want   ha.Facts
+		sent   []string
+	}{{
+		name: "a MySQL primary with two replicas connected",
+		server: mysqlServer("db-0", map[string][]map[string]string{
+			mysqlState:   {{"executed": uuidA + ":1-40,\n" + uuidB + ":1-2", "super_read_only": "0"}},
+			showReplicas: {{"Server_Id": "2", "Host": "db-1"}, {"Server_Id": "3", "Host": "db-2"}},
+		}),
+		want: ha.Facts{Name: "db-0", Written: 42, Standbys: []ha.Standby{{Name: "db-1", Streaming: true}, {Name: "db-2", Streaming: true}}},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, showReplicas, "close"},
+	}, {
+		name: "a fenced MySQL primary",
+		server: mysqlServer("db-0", map[string][]map[string]string{
+			mysqlState: {{"executed": uuidA + ":1-40", "super_read_only": "1"}},
+		}),
+		want: ha.Facts{Name: "db-0", Written: 40, Fenced: true},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, showReplicas, "close"},
+	}, {
+		name: "a MySQL replica: received is what it retrieved and what it had, once",
+		server: mysqlServer("db-1", map[string][]map[string]string{
+			mysqlState:    {{"executed": uuidA + ":1-30", "super_read_only": "1"}},
+			replicaStatus: {{"Retrieved_Gtid_Set": uuidA + ":25-40", "Replica_IO_Running": "Yes"}},
+		}),
+		want: ha.Facts{Name: "db-1", Replica: true, Received: 40, Applied: 30},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, "close"},
+	}, {
+		name: "a MariaDB server of its own",
+		server: mariadbServer("db-0", map[string][]map[string]string{
+			mariadbState: {{"written": "0-1-12", "applied": "", "read_only": "0"}},
+		}),
+		want: ha.Facts{Name: "db-0", Written: 12},
+		sent: []string{"dial", identify, mariadbState, replicaStatus, "close"},
+	}, {
+		name: "a MariaDB replica",
+		server: mariadbServer("db-1", map[string][]map[string]string{
+			mariadbState:  {{"written": "0-1-9", "applied": "0-1-9", "read_only": "1"}},
+			replicaStatus: {{"Gtid_IO_Pos": "0-1-12"}},
+		}),
+		want: ha.Facts{Name: "db-1", Replica: true, Received: 12, Applied: 9},
+		sent: []string{"dial", identify, mariadbState, replicaStatus, "close"},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.server.client().Probe(ctx, "10.0.0.1", 3306, ha.Credentials{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Probe = %+v, want %+v", got, tt.want)
+			}
+			checkSent(t, tt.server, tt.sent...)
+		})
+	}
+}
+
+// A server that answers something the client cannot read is no answer.
+func TestProbeRefusesWhatItCannotRead(t *testing.T) {
+	s := mysqlServer("db-0", map[string][]map[string]string{
+		mysqlState: {{"executed": uuidA + ":9-1", "super_read_only": "0"}},
+	})
+	if _, err := s.client().Probe(ctx, "10.0.0.1", 3306, ha.Credentials{}); err == nil {
+		t.Error("Probe read a GTID set that runs backwards")
+	}
+	s = mysqlServer("db-0", nil)
+	if _, err := s.client().Probe(ctx, "10.0.0.1", 3306, ha.Credentials{}); err == nil {
+		t.Error("Probe read a server that returned no state row")
+	}
+}
+
+func TestPromote(t *testing.T) {
+	wait := `SELECT WAIT_FOR_EXECUTED_GTID_SET('` + uuidA + `:1-40,` + uuidB + `:1-2', 5) AS timed_out`
+	replica := func(timedOut string) *fakeServer {
+		return mysqlServer("db-1", map[string][]map[string]string{
+			replicaStatus: {{"Retrieved_Gtid_Set": uuidA + ":1-40,\n" + uuidB + ":1-2"}},
+			wait:          {{"timed_out": timedOut}},
+		})
+	}
+	t.Run("a replica applies what it received, then stops, writes and forgets its source", func(t *testing.T) {
+		s := replica("0")
+		if err := s.client().Promote(ctx, "10.0.0.2", 3306, ha.Credentials{}); err != nil {
+			t.Fatal(err)
+		}
+		checkSent(t, s, "dial", identify, "STOP REPLICA IO_THREAD", replicaStatus, wait,
+			"STOP REPLICA", "SET PERSIST super_read_only = OFF", "SET PERSIST read_only = OFF", "RESET REPLICA ALL", "close")
+	})
+	t.Run("a replica that has not applied it in time is not promoted", func(t *testing.T) {
+		s := replica("1")
+		if err := s.client().Promote(ctx, "10.0.0.2", 3306, ha.Credentials{}); err == nil {
+			t.Fatal("promoted a replica that had not applied what it received")
+		}
+		checkSent(t, s, "dial", identify, "STOP REPLICA IO_THREAD", replicaStatus, wait, "close")
+	})
+	t.Run("a server left half way, no replica any more, accepts writes", func(t *testing.T) {
+		s := mysqlServer("db-1", nil)
+		if err := s.client().Promote(ctx, "10.0.0.2", 3306, ha.Credentials{}); err != nil {
+			t.Fatal(err)
+		}
+		checkSent(t, s, "dial", identify, "STOP REPLICA IO_THREAD", replicaStatus,
+			"STOP REPLICA", "SET PERSIST super_read_only = OFF", "SET PERSIST read_only = OFF", "RESET REPLICA ALL", "close")
+	})
+	t.Run("a failure stops it", func(t *testing.T) {
+		s := replica("0")
+		s.fail["SET PERSIST read_only = OFF"] = errors.New("Error 1290")
+		if err := s.client().Promote(ctx, "10.0.0.2", 3306, ha.Credentials{}); err == nil {
+			t.Fatal("no error")
+		}
+		checkSent(t, s, "dial", identify, "STOP REPLICA IO_THREAD", replicaStatus, wait,
+			"STOP REPLICA", "SET PERSIST super_read_only = OFF", "SET PERSIST read_only = OFF", "close")
+	})
+}
+
+func TestFence(t *testing.T) {
+	s := mysqlServer("db-0", map[string][]map[string]string{clientSessions: {{"id": "17"}, {"id": "21"}}})
+	s.fail["KILL CONNECTION 21"] = &mysql.MySQLError{Number: 1094, Message: "Unknown thread id: 21"}
+	if err := s.client().Fence(ctx, "10.0.0.1", 3306, ha.Credentials{}); err != nil {
+		t.Fatal(err)
+	}
+	checkSent(t, s, "dial", identify,
+		clientSessions, "KILL CONNECTION 17", "KILL CONNECTION 21",
+		"SET PERSIST super_read_only = ON",
+		clientSessions, "KILL CONNECTION 17", "KILL CONNECTION 21", "close")
+
+	s = mysqlServer("db-0", map[string][]map[string]string{clientSessions: {{"id": "17; DROP TABLE t"}}})
+	if err := s.client().Fence(ctx, "10.0.0.1", 3306, ha.Credentials{}); err == nil {
+		t.Error("a session id that is no number went into KILL")
+	}
+	checkSent(t, s, "dial", identify, clientSessions, "close")
+}
+
+// The statements each dialect gets for each change: MariaDB's replication
+// is not supported yet, and a MariaDB server gets no change at all.
+func TestMariaDBIsRefusedEveryChange(t *testing.T) {
+	for name, change := range map[string]func(client) error{
+		"Promote": func(c client) error { return c.Promote(ctx, "10.0.0.1", 3306, ha.Credentials{}) },
+		"Fence":   func(c client) error { return c.Fence(ctx, "10.0.0.1", 3306, ha.Credentials{}) },
+	} {
+		s := mariadbServer("db-0", nil)
+		if err := change(s.client()); !errors.Is(err, errMariaDB) {
+			t.Errorf("%s on MariaDB = %v, want %v", name, err, errMariaDB)
+		}
+		checkSent(t, s, "dial", identify, "close")
+	}
+}
+
+func TestSetSynchronous(t *testing.T) {
+	c := client{dial: func(context.Context, string, int32, ha.Credentials) (conn, error) {
+		t.Fatal("SetSynchronous connected")
+		return nil, nil
+	}}
+	if err := c.SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, 0); err != nil {
+		t.Errorf("asynchronous replication refused: %v", err)
+	}
+	if err := c.SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, 1); err == nil {
+		t.Error("semi-synchronous replication accepted")
+	}
+}
+
+func TestQuoteString(t *testing.T) {
+	for in, want := range map[string]string{`a:1-3`: `'a:1-3'`, `it's`: `'it\'s'`, `back\slash`: `'back\\slash'`} {
+		if got := quoteString(in); got != want {
+			t.Errorf("quoteString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
