@@ -187,6 +187,14 @@ func podCause(p *corev1.Pod, now time.Time, claimBound bool) *Cause {
 				Message: fmt.Sprintf("%s cannot start: %s", container, orReason(w.Message, w.Reason))}
 		}
 	}
+	for _, cs := range p.Status.InitContainerStatuses {
+		// An init container that fails runs again and again before the
+		// server can start: between two of its runs it has just ended, or
+		// runs, and is as much a crash loop as while it waits.
+		if crashed := lastCrash(cs); crashed != nil && !cs.Ready && cs.State.Waiting == nil {
+			return crashCause(fmt.Sprintf("container %s of %s", cs.Name, pod), cs, crashed)
+		}
+	}
 	for _, cs := range p.Status.ContainerStatuses {
 		container := fmt.Sprintf("container %s of %s", cs.Name, pod)
 		if r := cs.State.Running; r != nil && !cs.Ready && cs.Started != nil && *cs.Started && !r.StartedAt.IsZero() &&
@@ -199,17 +207,7 @@ func podCause(p *corev1.Pod, now time.Time, claimBound bool) *Cause {
 				Message: fmt.Sprintf("%s runs but fails its readiness probe", container)}
 		}
 		if crashed := lastCrash(cs); crashed != nil && !cs.Ready && cs.State.Waiting == nil {
-			if !crashLoop(cs, crashed) {
-				// One crash, and the kubelet restarts it: what it is, no
-				// loop, and nothing for a person to do yet.
-				return &Cause{Reason: ReasonRestarting, Subject: container,
-					Message: fmt.Sprintf("%s is restarting; it ended with %s", container, describeExit(crashed))}
-			}
-			// Between two crashes the container has just ended, or runs
-			// for a moment: still a crash loop, so that the cause does not
-			// flap (a status write and a Warning) with each restart.
-			return &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: container,
-				Message: fmt.Sprintf("%s keeps crashing; it last ended with %s", container, describeExit(crashed))}
+			return crashCause(container, cs, crashed)
 		}
 		passedStartup := cs.Started != nil && *cs.Started
 		if r := cs.State.Running; r != nil && !cs.Ready && !passedStartup && !r.StartedAt.IsZero() && now.Sub(r.StartedAt.Time) > NotReadyAfter {
@@ -219,6 +217,22 @@ func podCause(p *corev1.Pod, now time.Time, claimBound bool) *Cause {
 		}
 	}
 	return nil
+}
+
+// crashCause is the cause of container, whose status is cs, after it
+// crashed: restarting after one crash, a crash loop after more.
+func crashCause(container string, cs corev1.ContainerStatus, crashed *corev1.ContainerStateTerminated) *Cause {
+	if !crashLoop(cs, crashed) {
+		// One crash, and the kubelet restarts it: what it is, no loop,
+		// and nothing for a person to do yet.
+		return &Cause{Reason: ReasonRestarting, Subject: container,
+			Message: fmt.Sprintf("%s is restarting; it ended with %s", container, describeExit(crashed))}
+	}
+	// Between two crashes the container has just ended, or runs for a
+	// moment: still a crash loop, so that the cause does not flap (a status
+	// write and a Warning) with each restart.
+	return &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: container,
+		Message: fmt.Sprintf("%s keeps crashing; it last ended with %s", container, describeExit(crashed))}
 }
 
 // readySince is when pod's Ready condition last changed; zero when it has none.

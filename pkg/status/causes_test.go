@@ -76,6 +76,37 @@ func TestFindCause(t *testing.T) {
 			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: "container mysql of pod x-0", Message: "container mysql of pod x-0 keeps crashing; it last ended with Error (exit code 1)"},
 		},
 		{
+			// MariaDB asked to replicate: the replication init container
+			// fails at each run, and the kubelet shows it ended, or
+			// running again, between two back-offs.
+			name: "an init container that has just failed again is crash-looping",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-1"}, Status: corev1.PodStatus{
+				InitContainerStatuses: []corev1.ContainerStatus{{
+					Name: "replication", RestartCount: 2,
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1,
+						Message:   "x-1 cannot become a replica of x-0: MariaDB replication is not supported yet. Set spec.replicas to 1\n",
+						StartedAt: metav1.NewTime(now.Add(-2 * time.Second)), FinishedAt: metav1.NewTime(now.Add(-time.Second))}}}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "mysql", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}}}}},
+			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: "container replication of pod x-1",
+				Message: "container replication of pod x-1 keeps crashing; it last ended with Error (exit code 1): x-1 cannot become a replica of x-0: MariaDB replication is not supported yet. Set spec.replicas to 1"},
+		},
+		{
+			name: "an init container running again after failures is crash-looping",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-1"}, Status: corev1.PodStatus{
+				InitContainerStatuses: []corev1.ContainerStatus{{
+					Name: "replication", RestartCount: 3,
+					State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Second))}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}}}}}},
+			want: &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: "container replication of pod x-1",
+				Message: "container replication of pod x-1 keeps crashing; it last ended with Error (exit code 1)"},
+		},
+		{
+			name: "an init container that completed is no cause",
+			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-1"}, Status: corev1.PodStatus{
+				InitContainerStatuses: []corev1.ContainerStatus{{Name: "replication", Ready: true,
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: 0}}}}}}}},
+		},
+		{
 			name: "a container that has just crashed, the first time, is restarting: no loop, nothing stuck",
 			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
 				Name:  "mysql",
