@@ -89,7 +89,7 @@ type Config struct {
 	// Metrics is told the outcome of every sync; nothing when nil.
 	Metrics SyncObserver
 	// Replication talks to the servers of replicated Databases, by engine;
-	// package pgsql's client for PostgreSQL when nil.
+	// package pgsql's client for PostgreSQL and package mysqlsql's for MySQL when nil.
 	Replication map[dbv1alpha1.Engine]ha.Client
 	// CredentialsCheckInterval is how often the controller logs in to each
 	// Database's ready servers with its Secret's credentials (package

@@ -3,6 +3,7 @@ package builder
 import (
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -610,10 +611,10 @@ func TestNewSecret(t *testing.T) {
 				"port":     strconv.Itoa(int(tc.port)),
 				"uri":      tc.uri,
 			}
-			if tc.engine == dbv1alpha1.EnginePostgreSQL {
+			if tc.engine != dbv1alpha1.EngineMongoDB {
 				// The read-only Service's, which a replicated Database has.
 				want["ro-host"] = "orders-ro.default.svc"
-				want["ro-uri"] = "postgresql://postgres:" + testPassword + "@orders-ro.default.svc:5432/orders"
+				want["ro-uri"] = strings.Replace(tc.uri, "@orders.default.svc", "@orders-ro.default.svc", 1)
 			}
 			if got := stringData(secret.Data); !reflect.DeepEqual(got, want) {
 				t.Errorf("data = %q, want %q", got, want)
@@ -667,9 +668,9 @@ func TestNewSecretDashedName(t *testing.T) {
 				"port":     tt.wantPort,
 				"uri":      tt.wantURI,
 			}
-			if tt.engine == dbv1alpha1.EnginePostgreSQL {
+			if tt.engine != dbv1alpha1.EngineMongoDB {
 				want["ro-host"] = "order-history-v2-ro.shop.svc"
-				want["ro-uri"] = "postgresql://postgres:pw@order-history-v2-ro.shop.svc:5432/order_history_v2"
+				want["ro-uri"] = strings.Replace(tt.wantURI, "@order-history-v2.shop.svc", "@order-history-v2-ro.shop.svc", 1)
 			}
 			if got := stringData(secret.Data); !reflect.DeepEqual(got, want) {
 				t.Errorf("data = %q, want %q", got, want)

@@ -48,16 +48,20 @@ func TestStatefulSetGolden(t *testing.T) {
 
 // TestReplicatedGolden renders a replicated PostgreSQL Database's
 // StatefulSet (its init container and script, the server's arguments,
-// OnDelete), alone and restoring a backup, and its read-only Service.
+// OnDelete), alone and restoring a backup, and its read-only Service; and
+// a replicated MySQL Database's StatefulSet (its preStop too).
 func TestReplicatedGolden(t *testing.T) {
 	db := newDatabase(dbv1alpha1.EnginePostgreSQL, "16")
 	db.Spec.Replicas = ptr.To[int32](3)
 	e := lookup(t, db.Spec.Engine)
+	my := newDatabase(dbv1alpha1.EngineMySQL, "8.4")
+	my.Spec.Replicas = ptr.To[int32](3)
 	src := &RestoreSource{Backup: "orders-202611220300", Path: "orders-202611220300.pgdump", Claim: "orders-backups", SourceDatabase: "orders"}
 	for name, ac := range map[string]any{
 		"statefulset-replicated-postgresql":         NewStatefulSet(db, e, "postgres:16", StorageOf(db), nil, true),
 		"statefulset-replicated-restore-postgresql": NewStatefulSet(db, e, "postgres:16", StorageOf(db), src, true),
 		"service-read-only-postgresql":              NewReadOnlyService(db, e),
+		"statefulset-replicated-mysql":              NewStatefulSet(my, lookup(t, my.Spec.Engine), "mysql:8.4", StorageOf(my), nil, true),
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := yaml.Marshal(ac)

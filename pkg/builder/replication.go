@@ -34,6 +34,10 @@ func withReplication(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.
 		corev1ac.EnvVar().WithName("DBC_PRIMARY_HOST").WithValue(names.Host(db)),
 	}
 	server.WithEnv(podEnv...).WithArgs(repl.ServerArgs...)
+	if len(repl.PreStop) > 0 {
+		server.WithLifecycle(corev1ac.Lifecycle().WithPreStop(corev1ac.LifecycleHandler().
+			WithExec(corev1ac.ExecAction().WithCommand(repl.PreStop...))))
+	}
 
 	scriptsVolume, scriptsDir := replicationScriptsVolume, replicationScriptsDir
 	if restoring {

@@ -107,6 +107,10 @@ type Replication struct {
 	// primary, or rejoins a former primary as a replica, or leaves the data
 	// as it is. It writes FirstInitScript into $DBC_INITDB_DIR.
 	InitScript string
+	// PreStop, when set, runs in the server container before the kubelet
+	// stops it: what makes its shutdown quicker. A primary's shutdown is
+	// what a failover after its pod's deletion waits for.
+	PreStop []string
 }
 
 // BackupTool is how an engine's image dumps one database to a file and

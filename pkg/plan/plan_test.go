@@ -214,8 +214,13 @@ func TestComputeReplication(t *testing.T) {
 		{"scaled down below the primary: kept until it moves", replicated(1, "orders-2"), true, true, 3},
 		{"scaled down, the primary stays: no more pods", replicated(2, "orders-0"), true, true, 2},
 		{"scaled to 0: every server stops, the primary too", replicated(0, "orders-2"), true, true, 0},
-		{"mysql, three replicas: independent servers", func() *dbv1alpha1.Database {
+		{"mysql, three replicas, no primary yet: GTID replication", func() *dbv1alpha1.Database {
 			db := database(dbv1alpha1.EngineMySQL, "8.4", "8.4")
+			db.Spec.Replicas = ptr.To[int32](3)
+			return db
+		}(), true, false, 3},
+		{"mongodb, three replicas (stored before the API refused them): independent servers", func() *dbv1alpha1.Database {
+			db := database(dbv1alpha1.EngineMongoDB, "7.0", "7.0")
 			db.Spec.Replicas = ptr.To[int32](3)
 			return db
 		}(), false, false, 3},

@@ -291,17 +291,18 @@ func TestCauseIsReportedOnce(t *testing.T) {
 	t.Run("another pod's image: a new cause, one Warning", func(t *testing.T) {
 		_, ctx := ktesting.NewTestContext(t)
 		f := newFixture(t)
-		// MySQL: two independent servers, nothing replicated to ask.
-		db := newDatabase("orders", "mysql", "8.4", 2)
+		// MongoDB (stored with two replicas before the API refused more than
+		// one): two independent servers, nothing replicated to ask.
+		db := newDatabase("orders", "mongodb", "7.0", 2)
 		db.Status = wantStatus(db, "Provisioning", 2, 0, "", "False", "ImagePullFailed",
-			"0/2 replicas are ready: pod orders-0 cannot pull image mysql:8.4: "+pullError,
+			"0/2 replicas are ready: pod orders-0 cannot pull image mongo:7.0: "+pullError,
 			"True", "Provisioning", "waiting for 0/2 replicas to become ready")
 		sts := notReadyStatefulSet(t, db)
 		sts.Status.Replicas = 2
-		second := pulling(db, "orders-1", "ImagePullBackOff", `Back-off pulling image "mysql:8.4"`)
-		second.Status.ContainerStatuses[0].Name, second.Status.ContainerStatuses[0].Image = "mysql", "mysql:8.4"
+		second := pulling(db, "orders-1", "ImagePullBackOff", `Back-off pulling image "mongo:7.0"`)
+		second.Status.ContainerStatuses[0].Name, second.Status.ContainerStatuses[0].Image = "mongodb", "mongo:7.0"
 		f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), second)
-		msg := `pod orders-1 cannot pull image mysql:8.4: Back-off pulling image "mysql:8.4"`
+		msg := `pod orders-1 cannot pull image mongo:7.0: Back-off pulling image "mongo:7.0"`
 		f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 2, 0, "", "False", "ImagePullFailed", "0/2 replicas are ready: "+msg,
 			"True", "Provisioning", "waiting for 0/2 replicas to become ready"))
 		f.events = []string{"Warning ImagePullFailed " + msg}

@@ -216,7 +216,7 @@ func TestScaling(t *testing.T) {
 		{
 			name: "up from 1 to 3", from: 1, to: 3,
 			wantStatus: func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus {
-				return wantStatus(db, "Updating", 1, 1, "8.4",
+				return wantStatus(db, "Updating", 1, 1, "7.0",
 					"False", "ReplicasNotReady", "1/3 replicas are ready",
 					"True", "Scaling", "scaling from 1 to 3 replicas: 1 ready")
 			},
@@ -224,7 +224,7 @@ func TestScaling(t *testing.T) {
 		{
 			name: "down from 3 to 0", from: 3, to: 0,
 			wantStatus: func(db *dbv1alpha1.Database) dbv1alpha1.DatabaseStatus {
-				return wantStatus(db, "Updating", 3, 3, "8.4",
+				return wantStatus(db, "Updating", 3, 3, "7.0",
 					"False", "Stopping", "stopping: 3 replicas still running",
 					"True", "Stopping", "stopping: 3 replicas still running")
 			},
@@ -234,16 +234,19 @@ func TestScaling(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t)
-			// MySQL's replicas are independent servers: this is the
+			// MongoDB's replicas (of a Database stored before the API
+			// refused more than one) are independent servers: this is the
 			// StatefulSet's scaling alone (TestReplication* cover
-			// PostgreSQL's, which has a primary to keep).
-			db := newDatabase("orders", "mysql", "8.4", tt.from)
+			// replicated Databases, which have a primary to keep).
+			db := newDatabase("orders", "mongodb", "7.0", tt.from)
 			f.converged(db)
 			db.Spec.Replicas = ptr.To(tt.to)
 			db.Generation = 2
 
 			f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
-			f.expectStatusUpdate(db, tt.wantStatus(db))
+			st := tt.wantStatus(db)
+			st.FeatureCompatibilityVersion = "7.0" // its data's, recorded when it first ran
+			f.expectStatusUpdate(db, st)
 			f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
 			f.run(ctx, ref(db), synced)
 		})

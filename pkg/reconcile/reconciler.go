@@ -51,6 +51,7 @@ import (
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/login"
+	"github.com/dbcontroller/database-controller/pkg/mysqlsql"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/plan"
@@ -83,7 +84,7 @@ type Config struct {
 	// Random is the source of generated passwords: crypto/rand in production.
 	Random io.Reader
 	// Replication talks to the servers of replicated Databases, by
-	// engine; {postgresql: pgsql.New()} when nil.
+	// engine; {postgresql: pgsql.New(), mysql: mysqlsql.New()} when nil.
 	Replication map[dbv1alpha1.Engine]ha.Client
 	// Logins logs in to the servers with the Secrets' credentials
 	// (credentials_check.go); nil for none.
@@ -133,7 +134,7 @@ const memoryTTL = time.Hour
 // New returns a Reconciler over cfg.
 func New(cfg Config) *Reconciler {
 	if cfg.Replication == nil {
-		cfg.Replication = map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: pgsql.New()}
+		cfg.Replication = map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: pgsql.New(), dbv1alpha1.EngineMySQL: mysqlsql.New()}
 	}
 	return &Reconciler{
 		kube:         cfg.KubeClient,

@@ -18,7 +18,9 @@ import (
 func TestStorageGrowthExpandsClaims(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
-	db := newDatabase("orders", "mysql", "8.4", 2)
+	// Two independent servers (MongoDB, stored before the API refused
+	// more than one): no replication to ask.
+	db := newDatabase("orders", "mongodb", "7.0", 2)
 	f.converged(db)
 	db.Spec.Storage.Size = resource.MustParse("5Gi")
 	db.Generation = 2

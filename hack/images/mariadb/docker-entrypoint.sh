@@ -6,6 +6,8 @@
 # *.sql.gz and *.sh run once, on first init, against a server that listens
 # on its socket only. An existing data directory is never touched.
 set -eu
+# Arguments that begin with "-" are the server's, as in the official image.
+case "${1:-}" in -*) set -- mariadbd "$@" ;; esac
 [ "${1:-}" = mariadbd ] || exec "$@"
 datadir=/var/lib/mysql
 # SOCKET is the temporary server's socket, named as in the official image:

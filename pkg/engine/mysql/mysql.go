@@ -61,6 +61,7 @@ echo "$out"; exit 1`},
 			DataDirectory: "/var/lib/mysql",
 			Initialised:   "[ -d /var/lib/mysql/mysql ]",
 		},
+		Replication: &replication,
 	},
 }
 

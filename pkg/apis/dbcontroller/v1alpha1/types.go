@@ -131,7 +131,7 @@ const (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 52",message="metadata.name must be a DNS-1035 label of at most 52 characters (lowercase letters, digits and '-', starting with a letter), so that the Services and the StatefulSet's pods can carry it"
 // +kubebuilder:validation:XValidation:rule="has(self.spec.restore) == has(oldSelf.spec.restore) && (!has(self.spec.restore) || self.spec.restore.backup == oldSelf.spec.restore.backup)",message="spec.restore is immutable: it says where the data came from when the Database was created"
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || self.spec.engine == 'postgresql'",message="spec.replication is for PostgreSQL only: MySQL and MongoDB replication are not supported yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || self.spec.engine != 'mongodb'",message="spec.replication is for PostgreSQL and MySQL: MongoDB replica sets are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || !has(self.spec.replication.primary) || self.spec.replication.primary.startsWith(self.metadata.name + '-')",message="spec.replication.primary names a pod of this Database: <name>-<ordinal>"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || !has(self.spec.replication.synchronous) || !has(self.spec.replicas) || self.spec.replication.synchronous.number < self.spec.replicas",message="spec.replication.synchronous.number must be lower than spec.replicas: the primary is not one of the replicas a commit waits for"
 
@@ -153,6 +153,7 @@ type Database struct {
 // DatabaseSpec is what the user asks for.
 // +kubebuilder:validation:XValidation:rule="self.engine != 'mongodb' || !has(self.replicas) || self.replicas <= 1",message="replicas above 1 are refused for MongoDB: the servers would be independent copies, not a replica set, and each connection would read and write another one. Use 1 (or 0 to stop): MongoDB replica sets are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.primary) || !has(self.replicas) || self.replicas == 0 || int(self.replication.primary.substring(self.replication.primary.lastIndexOf('-') + 1)) < self.replicas",message="spec.replication.primary must be one of the pods spec.replicas asks for, <name>-0 to <name>-<replicas-1>: change or unset it before scaling below it"
+// +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || self.engine == 'postgresql'",message="spec.replication.synchronous is for PostgreSQL only: MySQL semi-synchronous replication is not supported yet, and MySQL replicas are asynchronous"
 type DatabaseSpec struct {
 	// Engine is the database engine. It cannot be changed after creation.
 	// +required
@@ -220,21 +221,21 @@ type DatabaseSpec struct {
 	// +optional
 	Restore *RestoreSpec `json:"restore,omitempty"`
 
-	// Replication tunes PostgreSQL streaming replication, which every
-	// PostgreSQL Database with replicas >= 2 runs: one primary, behind the
-	// client Service, and replicas >= 1 streaming from it, behind the
-	// read-only Service <name>-ro. PostgreSQL only.
+	// Replication tunes the replication that every PostgreSQL and MySQL
+	// Database with replicas >= 2 runs: one primary, behind the client
+	// Service, and replicas >= 1 that stream from it (PostgreSQL's
+	// streaming replication, MySQL's GTID replication), behind the
+	// read-only Service <name>-ro. Not for MongoDB.
 	// +optional
 	Replication *ReplicationSpec `json:"replication,omitempty"`
 }
 
-// ReplicationSpec tunes a replicated PostgreSQL Database.
+// ReplicationSpec tunes a replicated PostgreSQL or MySQL Database.
 type ReplicationSpec struct {
 	// Primary names the pod that should be the primary, such as "db-1".
 	// While another pod is the primary and this one streams from it, the
-	// controller switches over: the old primary stops accepting writes and
-	// shuts down cleanly, sending its last WAL to the replicas, and this
-	// pod is promoted. Unset: the controller keeps whichever pod is the
+	// controller switches over: the old primary stops accepting writes,
+	// this pod receives every change it wrote, and is promoted. Unset: the controller keeps whichever pod is the
 	// primary, and chooses one on failover.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
@@ -252,7 +253,7 @@ type ReplicationSpec struct {
 	// Synchronous makes the primary acknowledge a commit only once that
 	// many replicas have it (quorum: any of them), so that a failover,
 	// which promotes the replica with the most WAL, loses no acknowledged
-	// write. Unset: asynchronous replication.
+	// write. Unset: asynchronous replication. PostgreSQL only.
 	// +optional
 	Synchronous *SynchronousReplication `json:"synchronous,omitempty"`
 }

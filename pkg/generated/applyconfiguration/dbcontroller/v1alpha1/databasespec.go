@@ -65,10 +65,11 @@ type DatabaseSpecApplyConfiguration struct {
 	// Restore initialises a new Database's data from a DatabaseBackup before
 	// it first serves. It cannot be changed after creation.
 	Restore *RestoreSpecApplyConfiguration `json:"restore,omitempty"`
-	// Replication tunes PostgreSQL streaming replication, which every
-	// PostgreSQL Database with replicas >= 2 runs: one primary, behind the
-	// client Service, and replicas >= 1 streaming from it, behind the
-	// read-only Service <name>-ro. PostgreSQL only.
+	// Replication tunes the replication that every PostgreSQL and MySQL
+	// Database with replicas >= 2 runs: one primary, behind the client
+	// Service, and replicas >= 1 that stream from it (PostgreSQL's
+	// streaming replication, MySQL's GTID replication), behind the
+	// read-only Service <name>-ro. Not for MongoDB.
 	Replication *ReplicationSpecApplyConfiguration `json:"replication,omitempty"`
 }
 

@@ -21,13 +21,12 @@ package v1alpha1
 // ReplicationSpecApplyConfiguration represents a declarative configuration of the ReplicationSpec type for use
 // with apply.
 //
-// ReplicationSpec tunes a replicated PostgreSQL Database.
+// ReplicationSpec tunes a replicated PostgreSQL or MySQL Database.
 type ReplicationSpecApplyConfiguration struct {
 	// Primary names the pod that should be the primary, such as "db-1".
 	// While another pod is the primary and this one streams from it, the
-	// controller switches over: the old primary stops accepting writes and
-	// shuts down cleanly, sending its last WAL to the replicas, and this
-	// pod is promoted. Unset: the controller keeps whichever pod is the
+	// controller switches over: the old primary stops accepting writes,
+	// this pod receives every change it wrote, and is promoted. Unset: the controller keeps whichever pod is the
 	// primary, and chooses one on failover.
 	Primary *string `json:"primary,omitempty"`
 	// FailoverDelaySeconds is how long the primary may not serve before the
@@ -37,7 +36,7 @@ type ReplicationSpecApplyConfiguration struct {
 	// Synchronous makes the primary acknowledge a commit only once that
 	// many replicas have it (quorum: any of them), so that a failover,
 	// which promotes the replica with the most WAL, loses no acknowledged
-	// write. Unset: asynchronous replication.
+	// write. Unset: asynchronous replication. PostgreSQL only.
 	Synchronous *SynchronousReplicationApplyConfiguration `json:"synchronous,omitempty"`
 }
 
