@@ -41,13 +41,20 @@ var replication = engine.Replication{
 //     place once complete), and start as its replica. With no primary to
 //     clone from, ordinal 0 initialises new data (the entrypoint's first
 //     init), and any other ordinal waits.
-//   - Another pod is the primary: start as its replica (an init file
-//     points the server at the client Service, so that it follows a new
-//     primary by itself, and makes it refuse writes from then on).
-//   - No primary answers: a replica (read_only persisted, by the init
-//     file) starts as it was; a primary the controller fenced
-//     (super_read_only alone persisted, by package mysqlsql's Fence) waits
-//     for a new primary, to rejoin it; a primary starts as it was.
+//   - Another pod is the primary: start as its replica. A temporary
+//     server of the data, which replicates nothing and listens on a socket
+//     only, points it at the client Service (so that it follows a new
+//     primary by itself) with the Secret's password as it is now, and
+//     persists read_only and super_read_only (SET PERSIST), so that every
+//     later start, the kubelet's restart of the container too, is a
+//     replica's until the controller promotes it.
+//   - No primary answers: a replica (read_only persisted) starts as it
+//     was; a primary the controller fenced (super_read_only alone
+//     persisted, by package mysqlsql's Fence) waits for a new primary, to
+//     rejoin it; a primary starts as it was.
+//
+// Nothing it decides is left for a later start to replay: a primary that
+// was a replica when its pod started restarts as the primary it is.
 //
 // MariaDB (found by its server's name) gets its server id and
 // report_host; it may serve alone, and refuses to become a replica, which
@@ -59,14 +66,12 @@ umask 077
 datadir=/var/lib/mysql
 run=/var/run/mysqld
 cnf="` + settingsFile + `"
-initfile="$run/dbc-replica.sql"
 persisted="$datadir/mysqld-auto.cnf"
 ordinal=${POD_NAME##*-}
 dialect=mysql
 client=mysql
 server=mysqld
 if command -v mariadbd >/dev/null 2>&1; then dialect=mariadb client=mariadb server=mariadbd; fi
-rm -f "$initfile"
 {
   echo "[mysqld]"
   echo "server-id=$((ordinal + 1))"
@@ -102,37 +107,47 @@ primary() {
 persisted_on() { [ -f "$persisted" ] && grep -q "\"$1\": {\"Value\": \"ON\"" "$persisted"; }
 not_yet() { fail "$POD_NAME cannot become a replica of $1: MariaDB replication is not supported yet. Set spec.replicas to 1"; }
 
+# with_server runs SQL as root on a temporary server of DIR (the data
+# directory when empty) that listens on a socket only and starts no
+# replication, then stops it.
+with_server() {
+  dir=$1 sql=$2 sock="$run/dbc-temporary.sock"
+  "$server" --defaults-extra-file="$cnf" ${dir:+--datadir="$dir"} --socket="$sock" --pid-file="$run/dbc-temporary.pid" \
+    --skip-networking --skip-replica-start --mysqlx=OFF &
+  pid=$!
+  until mysqladmin --socket="$sock" ping >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || fail "a temporary server of $POD_NAME's data exited"
+    sleep 0.3
+  done
+  ok=0
+  "$client" --socket="$sock" -uroot -e "$sql" || ok=$?
+  mysqladmin --socket="$sock" -uroot shutdown || kill "$pid"
+  wait "$pid" || true
+  return "$ok"
+}
+
 follow() {
   host=$(sql_str "$DBC_PRIMARY_HOST") pw=$(sql_str "$MYSQL_ROOT_PASSWORD")
-  cat > "$initfile" <<EOF
-STOP REPLICA;
-CHANGE REPLICATION SOURCE TO SOURCE_HOST='$host', SOURCE_PORT=3306, SOURCE_USER='root', SOURCE_PASSWORD='$pw', SOURCE_AUTO_POSITION=1, SOURCE_SSL=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=1, SOURCE_RETRY_COUNT=86400, SOURCE_HEARTBEAT_PERIOD=2;
-SET PERSIST read_only = ON;
-SET PERSIST super_read_only = ON;
-START REPLICA;
-EOF
-  echo "init-file=$initfile" >> "$cnf"
+  export MYSQL_PWD="$MYSQL_ROOT_PASSWORD"
+  with_server "" "CHANGE REPLICATION SOURCE TO SOURCE_HOST='$host', SOURCE_PORT=3306,
+      SOURCE_USER='root', SOURCE_PASSWORD='$pw', SOURCE_AUTO_POSITION=1, SOURCE_SSL=1, GET_SOURCE_PUBLIC_KEY=1,
+      SOURCE_CONNECT_RETRY=1, SOURCE_RETRY_COUNT=86400, SOURCE_HEARTBEAT_PERIOD=2;
+    SET PERSIST read_only = ON;
+    SET PERSIST super_read_only = ON;" ||
+    fail "$POD_NAME could not be made a replica: root@localhost does not log in with the Secret's password, or the server refused"
+  unset MYSQL_PWD
 }
 
 # clone copies the primary's data into the empty data directory, through
 # a temporary server of its own in $datadir/dbc-seed.
 clone() {
-  seed="$datadir/dbc-seed" sock="$run/dbc-seed.sock"
+  seed="$datadir/dbc-seed"
   rm -rf "$seed" "$datadir/dbc-clone"
   "$server" --defaults-extra-file="$cnf" --datadir="$seed" --initialize-insecure
-  "$server" --defaults-extra-file="$cnf" --datadir="$seed" --socket="$sock" --pid-file="$run/dbc-seed.pid" \
-    --skip-networking --skip-log-bin --mysqlx=OFF &
-  pid=$!
-  until mysqladmin --socket="$sock" -uroot ping >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null || fail "the temporary server for the clone exited"
-    sleep 0.3
-  done
   host=$(sql_str "$DBC_PRIMARY_HOST") pw=$(sql_str "$MYSQL_ROOT_PASSWORD")
   ok=0
-  "$client" --socket="$sock" -uroot -e "SET GLOBAL clone_valid_donor_list = '$host:3306';
+  with_server "$seed" "SET GLOBAL clone_valid_donor_list = '$host:3306';
     CLONE INSTANCE FROM 'root'@'$host':3306 IDENTIFIED BY '$pw' DATA DIRECTORY = '$datadir/dbc-clone'" || ok=$?
-  mysqladmin --socket="$sock" -uroot shutdown || kill "$pid"
-  wait "$pid" || true
   rm -rf "$seed"
   [ "$ok" -eq 0 ] || { rm -rf "$datadir/dbc-clone"; return 1; }
   find "$datadir/dbc-clone" -mindepth 1 -maxdepth 1 -exec mv -t "$datadir" {} +
