@@ -33,14 +33,15 @@ var replication = engine.Replication{
 // It first writes the settings replication needs: a server id from the
 // ordinal, the pod's name as report_host (a primary lists its replicas by
 // it), GTIDs, a binary log of rows synced at each commit that replicas log
-// too, crash-safe relay logs, a short network timeout so that a replica
-// finds a new primary soon, and the clone plugin. Then:
+// too, crash-safe relay logs, and a short network timeout so that a
+// replica finds a new primary soon. Then:
 //
 //   - No data: clone it from the primary (the clone plugin, from a
 //     temporary server of its own, into a scratch directory moved into
-//     place once complete), and start as its replica. With no primary to
-//     clone from, ordinal 0 initialises new data (the entrypoint's first
-//     init), and any other ordinal waits.
+//     place once complete), and start as its replica. The primary gets the
+//     clone plugin first, and GTIDs if it served alone before without
+//     them. With no primary to clone from, ordinal 0 initialises new data
+//     (the entrypoint's first init), and any other ordinal waits.
 //   - Another pod is the primary: start as its replica. A temporary
 //     server of the data, which replicates nothing and listens on a socket
 //     only, points it at the client Service (so that it follows a new
@@ -88,7 +89,6 @@ innodb-flush-log-at-trx-commit=1
 relay-log=relay-bin
 relay-log-recovery=ON
 replica-net-timeout=10
-plugin-load-add=mysql_clone.so
 EOF
   fi
 } > "$cnf"
@@ -109,11 +109,12 @@ not_yet() { fail "$POD_NAME cannot become a replica of $1: MariaDB replication i
 
 # with_server runs SQL as root on a temporary server of DIR (the data
 # directory when empty) that listens on a socket only and starts no
-# replication, then stops it.
+# replication, then stops it. Further arguments are the server's.
 with_server() {
   dir=$1 sql=$2 sock="$run/dbc-temporary.sock"
+  shift 2
   "$server" --defaults-extra-file="$cnf" ${dir:+--datadir="$dir"} --socket="$sock" --pid-file="$run/dbc-temporary.pid" \
-    --skip-networking --skip-replica-start --mysqlx=OFF &
+    --skip-networking --skip-replica-start --mysqlx=OFF "$@" &
   pid=$!
   until mysqladmin --socket="$sock" ping >/dev/null 2>&1; do
     kill -0 "$pid" 2>/dev/null || fail "a temporary server of $POD_NAME's data exited"
@@ -138,16 +139,40 @@ follow() {
   unset MYSQL_PWD
 }
 
+# prepare_primary makes the primary able to give a clone and to be
+# replicated by GTID, as a primary that served alone before the Database
+# was scaled up may not be: the clone plugin (installed, so kept), then
+# GTIDs switched on online, in MySQL's steps, persisted. Neither is
+# written to the binary log.
+prepare_primary() {
+  [ "$(ask "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'clone'")" = 1 ] ||
+    ask "SET SESSION sql_log_bin = 0; INSTALL PLUGIN clone SONAME 'mysql_clone.so'" || return 1
+  mode=$(ask "SELECT @@GLOBAL.gtid_mode") || return 1
+  [ "$mode" != ON ] || return 0
+  say "switching GTIDs on at the primary (gtid_mode was $mode)"
+  ask "SET PERSIST enforce_gtid_consistency = ON" || return 1
+  [ "$mode" != OFF ] || ask "SET PERSIST gtid_mode = OFF_PERMISSIVE" || return 1
+  [ "$mode" = ON_PERMISSIVE ] || ask "SET PERSIST gtid_mode = ON_PERMISSIVE" || return 1
+  n=0
+  until [ "$(ask "SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Ongoing_anonymous_transaction_count'")" = 0 ]; do
+    n=$((n + 1)); [ "$n" -lt 60 ] || return 1
+    sleep 1
+  done
+  ask "SET PERSIST gtid_mode = ON"
+}
+
 # clone copies the primary's data into the empty data directory, through
 # a temporary server of its own in $datadir/dbc-seed.
 clone() {
+  prepare_primary || return 1
   seed="$datadir/dbc-seed"
   rm -rf "$seed" "$datadir/dbc-clone"
   "$server" --defaults-extra-file="$cnf" --datadir="$seed" --initialize-insecure
   host=$(sql_str "$DBC_PRIMARY_HOST") pw=$(sql_str "$MYSQL_ROOT_PASSWORD")
   ok=0
   with_server "$seed" "SET GLOBAL clone_valid_donor_list = '$host:3306';
-    CLONE INSTANCE FROM 'root'@'$host':3306 IDENTIFIED BY '$pw' DATA DIRECTORY = '$datadir/dbc-clone'" || ok=$?
+    CLONE INSTANCE FROM 'root'@'$host':3306 IDENTIFIED BY '$pw' DATA DIRECTORY = '$datadir/dbc-clone'" \
+    --plugin-load-add=mysql_clone.so || ok=$?
   rm -rf "$seed"
   [ "$ok" -eq 0 ] || { rm -rf "$datadir/dbc-clone"; return 1; }
   find "$datadir/dbc-clone" -mindepth 1 -maxdepth 1 -exec mv -t "$datadir" {} +
