@@ -239,3 +239,57 @@ func TestMariaDBReplicasSayWhyNot(t *testing.T) {
 		t.Errorf("CrashLooping Warnings: %d events recorded %d times, want one, once", objects, recorded)
 	}
 }
+
+// A MySQL 9.7 Database that served alone, with no GTIDs, is scaled to three:
+// the new pods switch GTIDs on at its server, clone it and replicate, and
+// it stays the primary. Then 3 → 1 keeps the primary (moved to the first
+// pod by a switchover), and 1 → 0 → 3 keeps the rows and the primary.
+func TestMySQLReplicationScaling(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	yaml := strings.Replace(dbYAML("crate", "mysql", "9.7", mysqlImage, 1), "memory: 512Mi", "memory: 1Gi", 1)
+	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, "crate", converge)
+	runClient(t, ns, "crate", mysqlImage, waitMySQL+mysqlSQL+`"CREATE TABLE kept (n INT); INSERT INTO kept VALUES (1), (2), (3), (4), (5); SELECT @@GLOBAL.gtid_mode"`)
+	const count, want = "SELECT CONCAT(COUNT(*), ':', SUM(n)) FROM kept", "5:15"
+
+	start := time.Now()
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/crate", "--replicas=3")
+	db := waitReplicating(t, ns, "crate", "a single server scaled up to three, replicating")
+	t.Logf("1 → 3 replicas, replicating, in %s; primary %s", time.Since(start).Round(time.Second), db.Status.Replication.Primary)
+	if db.Status.Replication.Primary != "crate-0" {
+		t.Errorf("primary after the scale-up = %s, want crate-0, the server that had the data", db.Status.Replication.Primary)
+	}
+	runClient(t, ns, "crate", mysqlImage, waitMySQL+mysqlSQL+`"INSERT INTO kept VALUES (6)"`)
+	const wantAfter = "6:21"
+	checkEveryPodHas(t, ns, "crate", count, wantAfter)
+
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/crate", "--type=merge", "-p", `{"spec":{"replication":{"primary":"crate-2"}}}`)
+	e2eutil.Eventually(t, converge, "the switchover to crate-2", func() (bool, string) {
+		p := primaryOf(t, ns, "crate")
+		return p == "crate-2", "primary " + p
+	})
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/crate", "--type=json", "-p", `[{"op":"remove","path":"/spec/replication"}]`)
+	start = time.Now()
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/crate", "--replicas=1")
+	e2eutil.Eventually(t, 2*converge, "one pod, crate-0, the primary", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "crate")
+		running, msg := e2eutil.IsRunning(db)
+		p := primaryOf(t, ns, "crate")
+		return running && p == "crate-0" && db.Status.Replicas == 1, fmt.Sprintf("%s; primary %s; pods %d", msg, p, db.Status.Replicas)
+	})
+	t.Logf("3 → 1 replicas with crate-2 the primary: crate-0 primary and alone in %s", time.Since(start).Round(time.Second))
+	checkEveryPodHas(t, ns, "crate", count, wantAfter)
+
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/crate", "--replicas=0")
+	e2eutil.Eventually(t, converge, "Stopped", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "crate")
+		return db.Status.Phase == dbv1alpha1.PhaseStopped, string(db.Status.Phase)
+	})
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/crate", "--replicas=3")
+	db = waitReplicating(t, ns, "crate", "back to three, replicating")
+	if db.Status.Replication.Primary != "crate-0" {
+		t.Errorf("primary after 0 and back = %s, want crate-0", db.Status.Replication.Primary)
+	}
+	checkEveryPodHas(t, ns, "crate", count, wantAfter)
+}
