@@ -9,9 +9,10 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
-// The replication's init container and its first-init script's volume.
+// ReplicationContainer is the replication's init container; the other
+// names are its first-init script's volume.
 const (
-	replicationContainer     = "replication"
+	ReplicationContainer     = "replication"
 	replicationScriptsVolume = "replication-scripts"
 	replicationScriptsDir    = "/replication-scripts"
 )
@@ -51,7 +52,7 @@ func withReplication(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.
 	initMounts := append(append([]*corev1ac.VolumeMountApplyConfiguration(nil), mounts...),
 		corev1ac.VolumeMount().WithName(scriptsVolume).WithMountPath(scriptsDir))
 	spec.WithInitContainers(corev1ac.Container().
-		WithName(replicationContainer).
+		WithName(ReplicationContainer).
 		WithImage(image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand("sh", "-c", repl.InitScript).

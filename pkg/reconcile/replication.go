@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/names"
@@ -42,7 +44,16 @@ const (
 	ReasonPrimaryChanged = "PrimaryChanged"
 	ReasonFenced         = "Fenced"
 	ReasonRollingOut     = "RollingOut"
+	ReasonDiverged       = "Diverged"
 )
+
+// divergedPrefix begins what a replicated server's init container says,
+// as it ends, when its data held transactions the primary did not have
+// (package mysql's init script): the controller reports it.
+const divergedPrefix = "diverged: "
+
+// maxDivergences bounds status.replication.divergences.
+const maxDivergences = 5
 
 // cachedCredentials are the superuser credentials read from a Database's
 // Secret, with the Secret's resourceVersion: the Secret is read again only
@@ -136,6 +147,7 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 		return found, err
 	}
 	s := &replicaSet{p: p, sts: sts, client: client, cred: cred, port: p.plan.Engine.Runtime().Port}
+	p.reportDivergences(rs, pods)
 	instances := s.probeAll(ctx, pods)
 	desired := db.Spec.DesiredReplicas()
 	if desired == 0 {
@@ -435,6 +447,40 @@ func (s *replicaSet) observation(rs *dbv1alpha1.ReplicationStatus, instances map
 		o.PrimaryLostSince = rs.PrimaryLostSince.Time
 	}
 	return o
+}
+
+// reportDivergences records, once per pod, a former primary whose data
+// was set aside and cloned again because it held transactions the primary
+// did not have: in the status (the last maxDivergences) and in a Warning.
+func (p *pass) reportDivergences(rs *dbv1alpha1.ReplicationStatus, pods []*corev1.Pod) {
+	for _, pod := range pods {
+		msg := divergence(pod)
+		if msg == "" || slices.ContainsFunc(rs.Divergences, func(d dbv1alpha1.Divergence) bool { return d.PodUID == pod.UID }) {
+			continue
+		}
+		rs.Divergences = append(rs.Divergences, dbv1alpha1.Divergence{Instance: pod.Name, PodUID: pod.UID,
+			Time: metav1.NewTime(p.r.clock.Now()), Message: msg})
+		if n := len(rs.Divergences); n > maxDivergences {
+			rs.Divergences = slices.Clone(rs.Divergences[n-maxDivergences:])
+		}
+		p.r.recorder.Event(p.db, corev1.EventTypeWarning, ReasonDiverged, msg)
+	}
+}
+
+// divergence is what pod's replication init container said of a
+// divergence as it ended, "" when it said none.
+func divergence(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if cs.Name != builder.ReplicationContainer {
+			continue
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if t != nil && strings.HasPrefix(t.Message, divergedPrefix) {
+				return strings.TrimSpace(strings.TrimPrefix(t.Message, divergedPrefix))
+			}
+		}
+	}
+	return ""
 }
 
 // probeAll asks the server of every pod of pods, at once, what it is.

@@ -603,3 +603,43 @@ func TestSynchronousReplicasOfTheSpec(t *testing.T) {
 		})
 	}
 }
+
+// A former primary whose data held transactions the primary did not have
+// was cloned again by its init container (package mysql's script), which
+// said so as it ended: the controller reports it once, in the status and in
+// a Warning, and not again for the same pod. Reporting is the same for
+// every engine.
+func TestReplicationDivergenceIsReported(t *testing.T) {
+	const said = "orders-1 held transactions orders-0 does not (3e11fa47-71ca-11e1-9e33-c80aa9429562:41-43); its binary logs are kept in its volume as dbc-diverged-*, and it is cloned again from orders-0"
+	diverged := func(f *fixture) {
+		f.podLister[1].Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "replication", Ready: true,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", Message: "diverged: " + said + "\n"}}}}
+	}
+	reported := []dbv1alpha1.Divergence{{Instance: "orders-1", PodUID: "orders-1-uid", Time: metav1.NewTime(testNow), Message: said}}
+
+	t.Run("seen: reported", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 3)
+		f.convergedReplicated(db)
+		diverged(f)
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		st := db.Status.DeepCopy()
+		st.Replication.Divergences = reported
+		f.expectStatusUpdate(db, *st)
+		f.events = []string{"Warning Diverged " + said}
+		f.calls = probes(0, 1, 2)
+		f.run(ctx, ref(db), pollServers)
+	})
+	t.Run("reported already: nothing", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 3)
+		f.convergedReplicated(db)
+		diverged(f)
+		db.Status.Replication.Divergences = reported
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.calls = probes(0, 1, 2)
+		f.run(ctx, ref(db), pollServers)
+	})
+}

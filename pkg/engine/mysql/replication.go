@@ -107,36 +107,65 @@ primary() {
 persisted_on() { [ -f "$persisted" ] && grep -q "\"$1\": {\"Value\": \"ON\"" "$persisted"; }
 not_yet() { fail "$POD_NAME cannot become a replica of $1: MariaDB replication is not supported yet. Set spec.replicas to 1"; }
 
-# with_server runs SQL as root on a temporary server of DIR (the data
-# directory when empty) that listens on a socket only and starts no
-# replication, then stops it. Further arguments are the server's.
-with_server() {
-  dir=$1 sql=$2 sock="$run/dbc-temporary.sock"
-  shift 2
-  "$server" --defaults-extra-file="$cnf" ${dir:+--datadir="$dir"} --socket="$sock" --pid-file="$run/dbc-temporary.pid" \
+# start_temporary starts a temporary server of DIR (the data directory
+# when empty) that listens on a socket only and starts no replication;
+# further arguments are the server's. sql runs SQL as root on it, and
+# stop_temporary stops it.
+tmp_sock="$run/dbc-temporary.sock"
+start_temporary() {
+  dir=$1
+  shift
+  "$server" --defaults-extra-file="$cnf" ${dir:+--datadir="$dir"} --socket="$tmp_sock" --pid-file="$run/dbc-temporary.pid" \
     --skip-networking --skip-replica-start --mysqlx=OFF "$@" &
-  pid=$!
-  until mysqladmin --socket="$sock" ping >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null || fail "a temporary server of $POD_NAME's data exited"
+  tmp_pid=$!
+  until mysqladmin --socket="$tmp_sock" ping >/dev/null 2>&1; do
+    kill -0 "$tmp_pid" 2>/dev/null || fail "a temporary server of $POD_NAME's data exited"
     sleep 0.3
   done
-  ok=0
-  "$client" --socket="$sock" -uroot -e "$sql" || ok=$?
-  mysqladmin --socket="$sock" -uroot shutdown || kill "$pid"
-  wait "$pid" || true
-  return "$ok"
+}
+sql() { "$client" --socket="$tmp_sock" -uroot -N -s -e "$1"; }
+stop_temporary() {
+  mysqladmin --socket="$tmp_sock" -uroot shutdown >/dev/null || kill "$tmp_pid"
+  wait "$tmp_pid" || true
 }
 
+# follow makes the data a replica of the primary behind the client
+# Service. It returns 2, and leaves the data as it is, when the data
+# holds transactions the primary does not: $extra is their GTID set.
 follow() {
   host=$(sql_str "$DBC_PRIMARY_HOST") pw=$(sql_str "$MYSQL_ROOT_PASSWORD")
   export MYSQL_PWD="$MYSQL_ROOT_PASSWORD"
-  with_server "" "CHANGE REPLICATION SOURCE TO SOURCE_HOST='$host', SOURCE_PORT=3306,
+  start_temporary ""
+  mine=$(sql "SELECT REPLACE(@@GLOBAL.gtid_executed, '\n', '')") ||
+    { stop_temporary; fail "$POD_NAME could not be made a replica: root@localhost does not log in with the Secret's password"; }
+  extra=
+  if [ -n "$mine" ]; then
+    extra=$(ask "SELECT REPLACE(GTID_SUBTRACT('$(sql_str "$mine")', @@GLOBAL.gtid_executed), '\n', '')") ||
+      { stop_temporary; unset MYSQL_PWD; return 1; }
+  fi
+  if [ -n "$extra" ]; then
+    stop_temporary; unset MYSQL_PWD; return 2
+  fi
+  sql "CHANGE REPLICATION SOURCE TO SOURCE_HOST='$host', SOURCE_PORT=3306,
       SOURCE_USER='root', SOURCE_PASSWORD='$pw', SOURCE_AUTO_POSITION=1, SOURCE_SSL=1, GET_SOURCE_PUBLIC_KEY=1,
       SOURCE_CONNECT_RETRY=1, SOURCE_RETRY_COUNT=86400, SOURCE_HEARTBEAT_PERIOD=2;
     SET PERSIST read_only = ON;
     SET PERSIST super_read_only = ON;" ||
-    fail "$POD_NAME could not be made a replica: root@localhost does not log in with the Secret's password, or the server refused"
+    { stop_temporary; fail "$POD_NAME could not be made a replica: the server refused"; }
+  stop_temporary
   unset MYSQL_PWD
+}
+
+# set_aside keeps the binary logs of data that diverged from the primary,
+# as dbc-diverged-<time>-binlog.<n> in the data directory (the server
+# ignores them: mysqlbinlog --include-gtids reads the discarded
+# transactions back), and removes the rest of the data.
+set_aside() {
+  stamp=$(date -u +%Y%m%dT%H%M%SZ)
+  for f in "$datadir"/binlog.[0-9]*; do
+    [ ! -e "$f" ] || mv "$f" "$datadir/dbc-diverged-$stamp-${f##*/}"
+  done
+  find "$datadir" -mindepth 1 -maxdepth 1 ! -name 'dbc-diverged-*' -exec rm -rf {} +
 }
 
 # prepare_primary makes the primary able to give a clone and to be
@@ -170,9 +199,10 @@ clone() {
   "$server" --defaults-extra-file="$cnf" --datadir="$seed" --initialize-insecure
   host=$(sql_str "$DBC_PRIMARY_HOST") pw=$(sql_str "$MYSQL_ROOT_PASSWORD")
   ok=0
-  with_server "$seed" "SET GLOBAL clone_valid_donor_list = '$host:3306';
-    CLONE INSTANCE FROM 'root'@'$host':3306 IDENTIFIED BY '$pw' DATA DIRECTORY = '$datadir/dbc-clone'" \
-    --plugin-load-add=mysql_clone.so || ok=$?
+  start_temporary "$seed" --plugin-load-add=mysql_clone.so
+  sql "SET GLOBAL clone_valid_donor_list = '$host:3306';
+    CLONE INSTANCE FROM 'root'@'$host':3306 IDENTIFIED BY '$pw' DATA DIRECTORY = '$datadir/dbc-clone'" || ok=$?
+  stop_temporary
   rm -rf "$seed"
   [ "$ok" -eq 0 ] || { rm -rf "$datadir/dbc-clone"; return 1; }
   find "$datadir/dbc-clone" -mindepth 1 -maxdepth 1 -exec mv -t "$datadir" {} +
@@ -185,14 +215,17 @@ while :; do
     # A clone cut short, or its move into place: everything here came
     # from it.
     say "removing an unfinished clone"
-    find "$datadir" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+    find "$datadir" -mindepth 1 -maxdepth 1 ! -name 'dbc-diverged-*' -exec rm -rf {} +
   fi
   p=$(primary)
   if [ ! -d "$datadir/mysql" ]; then
     if [ -n "$p" ]; then
       [ "$dialect" = mysql ] || not_yet "$p"
       say "cloning from $p"
-      if clone; then follow; say "cloned; starting as a replica of $p"; exit 0; fi
+      if clone; then
+        follow || fail "$POD_NAME, cloned from $p, could not be made its replica"
+        say "cloned; starting as a replica of $p"; exit 0
+      fi
       say "the clone from $p failed; trying again"
     else
       case "$POD_NAME" in
@@ -201,7 +234,17 @@ while :; do
     fi
   elif [ -n "$p" ]; then
     [ "$dialect" = mysql ] || not_yet "$p"
-    follow; say "$p is the primary: starting as its replica"; exit 0
+    rc=0
+    follow || rc=$?
+    case "$rc" in
+      0) say "$p is the primary: starting as its replica"; exit 0 ;;
+      2)
+        # The controller reports this line (the termination message).
+        echo "diverged: $POD_NAME held transactions $p does not ($extra); its binary logs are kept in its volume as dbc-diverged-*, and it is cloned again from $p" |
+          tee /dev/termination-log
+        set_aside ;;
+      *) say "could not compare its transactions with $p's; trying again" ;;
+    esac
   elif persisted_on read_only; then
     say "no primary answers: starting as the replica it was"; exit 0
   elif ! persisted_on super_read_only; then

@@ -48,6 +48,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.DatabaseSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DatabaseStatus"):
 		return &dbcontrollerv1alpha1.DatabaseStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Divergence"):
+		return &dbcontrollerv1alpha1.DivergenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("InstanceStatus"):
 		return &dbcontrollerv1alpha1.InstanceStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationSpec"):

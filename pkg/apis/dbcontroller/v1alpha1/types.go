@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Engine names a database engine.
@@ -441,6 +442,27 @@ type ReplicationStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Instances []InstanceStatus `json:"instances,omitempty"`
+	// Divergences are the last times, five at most, that a former primary
+	// held transactions the primary did not have (MySQL): its data was
+	// cloned again from the primary, and the binary logs that hold those
+	// transactions were kept in its volume.
+	// +optional
+	// +listType=atomic
+	Divergences []Divergence `json:"divergences,omitempty"`
+}
+
+// Divergence is a former primary's data that was cloned again because it
+// held transactions the primary did not have.
+type Divergence struct {
+	// Instance is the pod whose data diverged, and PodUID which pod of
+	// that name.
+	Instance string    `json:"instance"`
+	PodUID   types.UID `json:"podUID"`
+	// Time is when the controller saw it.
+	Time metav1.Time `json:"time"`
+	// Message says which transactions were set aside, and where they are
+	// kept.
+	Message string `json:"message"`
 }
 
 // InstanceStatus is one pod of a replicated Database.

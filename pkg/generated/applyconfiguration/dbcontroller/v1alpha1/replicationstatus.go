@@ -38,6 +38,11 @@ type ReplicationStatusApplyConfiguration struct {
 	PrimaryLostSince *v1.Time `json:"primaryLostSince,omitempty"`
 	// Instances are the pods and what their servers answered.
 	Instances []InstanceStatusApplyConfiguration `json:"instances,omitempty"`
+	// Divergences are the last times, five at most, that a former primary
+	// held transactions the primary did not have (MySQL): its data was
+	// cloned again from the primary, and the binary logs that hold those
+	// transactions were kept in its volume.
+	Divergences []DivergenceApplyConfiguration `json:"divergences,omitempty"`
 }
 
 // ReplicationStatusApplyConfiguration constructs a declarative configuration of the ReplicationStatus type for use with
@@ -79,6 +84,19 @@ func (b *ReplicationStatusApplyConfiguration) WithInstances(values ...*InstanceS
 			panic("nil value passed to WithInstances")
 		}
 		b.Instances = append(b.Instances, *values[i])
+	}
+	return b
+}
+
+// WithDivergences adds the given value to the Divergences field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Divergences field.
+func (b *ReplicationStatusApplyConfiguration) WithDivergences(values ...*DivergenceApplyConfiguration) *ReplicationStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithDivergences")
+		}
+		b.Divergences = append(b.Divergences, *values[i])
 	}
 	return b
 }
