@@ -293,3 +293,62 @@ func TestMySQLReplicationScaling(t *testing.T) {
 	}
 	checkEveryPodHas(t, ns, "crate", count, wantAfter)
 }
+
+// A divergence provoked on purpose: the replica stops receiving, the
+// primary acknowledges rows the replica never gets, and the primary's
+// server is killed. The replica is promoted without them; the old primary,
+// restarted by the kubelet, is fenced, and at its next start its init
+// container finds the transactions the new primary does not have, sets its
+// binary logs aside in its volume (mysqlbinlog reads the lost rows back
+// from them), clones the new primary again and replicates. The controller
+// reports it once, in the status and in a Warning.
+func TestMySQLDivergenceIsSetAsideAndReported(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	yaml := strings.Replace(dbYAML("split", "mysql", "9.7", mysqlImage, 2), "memory: 512Mi", "memory: 1Gi", 1) +
+		"  replication:\n    failoverDelaySeconds: 0\n"
+	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")
+	waitReplicating(t, ns, "split", "a primary and a replica")
+	old := primaryOf(t, ns, "split")
+	replica := "split-1"
+	if old == replica {
+		replica = "split-0"
+	}
+	runClient(t, ns, "split", mysqlImage, waitMySQL+mysqlSQL+`"CREATE TABLE kept (n INT PRIMARY KEY); INSERT INTO kept VALUES (1), (2)"`)
+	checkEveryPodHas(t, ns, "split", "SELECT COUNT(*) FROM kept", "2")
+	runClient(t, ns, "split", mysqlImage, `H=`+replica+`.split-headless
+`+mysqlSQL+`"STOP REPLICA IO_THREAD"
+H=`+old+`.split-headless
+`+mysqlSQL+`"INSERT INTO kept VALUES (3); INSERT INTO kept VALUES (4); INSERT INTO kept VALUES (5)"`)
+
+	killServer(t, ns, old, "mysqld")
+	e2eutil.Eventually(t, converge, "the replica promoted", func() (bool, string) {
+		p := primaryOf(t, ns, "split")
+		return p == replica, "primary " + p
+	})
+	var db *dbv1alpha1.Database
+	e2eutil.Eventually(t, 2*converge, "the divergence of "+old+" reported", func() (bool, string) {
+		db = e2eutil.GetDB(t, ns, "split")
+		rs := db.Status.Replication
+		return rs != nil && len(rs.Divergences) > 0, fmt.Sprintf("%+v", rs)
+	})
+	d := db.Status.Replication.Divergences[0]
+	t.Logf("reported: %s: %s", d.Instance, d.Message)
+	if d.Instance != old || !strings.Contains(d.Message, "held transactions "+replica+" does not") {
+		t.Errorf("divergence = %+v, want %s's, against %s", d, old, replica)
+	}
+	db = waitReplicating(t, ns, "split", old+" cloned again, replicating")
+	checkEveryPodHas(t, ns, "split", "SELECT CONCAT(COUNT(*), ':', SUM(n)) FROM kept", "2:3")
+	if objects, recorded := warnings(t, ns, "split", "Diverged"); objects != 1 || recorded != 1 {
+		t.Errorf("Diverged Warnings: %d events recorded %d times, want one, once", objects, recorded)
+	}
+	// The lost rows are in the binary logs set aside.
+	set := d.Message[strings.Index(d.Message, "(")+1 : strings.Index(d.Message, ")")]
+	out := e2eutil.Kubectl(t, "-n", ns, "exec", old, "-c", "mysql", "--", "sh", "-c",
+		`ls /var/lib/mysql | grep -c '^dbc-diverged-'; mysqlbinlog -v --include-gtids='`+set+`' /var/lib/mysql/dbc-diverged-*-binlog.0* | grep -c '^### INSERT INTO .*kept'`)
+	t.Logf("set aside in %s's volume: %s files; rows of the lost transactions read back: %s", old,
+		strings.Fields(out)[0], strings.Fields(out)[len(strings.Fields(out))-1])
+	if f := strings.Fields(out); len(f) != 2 || f[1] != "3" {
+		t.Errorf("the 3 lost rows are not in the binary logs set aside:\n%s", out)
+	}
+}
