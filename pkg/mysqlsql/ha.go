@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -260,6 +261,27 @@ func mariadbPosition(s string) (uint64, error) {
 // before it is promoted, in seconds.
 const promoteWait = 5
 
+// change connects to the server at host for a change of its replication
+// (what names it in errors), within timeout, refuses a MariaDB server, and
+// runs do on the connection.
+func (c client) change(ctx context.Context, host string, port int32, cred ha.Credentials, what string,
+	timeout time.Duration, do func(context.Context, conn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	s, err := c.open(ctx, host, port, cred)
+	if err != nil {
+		return err
+	}
+	defer s.conn.Close()
+	if s.mariadb {
+		return fmt.Errorf("%s %s: %w", what, host, errMariaDB)
+	}
+	if err := do(ctx, s.conn); err != nil {
+		return fmt.Errorf("%s %s: %w", what, host, err)
+	}
+	return nil
+}
+
 // Promote makes a MySQL replica the primary: it stops receiving, applies
 // every transaction it received (its relay log), stops replicating and
 // forgets its source, and accepts writes from now on and after a restart
@@ -268,43 +290,35 @@ const promoteWait = 5
 // is forgotten, so that a server left half way still answers as a replica,
 // and is promoted again, rather than as a primary that refuses writes.
 func (c client) Promote(ctx context.Context, host string, port int32, cred ha.Credentials) error {
-	ctx, cancel := context.WithTimeout(ctx, Timeout+promoteWait)
-	defer cancel()
-	s, err := c.open(ctx, host, port, cred)
-	if err != nil {
-		return err
-	}
-	defer s.conn.Close()
-	if s.mariadb {
-		return fmt.Errorf("promoting %s: %w", host, errMariaDB)
-	}
-	if err := s.conn.Exec(ctx, `STOP REPLICA IO_THREAD`); err != nil {
-		return fmt.Errorf("promoting %s: %w", host, err)
-	}
-	replica, err := s.conn.Query(ctx, replicaStatus)
-	if err != nil {
-		return fmt.Errorf("promoting %s: %w", host, err)
-	}
-	if len(replica) > 0 {
-		retrieved := replica[0]["Retrieved_Gtid_Set"]
-		if _, err := parseGTIDSet(retrieved); err != nil {
+	return c.change(ctx, host, port, cred, "promoting", Timeout+promoteWait*time.Second, func(ctx context.Context, conn conn) error {
+		if err := conn.Exec(ctx, `STOP REPLICA IO_THREAD`); err != nil {
 			return err
 		}
-		// 0 once applied, 1 on timeout.
-		rows, err := s.conn.Query(ctx, waitApplied(retrieved))
-		if err != nil || len(rows) != 1 {
-			return fmt.Errorf("promoting %s: waiting until it applied what it received: %w", host, errOrNoRow(err))
+		replica, err := conn.Query(ctx, replicaStatus)
+		if err != nil {
+			return err
 		}
-		if rows[0]["timed_out"] != "0" {
-			return fmt.Errorf("promoting %s: it had not applied every transaction it received after %d s", host, promoteWait)
+		if len(replica) > 0 {
+			retrieved := replica[0]["Retrieved_Gtid_Set"]
+			if _, err := parseGTIDSet(retrieved); err != nil {
+				return err
+			}
+			// 0 once applied, 1 on timeout.
+			rows, err := conn.Query(ctx, waitApplied(retrieved))
+			if err != nil || len(rows) != 1 {
+				return fmt.Errorf("waiting until it applied what it received: %w", errOrNoRow(err))
+			}
+			if rows[0]["timed_out"] != "0" {
+				return fmt.Errorf("it had not applied every transaction it received after %d s", promoteWait)
+			}
 		}
-	}
-	for _, stmt := range promoteStatements {
-		if err := s.conn.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("promoting %s: %w", host, err)
+		for _, stmt := range promoteStatements {
+			if err := conn.Exec(ctx, stmt); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // promoteStatements end a replica's replication once it applied what it
@@ -329,26 +343,15 @@ func waitApplied(set string) string {
 // holds the read-only switch back, and after, so that none that began in
 // between writes on.
 func (c client) Fence(ctx context.Context, host string, port int32, cred ha.Credentials) error {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
-	s, err := c.open(ctx, host, port, cred)
-	if err != nil {
-		return err
-	}
-	defer s.conn.Close()
-	if s.mariadb {
-		return fmt.Errorf("fencing %s: %w", host, errMariaDB)
-	}
-	if err := endSessions(ctx, s.conn); err != nil {
-		return fmt.Errorf("fencing %s: %w", host, err)
-	}
-	if err := s.conn.Exec(ctx, `SET PERSIST super_read_only = ON`); err != nil {
-		return fmt.Errorf("fencing %s: %w", host, err)
-	}
-	if err := endSessions(ctx, s.conn); err != nil {
-		return fmt.Errorf("fencing %s: %w", host, err)
-	}
-	return nil
+	return c.change(ctx, host, port, cred, "fencing", Timeout, func(ctx context.Context, conn conn) error {
+		if err := endSessions(ctx, conn); err != nil {
+			return err
+		}
+		if err := conn.Exec(ctx, `SET PERSIST super_read_only = ON`); err != nil {
+			return err
+		}
+		return endSessions(ctx, conn)
+	})
 }
 
 // endSessions kills every client session but the caller's. A session that
