@@ -297,6 +297,13 @@ spec:
 `, name, engine, version, image, replicas)
 }
 
+// mysqlYAML is dbYAML for a mysql Database, with a 1Gi memory limit:
+// MySQL 9.7 with its default settings holds about 490 MB at its start, and
+// the 512Mi limit of the other tests' Databases got it OOM-killed in CI.
+func mysqlYAML(name, version, image string, replicas int) string {
+	return strings.Replace(dbYAML(name, "mysql", version, image, replicas), "memory: 512Mi", "memory: 1Gi", 1)
+}
+
 func secretValue(t testing.TB, ns, db, key string) string {
 	t.Helper()
 	out := e2eutil.Kubectl(t, "-n", ns, "get", "secret", db+"-credentials", "-o", "jsonpath={.data."+key+"}")

@@ -44,7 +44,7 @@ const mysqlSQL = `MYSQL_PWD="$PASSWORD" mysql -h "${H:-$HOST}" -P "$PORT" -u "$U
 func TestMySQLReplication(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
-	yaml := strings.Replace(dbYAML("shelf", "mysql", "9.7", mysqlImage, 3), "memory: 512Mi", "memory: 1Gi", 1) +
+	yaml := mysqlYAML("shelf", "9.7", mysqlImage, 3) +
 		"  replication:\n    failoverDelaySeconds: 0\n"
 	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")
 	start := time.Now()
@@ -88,20 +88,7 @@ echo "read $got from $(`+mysqlSQL+`"SELECT CONCAT(@@hostname, ' super_read_only=
 	writer := startMySQLWriter(t, ns, "shelf", 40)
 	time.Sleep(5 * time.Second)
 	db = waitReplicating(t, ns, "shelf", "every replica replicating before the switchover")
-	var to string
-	for _, i := range db.Status.Replication.Instances {
-		if i.Name != db.Status.Replication.Primary {
-			to = i.Name
-		}
-	}
-	asked := time.Now()
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db/shelf", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replication":{"primary":%q}}}`, to))
-	e2eutil.Eventually(t, converge, "the switchover to "+to, func() (bool, string) {
-		rs := e2eutil.GetDB(t, ns, "shelf").Status.Replication
-		return rs != nil && rs.Primary == to && rs.TargetPrimary == "", fmt.Sprintf("%+v", rs)
-	})
-	t.Logf("switchover to %s done %s after it was asked", to, time.Since(asked).Round(100*time.Millisecond))
-	waitReplicating(t, ns, "shelf", "every replica replicating from "+to)
+	asked := switchOver(t, ns, db)
 	w = parseWrites(t, writer.wait(t))
 	from, until := w.outage(float64(asked.UnixNano()) / 1e9)
 	t.Logf("switchover: writes failed for %.1f s", until-from)
@@ -247,7 +234,7 @@ func TestMariaDBReplicasSayWhyNot(t *testing.T) {
 func TestMySQLReplicationScaling(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
-	yaml := strings.Replace(dbYAML("crate", "mysql", "9.7", mysqlImage, 1), "memory: 512Mi", "memory: 1Gi", 1)
+	yaml := mysqlYAML("crate", "9.7", mysqlImage, 1)
 	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "crate", converge)
 	runClient(t, ns, "crate", mysqlImage, waitMySQL+mysqlSQL+`"CREATE TABLE kept (n INT); INSERT INTO kept VALUES (1), (2), (3), (4), (5); SELECT @@GLOBAL.gtid_mode"`)
@@ -264,33 +251,9 @@ func TestMySQLReplicationScaling(t *testing.T) {
 	const wantAfter = "6:21"
 	checkEveryPodHas(t, ns, "crate", count, wantAfter)
 
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db/crate", "--type=merge", "-p", `{"spec":{"replication":{"primary":"crate-2"}}}`)
-	e2eutil.Eventually(t, converge, "the switchover to crate-2", func() (bool, string) {
-		p := primaryOf(t, ns, "crate")
-		return p == "crate-2", "primary " + p
-	})
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db/crate", "--type=json", "-p", `[{"op":"remove","path":"/spec/replication"}]`)
-	start = time.Now()
-	e2eutil.Kubectl(t, "-n", ns, "scale", "db/crate", "--replicas=1")
-	e2eutil.Eventually(t, 2*converge, "one pod, crate-0, the primary", func() (bool, string) {
-		db := e2eutil.GetDB(t, ns, "crate")
-		running, msg := e2eutil.IsRunning(db)
-		p := primaryOf(t, ns, "crate")
-		return running && p == "crate-0" && db.Status.Replicas == 1, fmt.Sprintf("%s; primary %s; pods %d", msg, p, db.Status.Replicas)
-	})
-	t.Logf("3 → 1 replicas with crate-2 the primary: crate-0 primary and alone in %s", time.Since(start).Round(time.Second))
+	scaleDownFromTheLastPod(t, ns, "crate")
 	checkEveryPodHas(t, ns, "crate", count, wantAfter)
-
-	e2eutil.Kubectl(t, "-n", ns, "scale", "db/crate", "--replicas=0")
-	e2eutil.Eventually(t, converge, "Stopped", func() (bool, string) {
-		db := e2eutil.GetDB(t, ns, "crate")
-		return db.Status.Phase == dbv1alpha1.PhaseStopped, string(db.Status.Phase)
-	})
-	e2eutil.Kubectl(t, "-n", ns, "scale", "db/crate", "--replicas=3")
-	db = waitReplicating(t, ns, "crate", "back to three, replicating")
-	if db.Status.Replication.Primary != "crate-0" {
-		t.Errorf("primary after 0 and back = %s, want crate-0", db.Status.Replication.Primary)
-	}
+	stopAndStartThree(t, ns, "crate")
 	checkEveryPodHas(t, ns, "crate", count, wantAfter)
 }
 
@@ -305,7 +268,7 @@ func TestMySQLReplicationScaling(t *testing.T) {
 func TestMySQLDivergenceIsSetAsideAndReported(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
-	yaml := strings.Replace(dbYAML("split", "mysql", "9.7", mysqlImage, 2), "memory: 512Mi", "memory: 1Gi", 1) +
+	yaml := mysqlYAML("split", "9.7", mysqlImage, 2) +
 		"  replication:\n    failoverDelaySeconds: 0\n"
 	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "split", "a primary and a replica")

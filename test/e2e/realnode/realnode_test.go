@@ -287,10 +287,8 @@ func TestMySQLServes(t *testing.T) {
 func checkMySQLProtocolServes(t *testing.T, name, specVersion, image, client, wait, version string, pc passwordChange) {
 	t.Helper()
 	ns := e2eutil.NewNamespace(t)
-	// 1Gi for both: MySQL 9.7 with its default settings holds about 490 MB
-	// at its start, and the 512Mi limit of the other tests' Databases got
-	// it OOM-killed in CI.
-	yaml := strings.Replace(dbYAML(name, "mysql", specVersion, image, 1), "memory: 512Mi", "memory: 1Gi", 1)
+	// 1Gi for MariaDB too, as for MySQL.
+	yaml := mysqlYAML(name, specVersion, image, 1)
 	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, name, converge)
 	got := runClient(t, ns, name, image, wait+`set -e

@@ -217,20 +217,7 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 	t.Logf("%s streams from %s %s after the delete", old, db.Status.Replication.Primary, time.Since(killed).Round(100*time.Millisecond))
 
 	// 3. Switchover to a named replica, while the client writes.
-	var to string
-	for _, i := range db.Status.Replication.Instances {
-		if i.Name != db.Status.Replication.Primary {
-			to = i.Name
-		}
-	}
-	asked := time.Now()
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db/ha", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replication":{"primary":%q}}}`, to))
-	e2eutil.Eventually(t, converge, "the switchover to "+to, func() (bool, string) {
-		rs := e2eutil.GetDB(t, ns, "ha").Status.Replication
-		return rs != nil && rs.Primary == to && rs.TargetPrimary == "", fmt.Sprintf("%+v", rs)
-	})
-	t.Logf("switchover to %s done %s after it was asked", to, time.Since(asked).Round(100*time.Millisecond))
-	waitReplicating(t, ns, "ha", "every replica streaming from "+to)
+	asked := switchOver(t, ns, db)
 
 	w := parseWrites(t, writer.wait(t))
 	from, until := w.outage(float64(killed.UnixNano()) / 1e9)
@@ -500,36 +487,73 @@ func TestReplicationScaling(t *testing.T) {
 	out := runClient(t, ns, "grow", postgresImage, `for i in $(seq 100); do got=$(psql "$RO_URI" -tAc "SELECT count(*) || ':' || sum(n) FROM kept" 2>/dev/null); [ "$got" = `+want+` ] && { echo "$got"; exit 0; }; sleep 0.2; done; echo "$got"; exit 1`, "ro-uri")
 	t.Logf("the replicas cloned the rows: %s", strings.TrimSpace(out))
 
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db/grow", "--type=merge", "-p", `{"spec":{"replication":{"primary":"grow-2"}}}`)
-	e2eutil.Eventually(t, converge, "the switchover to grow-2", func() (bool, string) {
-		p := primaryOf(t, ns, "grow")
-		return p == "grow-2", "primary " + p
-	})
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db/grow", "--type=json", "-p", `[{"op":"remove","path":"/spec/replication"}]`)
-	start = time.Now()
-	e2eutil.Kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=1")
-	e2eutil.Eventually(t, 2*converge, "one pod, grow-0, the primary", func() (bool, string) {
-		db := e2eutil.GetDB(t, ns, "grow")
-		running, msg := e2eutil.IsRunning(db)
-		p := primaryOf(t, ns, "grow")
-		return running && p == "grow-0" && db.Status.Replicas == 1, fmt.Sprintf("%s; primary %s; pods %d", msg, p, db.Status.Replicas)
-	})
-	t.Logf("3 → 1 replicas with grow-2 the primary: grow-0 primary and alone in %s", time.Since(start).Round(time.Second))
+	scaleDownFromTheLastPod(t, ns, "grow")
 	if got := strings.TrimSpace(runClient(t, ns, "grow", postgresImage, count)); got != want {
 		t.Errorf("rows after the scale-down: %s, want %s", got, want)
 	}
-
-	e2eutil.Kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=0")
-	e2eutil.Eventually(t, converge, "Stopped", func() (bool, string) {
-		db := e2eutil.GetDB(t, ns, "grow")
-		return db.Status.Phase == dbv1alpha1.PhaseStopped, string(db.Status.Phase)
-	})
-	e2eutil.Kubectl(t, "-n", ns, "scale", "db/grow", "--replicas=3")
-	db = waitReplicating(t, ns, "grow", "back to three, replicating")
-	if db.Status.Replication.Primary != "grow-0" {
-		t.Errorf("primary after 0 and back = %s, want grow-0", db.Status.Replication.Primary)
-	}
+	stopAndStartThree(t, ns, "grow")
 	if got := strings.TrimSpace(runClient(t, ns, "grow", postgresImage, count)); got != want {
 		t.Errorf("rows after 0 and back: %s, want %s", got, want)
 	}
+}
+
+// scaleDownFromTheLastPod switches a replicated Database of 3 pods over to
+// <name>-2, unpins it, and scales to 1: the primary cannot be removed, so
+// the controller switches over to <name>-0 first, which stays alone.
+func scaleDownFromTheLastPod(t *testing.T, ns, name string) {
+	t.Helper()
+	last, first := name+"-2", name+"-0"
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replication":{"primary":%q}}}`, last))
+	e2eutil.Eventually(t, converge, "the switchover to "+last, func() (bool, string) {
+		p := primaryOf(t, ns, name)
+		return p == last, "primary " + p
+	})
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+name, "--type=json", "-p", `[{"op":"remove","path":"/spec/replication"}]`)
+	start := time.Now()
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/"+name, "--replicas=1")
+	e2eutil.Eventually(t, 2*converge, "one pod, "+first+", the primary", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, name)
+		running, msg := e2eutil.IsRunning(db)
+		p := primaryOf(t, ns, name)
+		return running && p == first && db.Status.Replicas == 1, fmt.Sprintf("%s; primary %s; pods %d", msg, p, db.Status.Replicas)
+	})
+	t.Logf("3 → 1 replicas with %s the primary: %s primary and alone in %s", last, first, time.Since(start).Round(time.Second))
+}
+
+// stopAndStartThree scales a Database of one pod to 0 and then to 3: it
+// stops, and comes back replicating with <name>-0 still the primary.
+func stopAndStartThree(t *testing.T, ns, name string) {
+	t.Helper()
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/"+name, "--replicas=0")
+	e2eutil.Eventually(t, converge, "Stopped", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, name)
+		return db.Status.Phase == dbv1alpha1.PhaseStopped, string(db.Status.Phase)
+	})
+	e2eutil.Kubectl(t, "-n", ns, "scale", "db/"+name, "--replicas=3")
+	db := waitReplicating(t, ns, name, "back to three, replicating")
+	if db.Status.Replication.Primary != name+"-0" {
+		t.Errorf("primary after 0 and back = %s, want %s-0", db.Status.Replication.Primary, name)
+	}
+}
+
+// switchOver asks for a switchover of db to one of its replicas, waits until
+// it is done and the replicas stream from the new primary, and returns
+// when it asked.
+func switchOver(t *testing.T, ns string, db *dbv1alpha1.Database) time.Time {
+	t.Helper()
+	var to string
+	for _, i := range db.Status.Replication.Instances {
+		if i.Name != db.Status.Replication.Primary {
+			to = i.Name
+		}
+	}
+	asked := time.Now()
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+db.Name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replication":{"primary":%q}}}`, to))
+	e2eutil.Eventually(t, converge, "the switchover to "+to, func() (bool, string) {
+		rs := e2eutil.GetDB(t, ns, db.Name).Status.Replication
+		return rs != nil && rs.Primary == to && rs.TargetPrimary == "", fmt.Sprintf("%+v", rs)
+	})
+	t.Logf("switchover to %s done %s after it was asked", to, time.Since(asked).Round(100*time.Millisecond))
+	waitReplicating(t, ns, db.Name, "every replica streaming from "+to)
+	return asked
 }
