@@ -116,7 +116,17 @@ const (
 	// asks: replication threads and the server's own have no user or run
 	// as system user.
 	clientSessions = `SELECT ID AS id FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND USER NOT IN ('system user', 'event_scheduler') AND COMMAND NOT IN ('Binlog Dump', 'Binlog Dump GTID', 'Daemon')`
+	// semiSync is a source's semi-synchronous replication, by variable
+	// name: no rows when its plugin is not loaded.
+	semiSync = `SELECT VARIABLE_NAME AS name, VARIABLE_VALUE AS value FROM performance_schema.global_variables WHERE VARIABLE_NAME IN ('rpl_semi_sync_source_enabled', 'rpl_semi_sync_source_wait_for_replica_count', 'rpl_semi_sync_source_timeout')`
 )
+
+// semiSyncTimeout is the longest a commit waits for its acknowledgements
+// (ms, the variable's largest value, about 49 days): MySQL commits
+// asynchronously once it has waited so long, and a commit that was to
+// wait for replicas must not go on without them. The controller itself
+// sets the primary asynchronous when it may (SynchronousReplicas).
+const semiSyncTimeout = "4294967295"
 
 // Terms names what MySQL's positions count: transactions, by their GTIDs.
 func (client) Terms() ha.Terms {
@@ -195,6 +205,11 @@ func probeMySQL(ctx context.Context, s *server, host string) (ha.Facts, error) {
 	}
 	f.Written = executed.count()
 	f.Fenced = state[0]["super_read_only"] == "1"
+	semi, err := s.conn.Query(ctx, semiSync)
+	if err != nil {
+		return ha.Facts{}, fmt.Errorf("asking %s for its semi-synchronous replication: %w", host, err)
+	}
+	f.Synchronous = synchronous(semi)
 	replicas, err := s.conn.Query(ctx, showReplicas)
 	if err != nil {
 		return ha.Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
@@ -378,13 +393,53 @@ func unknownThread(err error) bool {
 	return errors.As(err, &myErr) && myErr.Number == 1094
 }
 
-// SetSynchronous accepts asynchronous replication only: semi-synchronous
-// replication is not supported yet, and the API refuses to ask for it.
-func (c client) SetSynchronous(_ context.Context, host string, _ int32, _ ha.Credentials, n int32) error {
-	if n != 0 {
-		return fmt.Errorf("setting %d synchronous replicas on %s: semi-synchronous MySQL replication is not supported yet", n, host)
+// synchronous is how many replicas a source's commits wait for, from its
+// semiSync rows, as SetSynchronous sets it: 0 when semi-synchronous
+// replication is off (or its plugin is not loaded), -1 for a setting
+// SetSynchronous does not make.
+func synchronous(rows []map[string]string) int32 {
+	v := map[string]string{}
+	for _, r := range rows {
+		v[r["name"]] = r["value"]
 	}
-	return nil
+	if v["rpl_semi_sync_source_enabled"] != "ON" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v["rpl_semi_sync_source_wait_for_replica_count"], 10, 32)
+	if err != nil || n < 1 || v["rpl_semi_sync_source_timeout"] != semiSyncTimeout {
+		return -1
+	}
+	return int32(n)
+}
+
+// SetSynchronous makes a MySQL primary acknowledge a commit once n
+// replicas have it (semi-synchronous replication, after the sync to its
+// binary log: a failover to a replica that has a commit loses nothing
+// acknowledged), or, with n = 0, asynchronous. The settings persist
+// (SET PERSIST): a restarted primary keeps them until the controller
+// sets others. Both semi-synchronous plugins are loaded on every server
+// of a replicated Database (package mysql's settings).
+func (c client) SetSynchronous(ctx context.Context, host string, port int32, cred ha.Credentials, n int32) error {
+	return c.change(ctx, host, port, cred, "setting semi-synchronous replication on", Timeout, func(ctx context.Context, conn conn) error {
+		for _, stmt := range synchronousStatements(n) {
+			if err := conn.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// synchronousStatements set a source to wait for n replicas (0: none).
+func synchronousStatements(n int32) []string {
+	if n <= 0 {
+		return []string{`SET PERSIST rpl_semi_sync_source_enabled = OFF`}
+	}
+	return []string{
+		fmt.Sprintf(`SET PERSIST rpl_semi_sync_source_wait_for_replica_count = %d`, n),
+		`SET PERSIST rpl_semi_sync_source_timeout = ` + semiSyncTimeout,
+		`SET PERSIST rpl_semi_sync_source_enabled = ON`,
+	}
 }
 
 // quoteString quotes s as a MySQL string literal.

@@ -87,14 +87,34 @@ func TestProbe(t *testing.T) {
 			showReplicas: {{"Server_Id": "2", "Host": "db-1"}, {"Server_Id": "3", "Host": "db-2"}},
 		}),
 		want: ha.Facts{Name: "db-0", Written: 42, Standbys: []ha.Standby{{Name: "db-1", Streaming: true}, {Name: "db-2", Streaming: true}}},
-		sent: []string{"dial", identify, mysqlState, replicaStatus, showReplicas, "close"},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, showReplicas, "close"},
+	}, {
+		name: "a MySQL primary waiting for one replica",
+		server: mysqlServer("db-0", map[string][]map[string]string{
+			mysqlState: {{"executed": uuidA + ":1-40", "super_read_only": "0"}},
+			semiSync: {{"name": "rpl_semi_sync_source_enabled", "value": "ON"},
+				{"name": "rpl_semi_sync_source_wait_for_replica_count", "value": "1"},
+				{"name": "rpl_semi_sync_source_timeout", "value": semiSyncTimeout}},
+		}),
+		want: ha.Facts{Name: "db-0", Written: 40, Synchronous: 1},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, showReplicas, "close"},
+	}, {
+		name: "a MySQL primary with semi-synchronous replication that falls back to asynchronous: a setting the controller does not make",
+		server: mysqlServer("db-0", map[string][]map[string]string{
+			mysqlState: {{"executed": uuidA + ":1-40", "super_read_only": "0"}},
+			semiSync: {{"name": "rpl_semi_sync_source_enabled", "value": "ON"},
+				{"name": "rpl_semi_sync_source_wait_for_replica_count", "value": "1"},
+				{"name": "rpl_semi_sync_source_timeout", "value": "10000"}},
+		}),
+		want: ha.Facts{Name: "db-0", Written: 40, Synchronous: -1},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, showReplicas, "close"},
 	}, {
 		name: "a fenced MySQL primary",
 		server: mysqlServer("db-0", map[string][]map[string]string{
 			mysqlState: {{"executed": uuidA + ":1-40", "super_read_only": "1"}},
 		}),
 		want: ha.Facts{Name: "db-0", Written: 40, Fenced: true},
-		sent: []string{"dial", identify, mysqlState, replicaStatus, showReplicas, "close"},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, showReplicas, "close"},
 	}, {
 		name: "a MySQL replica: received is what it retrieved and what it had, once",
 		server: mysqlServer("db-1", map[string][]map[string]string{
@@ -222,16 +242,27 @@ func TestMariaDBIsRefusedEveryChange(t *testing.T) {
 }
 
 func TestSetSynchronous(t *testing.T) {
-	c := client{dial: func(context.Context, string, int32, ha.Credentials) (conn, error) {
-		t.Fatal("SetSynchronous connected")
-		return nil, nil
-	}}
-	if err := c.SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, 0); err != nil {
-		t.Errorf("asynchronous replication refused: %v", err)
+	for _, tt := range []struct {
+		n    int32
+		want []string
+	}{
+		{1, []string{"SET PERSIST rpl_semi_sync_source_wait_for_replica_count = 1", "SET PERSIST rpl_semi_sync_source_timeout = 4294967295",
+			"SET PERSIST rpl_semi_sync_source_enabled = ON"}},
+		{2, []string{"SET PERSIST rpl_semi_sync_source_wait_for_replica_count = 2", "SET PERSIST rpl_semi_sync_source_timeout = 4294967295",
+			"SET PERSIST rpl_semi_sync_source_enabled = ON"}},
+		{0, []string{"SET PERSIST rpl_semi_sync_source_enabled = OFF"}},
+	} {
+		s := mysqlServer("db-0", nil)
+		if err := s.client().SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, tt.n); err != nil {
+			t.Fatal(err)
+		}
+		checkSent(t, s, append(append([]string{"dial", identify}, tt.want...), "close")...)
 	}
-	if err := c.SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, 1); err == nil {
-		t.Error("semi-synchronous replication accepted")
+	s := mariadbServer("db-0", nil)
+	if err := s.client().SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, 1); !errors.Is(err, errMariaDB) {
+		t.Errorf("SetSynchronous on MariaDB = %v, want %v", err, errMariaDB)
 	}
+	checkSent(t, s, "dial", identify, "close")
 }
 
 func TestQuoteString(t *testing.T) {

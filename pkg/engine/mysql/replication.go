@@ -33,8 +33,12 @@ var replication = engine.Replication{
 // It first writes the settings replication needs: a server id from the
 // ordinal, the pod's name as report_host (a primary lists its replicas by
 // it), GTIDs, a binary log of rows synced at each commit that replicas log
-// too, crash-safe relay logs, and a short network timeout so that a
-// replica finds a new primary soon. Then:
+// too, crash-safe relay logs, a short network timeout so that a replica
+// finds a new primary soon, and the semi-synchronous plugins, a replica
+// acknowledging what it receives (the controller turns the primary's side
+// on and off: package mysqlsql's SetSynchronous). The replica's setting is
+// "loose-": a first init (--initialize) loads no plugin, and would stop at
+// a setting of one it does not know, leaving half-initialised data. Then:
 //
 //   - No data: clone it from the primary (the clone plugin, from a
 //     temporary server of its own, into a scratch directory moved into
@@ -89,6 +93,9 @@ innodb-flush-log-at-trx-commit=1
 relay-log=relay-bin
 relay-log-recovery=ON
 replica-net-timeout=10
+plugin-load-add=semisync_source.so
+plugin-load-add=semisync_replica.so
+loose-rpl-semi-sync-replica-enabled=ON
 EOF
   fi
 } > "$cnf"

@@ -154,7 +154,6 @@ type Database struct {
 // DatabaseSpec is what the user asks for.
 // +kubebuilder:validation:XValidation:rule="self.engine != 'mongodb' || !has(self.replicas) || self.replicas <= 1",message="replicas above 1 are refused for MongoDB: the servers would be independent copies, not a replica set, and each connection would read and write another one. Use 1 (or 0 to stop): MongoDB replica sets are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.primary) || !has(self.replicas) || self.replicas == 0 || int(self.replication.primary.substring(self.replication.primary.lastIndexOf('-') + 1)) < self.replicas",message="spec.replication.primary must be one of the pods spec.replicas asks for, <name>-0 to <name>-<replicas-1>: change or unset it before scaling below it"
-// +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || self.engine == 'postgresql'",message="spec.replication.synchronous is for PostgreSQL only: MySQL semi-synchronous replication is not supported yet, and MySQL replicas are asynchronous"
 type DatabaseSpec struct {
 	// Engine is the database engine. It cannot be changed after creation.
 	// +required
@@ -254,7 +253,8 @@ type ReplicationSpec struct {
 	// Synchronous makes the primary acknowledge a commit only once that
 	// many replicas have it (quorum: any of them), so that a failover,
 	// which promotes the replica with the most WAL, loses no acknowledged
-	// write. Unset: asynchronous replication. PostgreSQL only.
+	// write. Unset: asynchronous replication. MySQL's is semi-synchronous
+	// replication (AFTER_SYNC), with the same quorum.
 	// +optional
 	Synchronous *SynchronousReplication `json:"synchronous,omitempty"`
 }

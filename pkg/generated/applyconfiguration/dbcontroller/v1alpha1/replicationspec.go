@@ -36,7 +36,8 @@ type ReplicationSpecApplyConfiguration struct {
 	// Synchronous makes the primary acknowledge a commit only once that
 	// many replicas have it (quorum: any of them), so that a failover,
 	// which promotes the replica with the most WAL, loses no acknowledged
-	// write. Unset: asynchronous replication. PostgreSQL only.
+	// write. Unset: asynchronous replication. MySQL's is semi-synchronous
+	// replication (AFTER_SYNC), with the same quorum.
 	Synchronous *SynchronousReplicationApplyConfiguration `json:"synchronous,omitempty"`
 }
 
