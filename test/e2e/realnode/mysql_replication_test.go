@@ -84,7 +84,6 @@ echo "read $got from $(`+mysqlSQL+`"SELECT CONCAT(@@hostname, ' super_read_only=
 	// 3. Switchover to a named replica while the client writes: the old
 	// primary is fenced, the target receives all it wrote, then is
 	// promoted.
-	runClient(t, ns, "shelf", mysqlImage, waitMySQL+mysqlSQL+`"DELETE FROM w"`)
 	writer := startMySQLWriter(t, ns, "shelf", 40)
 	time.Sleep(5 * time.Second)
 	db = waitReplicating(t, ns, "shelf", "every replica replicating before the switchover")
@@ -103,17 +102,15 @@ echo "read $got from $(`+mysqlSQL+`"SELECT CONCAT(@@hostname, ' super_read_only=
 	// Unpinned, so that a failover may choose any replica.
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/shelf", "--type=json", "-p", `[{"op":"remove","path":"/spec/replication/primary"}]`)
 
-	// 4. The primary's server is killed with SIGKILL.
-	crashed := primaryOf(t, ns, "shelf")
-	at := time.Now()
-	killServer(t, ns, crashed, "mysqld")
-	e2eutil.Eventually(t, converge, "a new primary after the crash", func() (bool, string) {
-		p := primaryOf(t, ns, "shelf")
-		return p != "" && p != crashed, "primary " + p
-	})
-	t.Logf("SIGKILL: %s is the primary %s after the server of %s was killed", primaryOf(t, ns, "shelf"), time.Since(at).Round(100*time.Millisecond), crashed)
-	waitReplicating(t, ns, "shelf", "the crashed primary to come back as a replica")
-	t.Logf("SIGKILL: %s replicates again %s after the kill", crashed, time.Since(at).Round(100*time.Millisecond))
+	// 4. The primary's server is killed with SIGKILL while the client
+	// writes: what asynchronous replication loses is counted (and set
+	// aside in the old primary's volume, if it held any).
+	w = killPrimaryWhileWriting(t, ns, "shelf")
+	lost = w.lostMySQL(t, ns, "shelf")
+	t.Logf("SIGKILL: %d writes acknowledged, %d attempts in all; %d acknowledged writes lost (asynchronous replication): %v", len(w.acked), len(w.at), len(lost), lost)
+	if len(w.acked) < 20 {
+		t.Errorf("only %d writes acknowledged: the writer did not run", len(w.acked))
+	}
 
 	total := strings.TrimSpace(runClient(t, ns, "shelf", mysqlImage, waitMySQL+mysqlSQL+`"SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w"`))
 	checkEveryPodHas(t, ns, "shelf", "SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w", total)
@@ -151,7 +148,8 @@ func startMySQLFailover(t *testing.T, ns, name string) writeLog {
 
 func startMySQLWriter(t testing.TB, ns, db string, seconds int) *writer {
 	t.Helper()
-	runClient(t, ns, db, mysqlImage, waitMySQL+mysqlSQL+`"CREATE TABLE IF NOT EXISTS w (n INT PRIMARY KEY)"`)
+	// Each writer numbers its rows from 1: the table starts empty.
+	runClient(t, ns, db, mysqlImage, waitMySQL+mysqlSQL+`"CREATE TABLE IF NOT EXISTS w (n INT PRIMARY KEY); DELETE FROM w"`)
 	name := "writer-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10)
 	e2eutil.KubectlIn(t, clientPod(name, db, mysqlImage, fmt.Sprintf(mysqlWriterScript, seconds), "host", "port", "username", "password", "database"),
 		"-n", ns, "create", "-f", "-")
@@ -229,8 +227,9 @@ func TestMariaDBReplicasSayWhyNot(t *testing.T) {
 
 // A MySQL 9.7 Database that served alone, with no GTIDs, is scaled to three:
 // the new pods switch GTIDs on at its server, clone it and replicate, and
-// it stays the primary. Then 3 → 1 keeps the primary (moved to the first
-// pod by a switchover), and 1 → 0 → 3 keeps the rows and the primary.
+// it stays the primary. A rolling change restarts the primary last, once.
+// Then 3 → 1 keeps the primary (moved to the first pod by a switchover),
+// and 1 → 0 → 3 keeps the rows and the primary.
 func TestMySQLReplicationScaling(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
@@ -249,6 +248,11 @@ func TestMySQLReplicationScaling(t *testing.T) {
 	}
 	runClient(t, ns, "crate", mysqlImage, waitMySQL+mysqlSQL+`"INSERT INTO kept VALUES (6)"`)
 	const wantAfter = "6:21"
+	checkEveryPodHas(t, ns, "crate", count, wantAfter)
+
+	// A rolling change of the pods: the replicas restart first, then a
+	// switchover, and the primary restarts last, once.
+	rollOutPrimaryLast(t, ns, "crate", `{"spec":{"resources":{"requests":{"cpu":"60m"}}}}`, "9.7")
 	checkEveryPodHas(t, ns, "crate", count, wantAfter)
 
 	scaleDownFromTheLastPod(t, ns, "crate")
@@ -313,5 +317,55 @@ H=`+old+`.split-headless
 		strings.Fields(out)[0], strings.Fields(out)[len(strings.Fields(out))-1])
 	if f := strings.Fields(out); len(f) != 2 || f[1] != "3" {
 		t.Errorf("the 3 lost rows are not in the binary logs set aside:\n%s", out)
+	}
+}
+
+// killPrimaryWhileWriting kills the server of the Database's primary with
+// SIGKILL while a client writes, waits for another primary and for the
+// old one to replicate again, and returns what the client saw.
+func killPrimaryWhileWriting(t *testing.T, ns, name string) writeLog {
+	t.Helper()
+	writer := startMySQLWriter(t, ns, name, 30)
+	time.Sleep(5 * time.Second)
+	crashed := primaryOf(t, ns, name)
+	at := time.Now()
+	killServer(t, ns, crashed, "mysqld")
+	e2eutil.Eventually(t, converge, "a new primary after the crash", func() (bool, string) {
+		p := primaryOf(t, ns, name)
+		return p != "" && p != crashed, "primary " + p
+	})
+	t.Logf("SIGKILL: %s is the primary %s after the server of %s was killed", primaryOf(t, ns, name), time.Since(at).Round(100*time.Millisecond), crashed)
+	waitReplicating(t, ns, name, "the crashed primary to come back as a replica")
+	t.Logf("SIGKILL: %s replicates again %s after the kill", crashed, time.Since(at).Round(100*time.Millisecond))
+	w := parseWrites(t, writer.wait(t))
+	from, until := w.outage(float64(at.UnixNano()) / 1e9)
+	t.Logf("SIGKILL: writes failed for %.1f s", until-from)
+	if rs := e2eutil.GetDB(t, ns, name).Status.Replication; len(rs.Divergences) > 0 {
+		t.Logf("SIGKILL: set aside: %s", rs.Divergences[len(rs.Divergences)-1].Message)
+	}
+	return w
+}
+
+// Semi-synchronous replication (spec.replication.synchronous, a quorum of
+// one): the primary's server is killed with SIGKILL while a client writes,
+// and no acknowledged write is lost.
+func TestMySQLSemiSynchronousLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, mysqlYAML("sure", "9.7", mysqlImage, 2)+"  replication:\n    failoverDelaySeconds: 0\n    synchronous: {number: 1}\n",
+		"-n", ns, "create", "-f", "-")
+	waitReplicating(t, ns, "sure", "a primary and a replica, semi-synchronous")
+	out := runClient(t, ns, "sure", mysqlImage, waitMySQL+mysqlSQL+`"SELECT CONCAT(@@rpl_semi_sync_source_enabled, ' ', @@rpl_semi_sync_source_wait_for_replica_count)"`)
+	if strings.TrimSpace(out) != "1 1" {
+		t.Errorf("the primary's semi-synchronous replication (enabled, replicas waited for) = %q, want \"1 1\"", strings.TrimSpace(out))
+	}
+	w := killPrimaryWhileWriting(t, ns, "sure")
+	lost := w.lostMySQL(t, ns, "sure")
+	t.Logf("semi-synchronous, SIGKILL: %d writes acknowledged, %d attempts in all; %d acknowledged writes lost: %v", len(w.acked), len(w.at), len(lost), lost)
+	if len(lost) > 0 {
+		t.Errorf("acknowledged writes lost with semi-synchronous replication: %v", lost)
+	}
+	if len(w.acked) < 20 {
+		t.Errorf("only %d writes acknowledged: the writer did not run", len(w.acked))
 	}
 }

@@ -402,47 +402,13 @@ func TestReplicationRollingImageChange(t *testing.T) {
 	runClient(t, ns, "roll", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	sampler := sampleLabels(ns, "roll")
 	defer sampler.finish(t)
-	primary := primaryOf(t, ns, "roll")
 	writer := startWriter(t, ns, "roll", 60)
 	time.Sleep(3 * time.Second)
 
-	uids := func() map[string]string {
-		out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance=roll,app.kubernetes.io/name=postgresql",
-			"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.uid} {end}`)
-		m := map[string]string{}
-		if err != nil {
-			return nil
-		}
-		for _, f := range strings.Fields(string(out)) {
-			name, uid, _ := strings.Cut(f, "=")
-			m[name] = uid
-		}
-		return m
-	}
-	seen := uids()
-	var order []string
 	changed := time.Now()
 	// The same PostgreSQL 15, another image: the slow-init layer only runs
 	// at a first init, which these data directories had.
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db/roll", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"image":%q}}`, slowInitImage))
-	e2eutil.Eventually(t, 3*converge, "every pod on the new image, replicating", func() (bool, string) {
-		for name, uid := range uids() {
-			if old, ok := seen[name]; ok && old != uid {
-				order = append(order, name)
-			}
-			seen[name] = uid
-		}
-		db := e2eutil.GetDB(t, ns, "roll")
-		running, msg := e2eutil.IsRunning(db)
-		st, _, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
-		return running && st == "True" && db.Status.CurrentVersion == "15" && len(order) >= 3,
-			fmt.Sprintf("%s; Replicating=%s (%s); restarts so far %v", msg, st, rmsg, order)
-	})
-	t.Logf("rolled out in %s; pods restarted in this order: %v (primary before: %s, after: %s)",
-		time.Since(changed).Round(time.Second), order, primary, primaryOf(t, ns, "roll"))
-	if len(order) != 3 || order[2] != primary {
-		t.Errorf("pods restarted %v: want each of the 3 once, the primary %s last", order, primary)
-	}
+	rollOutPrimaryLast(t, ns, "roll", fmt.Sprintf(`{"spec":{"image":%q}}`, slowInitImage), "15")
 	var sts struct {
 		Spec struct {
 			Template struct {
@@ -556,4 +522,48 @@ func switchOver(t *testing.T, ns string, db *dbv1alpha1.Database) time.Time {
 	t.Logf("switchover to %s done %s after it was asked", to, time.Since(asked).Round(100*time.Millisecond))
 	waitReplicating(t, ns, db.Name, "every replica streaming from "+to)
 	return asked
+}
+
+// rollOutPrimaryLast applies patch, a change of the pods, to a replicated
+// Database of 3 pods, waits until every pod runs it and replicates with
+// version Running, and checks that each pod restarted once, the primary
+// last.
+func rollOutPrimaryLast(t *testing.T, ns, name, patch, version string) {
+	t.Helper()
+	primary := primaryOf(t, ns, name)
+	uids := func() map[string]string {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+name,
+			"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.uid} {end}`)
+		m := map[string]string{}
+		if err != nil {
+			return nil
+		}
+		for _, f := range strings.Fields(string(out)) {
+			pod, uid, _ := strings.Cut(f, "=")
+			m[pod] = uid
+		}
+		return m
+	}
+	seen := uids()
+	var order []string
+	changed := time.Now()
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+name, "--type=merge", "-p", patch)
+	e2eutil.Eventually(t, 3*converge, "every pod changed, replicating", func() (bool, string) {
+		for pod, uid := range uids() {
+			if old, ok := seen[pod]; ok && old != uid {
+				order = append(order, pod)
+			}
+			seen[pod] = uid
+		}
+		db := e2eutil.GetDB(t, ns, name)
+		running, msg := e2eutil.IsRunning(db)
+		st, _, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
+		return running && st == "True" && db.Status.CurrentVersion == version && len(order) >= 3,
+			fmt.Sprintf("%s; Replicating=%s (%s); restarts so far %v", msg, st, rmsg, order)
+	})
+	t.Logf("rolled out in %s; pods restarted in this order: %v (primary before: %s, after: %s)",
+		time.Since(changed).Round(time.Second), order, primary, primaryOf(t, ns, name))
+	if len(order) != 3 || order[2] != primary {
+		t.Errorf("pods restarted %v: want each of the 3 once, the primary %s last", order, primary)
+	}
 }
