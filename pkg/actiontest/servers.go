@@ -20,6 +20,8 @@ type Servers struct {
 	Facts map[string]*ha.Facts
 	// LogTerms are what Terms returns.
 	LogTerms ha.Terms
+	// FencedWritesNothing is what FenceHolds returns.
+	FencedWritesNothing bool
 
 	mu    sync.Mutex
 	calls []string
@@ -109,3 +111,6 @@ func (s *Servers) SetSynchronous(_ context.Context, host string, _ int32, _ ha.C
 
 // Terms are LogTerms.
 func (s *Servers) Terms() ha.Terms { return s.LogTerms }
+
+// FenceHolds is FencedWritesNothing.
+func (s *Servers) FenceHolds() bool { return s.FencedWritesNothing }

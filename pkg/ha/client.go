@@ -26,6 +26,12 @@ type Client interface {
 	SetSynchronous(ctx context.Context, host string, port int32, cred Credentials, n int32) error
 	// Terms are the engine's words for its change log.
 	Terms() Terms
+	// FenceHolds says a fenced server refuses every write, its
+	// superuser's too, for as long as it runs (MySQL's super_read_only),
+	// so that a failover need not stop it before it promotes the target
+	// (Observation.FenceHolds). PostgreSQL's fence does not hold: a
+	// session may turn default_transaction_read_only off.
+	FenceHolds() bool
 }
 
 // Credentials are the superuser's, from the Database's Secret.

@@ -89,6 +89,12 @@ type Observation struct {
 	FailoverDelay time.Duration
 	// Terms are the engine's words for its change log, in Reasons.
 	Terms Terms
+	// FenceHolds is the engine's Client.FenceHolds: a fenced former
+	// primary that runs accepts no write, so the target is promoted once
+	// it has received all that server wrote, and the server restarts
+	// after, to rejoin (its shutdown is no longer on the way of the
+	// failover). Otherwise it stops, and its shutdown ends, first.
+	FenceHolds bool
 }
 
 // Kind is what an Action does.
@@ -230,7 +236,9 @@ func toTarget(o Observation, byName map[string]Instance) Action {
 	// 2. No other instance may still accept writes: a switchover's old
 	// primary, or one that came back. It is fenced; a switchover's old
 	// primary then stops once the target has received all the changes it
-	// wrote, so that no acknowledged write is lost.
+	// wrote, so that no acknowledged write is lost. Where the fence holds,
+	// the target is promoted once it has them, and the fenced server
+	// stops after.
 	for _, i := range sortedByOrdinal(o.Instances) {
 		if i.Name == o.Target || !i.Reachable || i.Replica {
 			continue
@@ -240,6 +248,10 @@ func toTarget(o Observation, byName map[string]Instance) Action {
 			return Action{Kind: ActionFence, Instance: i.Name, Reason: i.Name + " still accepts writes; it is fenced before " + o.Target + " is promoted"}
 		case i.Name == o.Primary && target.Reachable && target.Replica && target.Received < i.Written:
 			return Action{Kind: ActionWait, After: time.Second, Reason: fmt.Sprintf("waiting for %s to receive the %s of %s up to %s before it is promoted", o.Target, o.Terms.log(), i.Name, o.Terms.position(i.Written))}
+		case o.FenceHolds:
+			// It writes nothing more; steady stops it once the target
+			// is the primary.
+			continue
 		}
 		return Action{Kind: ActionStop, Instance: i.Name, Reason: i.Name + " is fenced; it restarts to rejoin as a replica"}
 	}

@@ -124,6 +124,26 @@ func TestNext(t *testing.T) {
 			Observation{Instances: []Instance{with(down("db-0", 0, RoleNone), func(i *Instance) { i.Terminating = true }), replica("db-1", 1, "db-0", 100)},
 				Primary: "db-0", Target: "db-1"},
 			Action{Kind: ActionWait, After: time.Second}},
+		{"target (switchover), the fence holds: the fenced old primary still waits for the target to receive all it wrote",
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.Written = 101 }), replica("db-1", 1, "db-0", 100)},
+				Primary: "db-0", Target: "db-1", FenceHolds: true},
+			Action{Kind: ActionWait, After: time.Second}},
+		{"target (switchover), the fence holds: the target has it all: promoted while the old primary runs",
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.Written = 100 }), replica("db-1", 1, "db-0", 100)},
+				Primary: "db-0", Target: "db-1", FenceHolds: true},
+			Action{Kind: ActionPromote, Instance: "db-1"}},
+		{"target, the fence holds: an old primary not fenced yet is fenced first",
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone }), replica("db-1", 1, "db-0", 100)},
+				Primary: "db-0", Target: "db-1", FenceHolds: true},
+			Action{Kind: ActionFence, Instance: "db-0"}},
+		{"target, the fence holds: a stopped old primary still ends its clean shutdown first",
+			Observation{Instances: []Instance{with(down("db-0", 0, RoleNone), func(i *Instance) { i.Terminating = true }), replica("db-1", 1, "db-0", 100)},
+				Primary: "db-0", Target: "db-1", FenceHolds: true},
+			Action{Kind: ActionWait, After: time.Second}},
+		{"the fence holds: once the target is the primary, the fenced old primary stops, to rejoin",
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.Written = 100 }), primary("db-1", 1)},
+				Primary: "db-1", FenceHolds: true},
+			Action{Kind: ActionStop, Instance: "db-0"}},
 		{"target: promote",
 			Observation{Instances: []Instance{down("db-0", 0, RoleNone), replica("db-2", 2, "", 120)}, Primary: "db-0", Target: "db-2"},
 			Action{Kind: ActionPromote, Instance: "db-2"}},
@@ -168,32 +188,43 @@ func TestNext(t *testing.T) {
 
 // Whatever is observed, no step leaves two instances labelled primary, and
 // none promotes or labels while another instance carries the label or
-// accepts writes.
+// accepts writes. Where the fence holds, a fenced instance accepts none,
+// and the target is promoted beside the fenced old primary only once it
+// received all that primary wrote.
 func TestNextNeverMakesTwoPrimaries(t *testing.T) {
 	roles := []Role{RoleNone, RolePrimary, RoleReplica}
-	for mask := range 1 << 9 {
+	for mask := range 1 << 12 {
 		var instances []Instance
 		for k := range 3 {
-			bits := mask >> (3 * k) & 7
+			bits := mask >> (4 * k) & 15
 			i := Instance{Name: []string{"db-0", "db-1", "db-2"}[k], Ordinal: k, Role: roles[bits%3], Ready: true,
-				Reachable: bits&4 != 0 || bits == 1, Replica: bits&2 != 0}
+				Reachable: bits&4 != 0 || bits%8 == 1, Replica: bits&2 != 0, Fenced: bits&8 != 0,
+				Received: uint64(98 + 2*k), Applied: uint64(98 + 2*k), Written: 101}
 			instances = append(instances, i)
 		}
 		for _, target := range []string{"", "db-0", "db-1", "db-2"} {
-			o := Observation{Now: t0.Add(time.Hour), Instances: instances, Primary: "db-0", Target: target, PrimaryLostSince: t0}
-			a := Next(o)
-			if a.Kind != ActionLabel && a.Kind != ActionPromote {
-				continue
-			}
-			for _, other := range instances {
-				if other.Name == a.Instance {
+			for _, holds := range []bool{false, true} {
+				o := Observation{Now: t0.Add(time.Hour), Instances: instances, Primary: "db-0", Target: target, PrimaryLostSince: t0, FenceHolds: holds}
+				a := Next(o)
+				if a.Kind != ActionLabel && a.Kind != ActionPromote {
 					continue
 				}
-				if other.Role == RolePrimary {
-					t.Errorf("%+v: %s %s while %s is labelled primary", o, a.Kind, a.Instance, other.Name)
-				}
-				if a.Kind == ActionPromote && other.Reachable && !other.Replica {
-					t.Errorf("%+v: promotes %s while %s accepts writes", o, a.Instance, other.Name)
+				promoted, _ := byNameOf(instances, a.Instance)
+				for _, other := range instances {
+					if other.Name == a.Instance {
+						continue
+					}
+					if other.Role == RolePrimary {
+						t.Errorf("%+v: %s %s while %s is labelled primary", o, a.Kind, a.Instance, other.Name)
+					}
+					if a.Kind != ActionPromote || !other.Reachable || other.Replica {
+						continue
+					}
+					if !holds || !other.Fenced {
+						t.Errorf("%+v: promotes %s while %s accepts writes", o, a.Instance, other.Name)
+					} else if other.Name == o.Primary && promoted.Received < other.Written {
+						t.Errorf("%+v: promotes %s, which received %d, while the fenced %s wrote %d", o, a.Instance, promoted.Received, other.Name, other.Written)
+					}
 				}
 			}
 		}

@@ -133,6 +133,11 @@ func (client) Terms() ha.Terms {
 	return ha.Terms{Log: "transactions", Position: func(n uint64) string { return strconv.FormatUint(n, 10) + " transactions" }}
 }
 
+// FenceHolds is true: super_read_only refuses every write, root's too, for
+// as long as the server runs (Fence), so a replica that received all a
+// fenced primary wrote is promoted before that primary restarts.
+func (client) FenceHolds() bool { return true }
+
 // server is one server's identity, after identify.
 type server struct {
 	conn    conn

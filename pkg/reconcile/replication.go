@@ -422,7 +422,8 @@ func primaryLost(rs *dbv1alpha1.ReplicationStatus) bool { return rs.PrimaryLostS
 func (s *replicaSet) observation(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) ha.Observation {
 	db := s.p.db
 	now := s.p.r.clock.Now()
-	o := ha.Observation{Now: now, Primary: rs.Primary, Target: rs.TargetPrimary, FailoverDelay: db.Spec.FailoverDelay(), Terms: s.client.Terms()}
+	o := ha.Observation{Now: now, Primary: rs.Primary, Target: rs.TargetPrimary, FailoverDelay: db.Spec.FailoverDelay(), Terms: s.client.Terms(),
+		FenceHolds: s.client.FenceHolds()}
 	for _, name := range sortedNames(instances) {
 		o.Instances = append(o.Instances, instances[name].ha)
 	}
