@@ -125,6 +125,9 @@ type Reconciler struct {
 	// logins logs in to the servers with the Secrets' credentials; nil
 	// when they are not checked.
 	logins *login.Checker
+	// written remembers the status last written to each Database until
+	// the cache shows it (written.go).
+	written *ttlSet[types.UID, writtenStatus]
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -152,6 +155,7 @@ func New(cfg Config) *Reconciler {
 		settled:       newTTLSet[types.NamespacedName, settledPass](cfg.Clock, SettledTTL),
 		replication:   cfg.Replication,
 		creds:         newTTLSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),
+		written:       newTTLSet[types.UID, writtenStatus](cfg.Clock, writtenTTL),
 		logins:        cfg.Logins,
 	}
 }
@@ -215,6 +219,7 @@ func (r *Reconciler) sync(ctx context.Context, db *dbv1alpha1.Database) (bool, *
 		klog.FromContext(ctx).V(4).Info("Database is being deleted")
 		return false, nil, nil
 	}
+	db = r.asWritten(db)
 	if r.unchangedSinceSettled(db) {
 		klog.FromContext(ctx).V(5).Info("Settled, and nothing it depends on changed: skipping the pass")
 		return true, nil, nil

@@ -314,7 +314,8 @@ func TestReplicationPrimaryRestartIsNoFailover(t *testing.T) {
 // A switchover to orders-1, as asked: no acknowledged write may be lost, so
 // the old primary is fenced (it refuses writes and is marked to rejoin as a
 // replica) and stopped only once orders-1 has received all it wrote; then
-// orders-1 is promoted.
+// orders-1 is promoted. Where the fence holds (MySQL), orders-1 is
+// promoted while the fenced old primary runs, and that one restarts after.
 func TestReplicationSwitchover(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
@@ -358,6 +359,48 @@ func TestReplicationSwitchover(t *testing.T) {
 			f.run(ctx, ref(db), pollServers)
 		})
 	}
+	t.Run("the fence holds: promoted while the old primary runs, fenced; it restarts after", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		f.sql.FencedWritesNothing = true
+		db := newDatabase("orders", "postgresql", "16", 2)
+		db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Primary: "orders-1"}
+		f.convergedReplicated(db)
+		db.Generation = 2
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.expectTargetRecorded(db, "orders-1")
+		f.expectPodRole(db, 0, "")
+		f.expectPodRole(db, 1, "primary")
+		// Restarted once orders-1 is the primary, to rejoin as its replica.
+		f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
+			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
+		done := &dbv1alpha1.ReplicationStatus{Primary: "orders-1", Instances: []dbv1alpha1.InstanceStatus{
+			{Name: "orders-0"}, {Name: "orders-1", Role: "primary"}}}
+		st := replicatedStatus(db, "Running", done,
+			"True", "AllReplicasReady", "2/2 replicas are ready",
+			"False", "Converged", "the Database matches its spec",
+			"False", "ReplicasNotStreaming", "orders-1 is the primary; 0/1 replicas stream from it; not streaming yet: orders-0")
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal SwitchingOver switchover to orders-1 as asked",
+			"Normal Fenced orders-0 still accepts writes; it is fenced before orders-1 is promoted",
+			"Normal PrimaryChanged orders-1 is the primary, in place of orders-0",
+			"Normal Running postgresql 16 is running: 2/2 replicas are ready"}
+		f.calls = append(probes(0, 1), "fence 192.0.2.10", "promote 192.0.2.11", "probe 192.0.2.11 as postgres")
+		r, recorder := f.newReconciler()
+		f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+
+		// The next pass starts before the cache shows the status written:
+		// it works from the status as written, and neither finishes the
+		// switchover again nor says it again.
+		f.actions, f.kubeactions, f.events = nil, nil, nil
+		f.podLister[0].DeletionTimestamp = &metav1.Time{Time: testNow}
+		delete(f.podLister[0].Labels, dbv1alpha1.LabelRole)
+		f.podLister[1].Labels[dbv1alpha1.LabelRole] = dbv1alpha1.RolePrimary
+		f.sql.Facts[podIP(0)] = nil
+		f.calls = probes(1)
+		f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+	})
 	t.Run("the old primary has shut down", func(t *testing.T) {
 		_, ctx := ktesting.NewTestContext(t)
 		f := newFixture(t)

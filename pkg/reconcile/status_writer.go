@@ -136,10 +136,12 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	if err != nil {
 		return "", fmt.Errorf("updating status: %w", err)
 	}
-	// A later write in the same pass compares with what is stored now.
+	// A later write in the same pass compares with what is stored now, and
+	// a later pass on a cache that has not shown it yet too (written.go).
 	stored := db.DeepCopy()
 	stored.Status = updated.Status
 	p.stored = stored
+	r.rememberWritten(db, db.ResourceVersion, updated.ResourceVersion, updated.Status)
 
 	newReady := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReady)
 	if bc := backups.Condition; bc != nil && bc.Status == metav1.ConditionFalse {

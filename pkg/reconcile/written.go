@@ -1,0 +1,74 @@
+package reconcile
+
+import (
+	"slices"
+	"time"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
+// A pass reads its Database from the informer's cache, and the controller's
+// own status writes reach that cache a little later: a pass that starts
+// right after one that wrote (its key was queued again by the pods it
+// changed) may read the status as it was before that write. For most of the
+// status that costs one more write at most; for the replication status it
+// is wrong, because it is the record a failover acts on. A pass on a cache
+// that had not shown a switchover's last write found its target recorded
+// again, finished it a second time, and said so twice (PrimaryChanged), on
+// the real node.
+//
+// So the Reconciler remembers the status it last wrote to each Database,
+// with the resourceVersions that write and the writes before it replaced,
+// until the cache shows a later version. A pass that reads one of those
+// older versions works from the status as written.
+
+// writtenTTL bounds how long a written status is remembered when no pass
+// comes to forget it: a cache behind by more than that is a broken watch,
+// which its relist repairs.
+const writtenTTL = time.Minute
+
+// maxReplaced bounds the versions a written status remembers as older.
+const maxReplaced = 8
+
+// writtenStatus is the status this controller last wrote to a Database.
+type writtenStatus struct {
+	// made is the resourceVersion the write made; replaced are versions
+	// older than it, newest first: the one the write replaced, and those
+	// the writes before it made or replaced.
+	made     string
+	replaced []string
+	status   dbv1alpha1.DatabaseStatus
+}
+
+// rememberWritten records status, written over the Database version
+// replaced (as the pass knew it) and making version made.
+func (r *Reconciler) rememberWritten(db *dbv1alpha1.Database, replaced, made string, status dbv1alpha1.DatabaseStatus) {
+	older := []string{replaced}
+	if prev, ok := r.written.get(db.UID); ok {
+		older = append(append(older, prev.made), prev.replaced...)
+	}
+	var kept []string
+	for _, v := range older {
+		if v != made && !slices.Contains(kept, v) && len(kept) < maxReplaced {
+			kept = append(kept, v)
+		}
+	}
+	r.written.put(db.UID, writtenStatus{made: made, replaced: kept, status: status})
+}
+
+// asWritten returns db with the status this controller last wrote to it
+// when db is a version older than that write, and db otherwise, forgetting
+// the write once the cache shows it or a later version.
+func (r *Reconciler) asWritten(db *dbv1alpha1.Database) *dbv1alpha1.Database {
+	w, ok := r.written.get(db.UID)
+	if !ok {
+		return db
+	}
+	if !slices.Contains(w.replaced, db.ResourceVersion) {
+		r.written.remove(db.UID)
+		return db
+	}
+	fresh := db.DeepCopy()
+	fresh.Status = *w.status.DeepCopy()
+	return fresh
+}

@@ -1,0 +1,70 @@
+package reconcile
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	testclock "k8s.io/utils/clock/testing"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
+// The status a pass wrote stands in for an older one the cache still
+// holds, through a chain of writes made on a lagging cache, and is
+// forgotten once the cache shows it or anything later.
+func TestWrittenStatusStandsInForAnOlderCache(t *testing.T) {
+	at := func(rv string, phase dbv1alpha1.Phase) *dbv1alpha1.Database {
+		return &dbv1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "orders", UID: "uid-1", ResourceVersion: rv},
+			Status: dbv1alpha1.DatabaseStatus{Phase: phase}}
+	}
+	clock := testclock.NewFakePassiveClock(testNow)
+	newReconciler := func() *Reconciler {
+		return &Reconciler{written: newTTLSet[types.UID, writtenStatus](clock, writtenTTL)}
+	}
+	phaseSeen := func(r *Reconciler, cached *dbv1alpha1.Database) dbv1alpha1.Phase { return r.asWritten(cached).Status.Phase }
+
+	r := newReconciler()
+	if got := phaseSeen(r, at("1", "Updating")); got != "Updating" {
+		t.Errorf("nothing written: the pass sees %s, want the cache's Updating", got)
+	}
+	// A pass over version 1 writes Running (version 2); the next pass,
+	// on a cache still at 1, writes Degraded (version 3).
+	r.rememberWritten(at("1", ""), "1", "2", dbv1alpha1.DatabaseStatus{Phase: "Running"})
+	if got := phaseSeen(r, at("1", "Updating")); got != "Running" {
+		t.Errorf("cache at 1, Running written over it: the pass sees %s", got)
+	}
+	r.rememberWritten(at("1", ""), "1", "3", dbv1alpha1.DatabaseStatus{Phase: "Degraded"})
+	for _, rv := range []string{"1", "2"} {
+		if got := phaseSeen(r, at(rv, "Updating")); got != "Degraded" {
+			t.Errorf("cache at %s, Degraded written as 3: the pass sees %s", rv, got)
+		}
+	}
+	// The cache shows the write: forgotten.
+	if got := phaseSeen(r, at("3", "Degraded")); got != "Degraded" {
+		t.Errorf("cache at 3: the pass sees %s", got)
+	}
+	if _, ok := r.written.get("uid-1"); ok {
+		t.Error("the write is remembered after the cache showed it")
+	}
+
+	// A later version by someone else: forgotten, the cache wins.
+	r = newReconciler()
+	r.rememberWritten(at("1", ""), "1", "2", dbv1alpha1.DatabaseStatus{Phase: "Running"})
+	if got := phaseSeen(r, at("9", "Stopped")); got != "Stopped" {
+		t.Errorf("cache at 9, a later version: the pass sees %s", got)
+	}
+	// Another Database of the same name (another UID) is not this one.
+	r.rememberWritten(at("1", ""), "1", "2", dbv1alpha1.DatabaseStatus{Phase: "Running"})
+	other := at("1", "Provisioning")
+	other.UID = "uid-2"
+	if got := phaseSeen(r, other); got != "Provisioning" {
+		t.Errorf("another UID: the pass sees %s", got)
+	}
+	// Remembered for writtenTTL at most.
+	clock.SetTime(testNow.Add(writtenTTL + time.Second))
+	if got := phaseSeen(r, at("1", "Updating")); got != "Updating" {
+		t.Errorf("after writtenTTL: the pass sees %s, want the cache's", got)
+	}
+}
