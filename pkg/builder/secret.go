@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"maps"
 	"net/url"
 	"strconv"
 
@@ -16,34 +17,45 @@ import (
 // written again, so that users may rotate the password.
 func NewSecret(db *dbv1alpha1.Database, e engine.Engine, password string) *corev1ac.SecretApplyConfiguration {
 	rt := e.Runtime()
-	database := engine.DatabaseName(db.Name)
 	host := names.Host(db)
-	port := strconv.Itoa(int(rt.Port))
-	uri := url.URL{
-		Scheme: rt.URIScheme,
-		User:   url.UserPassword(rt.Username, password),
-		Host:   host + ":" + port,
-		Path:   "/" + database,
-	}
 	data := map[string][]byte{
 		engine.SecretKeyUsername: []byte(rt.Username),
 		engine.SecretKeyPassword: []byte(password),
-		engine.SecretKeyDatabase: []byte(database),
+		engine.SecretKeyDatabase: []byte(engine.DatabaseName(db.Name)),
 		engine.SecretKeyHost:     []byte(host),
-		engine.SecretKeyPort:     []byte(port),
-		engine.SecretKeyURI:      []byte(uri.String() + rt.URIQuery),
+		engine.SecretKeyPort:     []byte(strconv.Itoa(int(rt.Port))),
+		engine.SecretKeyURI:      []byte(clientURI(db, e, host, password)),
 	}
 	if rt.Replication != nil {
 		// The read-only Service exists once the Database is replicated; the
 		// keys are here from the start, as the Secret is never rewritten.
-		ro := uri
-		ro.Host = names.ReadOnlyHost(db) + ":" + port
-		data[engine.SecretKeyReadOnlyHost] = []byte(names.ReadOnlyHost(db))
-		data[engine.SecretKeyReadOnlyURI] = []byte(ro.String() + rt.URIQuery)
+		maps.Copy(data, ReadOnlyKeys(db, e, password))
 	}
 	return corev1ac.Secret(names.SecretName(db), db.Namespace).
 		WithLabels(names.Labels(db)).
 		WithOwnerReferences(ownerReference(db)).
 		WithType(corev1.SecretTypeOpaque).
 		WithData(data)
+}
+
+// ReadOnlyKeys are the Secret's keys for the read-only Service of a
+// replicated Database (ro-host, ro-uri), with password in the URI.
+func ReadOnlyKeys(db *dbv1alpha1.Database, e engine.Engine, password string) map[string][]byte {
+	host := names.ReadOnlyHost(db)
+	return map[string][]byte{
+		engine.SecretKeyReadOnlyHost: []byte(host),
+		engine.SecretKeyReadOnlyURI:  []byte(clientURI(db, e, host, password)),
+	}
+}
+
+// clientURI is the URI of the Database's database through host.
+func clientURI(db *dbv1alpha1.Database, e engine.Engine, host, password string) string {
+	rt := e.Runtime()
+	uri := url.URL{
+		Scheme: rt.URIScheme,
+		User:   url.UserPassword(rt.Username, password),
+		Host:   host + ":" + strconv.Itoa(int(rt.Port)),
+		Path:   "/" + engine.DatabaseName(db.Name),
+	}
+	return uri.String() + rt.URIQuery
 }

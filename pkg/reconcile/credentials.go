@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -151,4 +152,38 @@ func (p *pass) adoptSecret(ctx context.Context, live *corev1.Secret) error {
 	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonAdopted,
 		"Adopted Secret %s: it holds the credentials' keys and no one controlled it; its password is kept", live.Name)
 	return nil
+}
+
+// addReadOnlyKeys gives a replicated Database's Secret the read-only
+// Service's keys (ro-host, ro-uri, with the Secret's password) that it
+// lacks: a Secret made before its engine replicated has none. It adds
+// them once, and changes no key the Secret holds. It returns the Secret
+// as it is now.
+func (p *pass) addReadOnlyKeys(ctx context.Context, live *corev1.Secret) (*corev1.Secret, error) {
+	r, db := p.r, p.db
+	if !metav1.IsControlledBy(live, db) {
+		return live, nil
+	}
+	add := map[string][]byte{}
+	for k, v := range builder.ReadOnlyKeys(db, p.plan.Engine, string(live.Data[engine.SecretKeyPassword])) {
+		if _, ok := live.Data[k]; !ok {
+			add[k] = v
+		}
+	}
+	if len(add) == 0 {
+		return live, nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": live.ResourceVersion}, "data": add})
+	if err != nil {
+		return nil, err
+	}
+	updated, err := r.kube.CoreV1().Secrets(db.Namespace).Patch(ctx, live.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("adding the read-only Service's keys to Secret %s: %w", live.Name, err)
+	}
+	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated,
+		"Updated Secret %s: added %s, for the read-only Service of the replicas; no other key changed",
+		live.Name, strings.Join(slices.Sorted(maps.Keys(add)), " and "))
+	return updated, nil
 }

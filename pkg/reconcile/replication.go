@@ -87,6 +87,11 @@ func (p *pass) secretCredentials(ctx context.Context) (cachedCredentials, error)
 	if err != nil {
 		return cachedCredentials{}, fmt.Errorf("reading the credentials to talk to the servers: %w", err)
 	}
+	if p.plan.Replicated {
+		if live, err = p.addReadOnlyKeys(ctx, live); err != nil {
+			return cachedCredentials{}, err
+		}
+	}
 	c := cachedCredentials{resourceVersion: live.ResourceVersion, database: string(live.Data[engine.SecretKeyDatabase]),
 		cred: ha.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword])}}
 	r.creds.put(live.UID, c)

@@ -1,10 +1,12 @@
 package reconcile
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/ha"
@@ -613,6 +616,45 @@ func TestReplicationReadsCredentialsOncePerSecretVersion(t *testing.T) {
 	}
 	f.expectGet(secretsResource, "default", "orders-credentials")
 	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+}
+
+// A replicated Database's Secret that lacks the read-only Service's keys
+// (made before its engine replicated, or adopted without them) gets the
+// ones it lacks, with the password it holds, once; no other key changes.
+func TestReplicationAddsReadOnlyKeysToTheSecret(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		lacking []string
+		patch   string
+	}{
+		{"both lacking", []string{"ro-host", "ro-uri"},
+			`{"data":{"ro-host":"b3JkZXJzLXJvLmRlZmF1bHQuc3Zj","ro-uri":"%s"},"metadata":{"resourceVersion":"7"}}`},
+		{"ro-uri lacking", []string{"ro-uri"},
+			`{"data":{"ro-uri":"%s"},"metadata":{"resourceVersion":"7"}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 2)
+			f.convergedReplicated(db)
+			secret := f.secretLister[0]
+			secret.ResourceVersion = "7"
+			// The password the user rotated to: the URI carries it.
+			secret.Data["password"] = []byte("rotated-by-user")
+			for _, k := range tt.lacking {
+				delete(secret.Data, k)
+			}
+
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			uri := base64.StdEncoding.EncodeToString([]byte("postgresql://postgres:rotated-by-user@orders-ro.default.svc:5432/orders"))
+			f.kubeactions = append(f.kubeactions, actiontest.Patch(secretsResource, "default", "orders-credentials", types.MergePatchType,
+				[]byte(fmt.Sprintf(tt.patch, uri))))
+			f.events = []string{"Normal Updated Updated Secret orders-credentials: added " + strings.Join(tt.lacking, " and ") +
+				", for the read-only Service of the replicas; no other key changed"}
+			f.calls = probes(0, 1)
+			f.run(ctx, ref(db), pollServers)
+		})
+	}
 }
 
 // The quorum a spec asks for, as the number of replicas a commit waits for

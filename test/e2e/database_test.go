@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,12 @@ func TestScale(t *testing.T) {
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("scaled", "mysql", "8.4", 1, ""))
 	e2eutil.WaitRunning(t, ns, "scaled", converge)
+	// A Secret made before MySQL replicated has no keys for the read-only
+	// Service, and a password its user rotated.
+	e2eutil.Kubectl(t, "-n", ns, "patch", "secret", "scaled-credentials", "--type=json", "-p",
+		`[{"op":"remove","path":"/data/ro-host"},{"op":"remove","path":"/data/ro-uri"}]`)
+	e2eutil.Kubectl(t, "-n", ns, "patch", "secret", "scaled-credentials", "-p", `{"stringData":{"password":"rotated-by-the-user"}}`)
+	before := credentialKeys(t, ns, "scaled")
 
 	// Three replicas of MySQL replicate, with a primary the controller
 	// chooses by asking the servers over SQL: kwok's pods run no server,
@@ -90,6 +97,16 @@ func TestScale(t *testing.T) {
 		return db.Status.Replicas == 3 && db.Status.ReadyReplicas == 3 && ready == "False" && reason == "NoPrimary",
 			fmt.Sprintf("replicas %d, ready %d, Ready=%s/%s (%s)", db.Status.Replicas, db.Status.ReadyReplicas, ready, reason, msg)
 	})
+	// The Secret got the keys of the read-only Service, with the password
+	// it holds, and no other key changed.
+	want := map[string]string{"ro-host": "scaled-ro." + ns + ".svc",
+		"ro-uri": "mysql://root:rotated-by-the-user@scaled-ro." + ns + ".svc:3306/scaled"}
+	for k, v := range before {
+		want[k] = v
+	}
+	if got := credentialKeys(t, ns, "scaled"); !maps.Equal(got, want) {
+		t.Errorf("Secret scaled-credentials after scaling to 3:\n got %q\nwant %q", got, want)
+	}
 	var sts appsv1.StatefulSet
 	e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "scaled")
 	if *sts.Spec.Replicas != 3 {
@@ -326,6 +343,18 @@ func secretPassword(t *testing.T, ns, name string) string {
 		t.Fatalf("password of %s: %q %v", name, out, err)
 	}
 	return string(b)
+}
+
+// credentialKeys are the keys of the Database name's credentials Secret.
+func credentialKeys(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	var secret corev1.Secret
+	e2eutil.GetJSON(t, &secret, "-n", ns, "get", "secret", name+"-credentials")
+	data := map[string]string{}
+	for k, v := range secret.Data {
+		data[k] = string(v)
+	}
+	return data
 }
 
 func TestCredentialsAreStable(t *testing.T) {
