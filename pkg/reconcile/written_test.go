@@ -23,7 +23,9 @@ func TestWrittenStatusStandsInForAnOlderCache(t *testing.T) {
 	newReconciler := func() *Reconciler {
 		return &Reconciler{written: newTTLSet[types.UID, writtenStatus](clock, writtenTTL)}
 	}
-	phaseSeen := func(r *Reconciler, cached *dbv1alpha1.Database) dbv1alpha1.Phase { return r.asWritten(cached).Status.Phase }
+	phaseSeen := func(r *Reconciler, cached *dbv1alpha1.Database) dbv1alpha1.Phase {
+		return r.asWritten(cached).Status.Phase
+	}
 
 	r := newReconciler()
 	if got := phaseSeen(r, at("1", "Updating")); got != "Updating" {
