@@ -626,11 +626,16 @@ func TestReplicationAddsReadOnlyKeysToTheSecret(t *testing.T) {
 		name    string
 		lacking []string
 		patch   string
+		// readBefore: the credentials check read this version of the
+		// Secret while the Database was not replicated yet.
+		readBefore bool
 	}{
 		{"both lacking", []string{"ro-host", "ro-uri"},
-			`{"data":{"ro-host":"b3JkZXJzLXJvLmRlZmF1bHQuc3Zj","ro-uri":"%s"},"metadata":{"resourceVersion":"7"}}`},
+			`{"data":{"ro-host":"b3JkZXJzLXJvLmRlZmF1bHQuc3Zj","ro-uri":"%s"},"metadata":{"resourceVersion":"7"}}`, false},
 		{"ro-uri lacking", []string{"ro-uri"},
-			`{"data":{"ro-uri":"%s"},"metadata":{"resourceVersion":"7"}}`},
+			`{"data":{"ro-uri":"%s"},"metadata":{"resourceVersion":"7"}}`, false},
+		{"both lacking, the Secret read before the Database replicated", []string{"ro-host", "ro-uri"},
+			`{"data":{"ro-host":"b3JkZXJzLXJvLmRlZmF1bHQuc3Zj","ro-uri":"%s"},"metadata":{"resourceVersion":"7"}}`, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -652,7 +657,12 @@ func TestReplicationAddsReadOnlyKeysToTheSecret(t *testing.T) {
 			f.events = []string{"Normal Updated Updated Secret orders-credentials: added " + strings.Join(tt.lacking, " and ") +
 				", for the read-only Service of the replicas; no other key changed"}
 			f.calls = probes(0, 1)
-			f.run(ctx, ref(db), pollServers)
+			r, recorder := f.newReconciler()
+			if tt.readBefore {
+				r.creds.put(secret.UID, cachedCredentials{resourceVersion: "7",
+					cred: ha.Credentials{User: "postgres", Password: "rotated-by-user"}, database: "orders"})
+			}
+			f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 		})
 	}
 }

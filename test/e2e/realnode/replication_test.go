@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
@@ -513,6 +515,8 @@ func switchOver(t *testing.T, ns string, db *dbv1alpha1.Database) time.Time {
 			to = i.Name
 		}
 	}
+	changed := to + " is the primary, in place of " + db.Status.Replication.Primary
+	told := eventsRecorded(t, ns, db.Name, "PrimaryChanged", changed)
 	asked := time.Now()
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+db.Name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replication":{"primary":%q}}}`, to))
 	e2eutil.Eventually(t, converge, "the switchover to "+to, func() (bool, string) {
@@ -521,7 +525,28 @@ func switchOver(t *testing.T, ns string, db *dbv1alpha1.Database) time.Time {
 	})
 	t.Logf("switchover to %s done %s after it was asked", to, time.Since(asked).Round(100*time.Millisecond))
 	waitReplicating(t, ns, db.Name, "every replica streaming from "+to)
+	// Once: a pass on a cache behind the last status write finished it
+	// again and told it twice.
+	if n := eventsRecorded(t, ns, db.Name, "PrimaryChanged", changed) - told; n != 1 {
+		t.Errorf("the switchover was told %d times (PrimaryChanged %q), want once", n, changed)
+	}
 	return asked
+}
+
+// eventsRecorded is how many times the events of reason and message were
+// recorded about the Database name.
+func eventsRecorded(t *testing.T, ns, name, reason, message string) int32 {
+	t.Helper()
+	var list corev1.EventList
+	e2eutil.GetJSON(t, &list, "-n", ns, "get", "events", "--field-selector",
+		"involvedObject.kind=Database,involvedObject.name="+name+",reason="+reason)
+	var n int32
+	for _, e := range list.Items {
+		if e.Message == message {
+			n += max(e.Count, 1)
+		}
+	}
+	return n
 }
 
 // rollOutPrimaryLast applies patch, a change of the pods, to a replicated
