@@ -176,6 +176,12 @@ func runSuite(m *testing.M) (code int) {
 	suiteStart := time.Now()
 	code = m.Run()
 	e2eutil.Logf("real-node tests took %s (controller log: %s)", time.Since(suiteStart).Round(100*time.Millisecond), logPath)
+	// Local volumes are never reused: how many the tests took tells how
+	// close the suite is to LOCAL_REAL_NODE_VOLUMES.
+	if out, err := e2eutil.KubectlRun("", "get", "pv", "-o", "jsonpath={range .items[*]}{.status.phase}{\"\\n\"}{end}"); err == nil {
+		used := strings.Count(string(out), "Bound") + strings.Count(string(out), "Released")
+		e2eutil.Logf("local volumes taken: %d of %d", used, strings.Count(string(out), "\n"))
+	}
 	return code
 }
 
@@ -187,9 +193,9 @@ func localEnv() []string {
 		"LOCAL_REAL_NODE=1",
 		// Local volumes are never reused once released (reclaim policy
 		// Retain): one per Database pod, backup volume and claim of the
-		// suite. The MySQL replication tests take 12 more than the 40 it
-		// had: CI ran out of them.
-		"LOCAL_REAL_NODE_VOLUMES=" + e2eutil.EnvOr("E2E_NODE_VOLUMES", "64"),
+		// suite. CI ran out of the 40 it had once the MySQL replication
+		// tests came; the suite logs how many it took.
+		"LOCAL_REAL_NODE_VOLUMES=" + e2eutil.EnvOr("E2E_NODE_VOLUMES", "80"),
 		"SKIP_BUILD=" + e2eutil.EnvOr("E2E_NODE_SKIP_BUILD", "1"),
 		"LOCAL_APISERVER_PORT=" + e2eutil.EnvOr("E2E_NODE_APISERVER_PORT", "17443"),
 		"LOCAL_ETCD_PORT=" + e2eutil.EnvOr("E2E_NODE_ETCD_PORT", "13379"),

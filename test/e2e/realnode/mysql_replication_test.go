@@ -115,6 +115,72 @@ echo "read $got from $(`+mysqlSQL+`"SELECT CONCAT(@@hostname, ' super_read_only=
 	total := strings.TrimSpace(runClient(t, ns, "shelf", mysqlImage, waitMySQL+mysqlSQL+`"SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w"`))
 	checkEveryPodHas(t, ns, "shelf", "SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w", total)
 	checkEveryPodHas(t, ns, "shelf", "SELECT CONCAT(COUNT(*), ':', SUM(n)) FROM seeded", "1000:500500")
+
+	// 5. A backup dumps a replica, not the primary, and restores every row.
+	checkBackupOfAReplica(t, ns, "shelf", func(name string) string { return mysqlYAML(name, "9.7", mysqlImage, 1) }, mysqlImage,
+		waitMySQL+mysqlSQL+`"SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w"`, total)
+}
+
+// checkBackupOfAReplica takes a backup of the replicated Database name
+// (its spec gets a backup volume), checks that its Job dumped a pod that
+// was a replica, and restores it into a Database <name>-copy, which
+// single(<name>-copy) describes, where count, run by a client of image,
+// must print want.
+func checkBackupOfAReplica(t *testing.T, ns, name string, single func(string) string, image, count, want string) {
+	t.Helper()
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+name, "--type=merge", "-p", `{"spec":{"backup":{}}}`)
+	db := waitReplicating(t, ns, name, "every replica replicating before the backup")
+	replicas := map[string]bool{}
+	for _, i := range db.Status.Replication.Instances {
+		if i.Role == dbv1alpha1.RoleReplica && i.Streaming {
+			replicas[i.Name] = true
+		}
+	}
+	backup := name + "-from-a-replica"
+	e2eutil.KubectlIn(t, "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: "+backup+"\nspec:\n  database: "+name+"\n", "-n", ns, "create", "-f", "-")
+	b := waitBackupCompleted(t, ns, backup)
+	host := e2eutil.Kubectl(t, "-n", ns, "get", "job", backup, "-o", `jsonpath={.spec.template.spec.containers[0].env[?(@.name=="HOST")].value}`)
+	pod, _, _ := strings.Cut(host, ".")
+	t.Logf("backup %s: %d bytes, dumped from %s (primary %s)", backup, *b.Status.SizeBytes, pod, db.Status.Replication.Primary)
+	if !replicas[pod] {
+		t.Errorf("the backup dumped %s, which was no streaming replica (replicas: %v, primary %s)", host, replicas, db.Status.Replication.Primary)
+	}
+	copyName := name + "-copy"
+	e2eutil.KubectlIn(t, single(copyName)+"  restore:\n    backup: "+backup+"\n", "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, copyName, converge)
+	if got := strings.TrimSpace(runClient(t, ns, copyName, image, count)); got != want {
+		t.Errorf("rows restored from the backup of a replica: %q, want %q", got, want)
+	}
+}
+
+// The MySQL primary's node is unavailable and the controller is killed
+// with SIGKILL during the failover delay, while a client writes: the
+// restarted controller finishes the failover from what the status
+// recorded, the old primary rejoins once its node is back, and no two pods
+// are ever labelled primary. It is not parallel: it kills the suite's
+// controller.
+func TestMySQLControllerKilledDuringAFailover(t *testing.T) {
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, mysqlYAML("stall", "9.7", mysqlImage, 3)+"  replication:\n    failoverDelaySeconds: 8\n", "-n", ns, "create", "-f", "-")
+	waitReplicating(t, ns, "stall", "three MySQL replicas, one primary and two replicating")
+	runClient(t, ns, "stall", mysqlImage, waitMySQL+mysqlSQL+`"CREATE TABLE w (n INT PRIMARY KEY)"`)
+	sampler := sampleLabels(ns, "stall")
+	defer sampler.finish(t)
+	writer := startMySQLWriter(t, ns, "stall", 40)
+	time.Sleep(5 * time.Second)
+
+	lostAt := loseThePrimaryAndTheController(t, ns, "stall")
+
+	w := parseWrites(t, writer.wait(t))
+	from, until := w.outage(float64(lostAt.UnixNano()) / 1e9)
+	t.Logf("node loss with the controller killed: writes failed for %.1f s (a delay of 8 s)", until-from)
+	lost := w.lostMySQL(t, ns, "stall")
+	t.Logf("%d writes acknowledged, %d attempts in all; %d acknowledged writes lost (asynchronous replication; the pod's server shut down cleanly): %v", len(w.acked), len(w.at), len(lost), lost)
+	if len(w.acked) < 20 {
+		t.Errorf("only %d writes acknowledged: the writer did not run", len(w.acked))
+	}
+	total := strings.TrimSpace(runClient(t, ns, "stall", mysqlImage, waitMySQL+mysqlSQL+`"SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w"`))
+	checkEveryPodHas(t, ns, "stall", "SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w", total)
 }
 
 // startMySQLFailover deletes the pod of the Database's primary while a

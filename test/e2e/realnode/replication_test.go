@@ -331,26 +331,7 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	time.Sleep(5 * time.Second)
 
 	// 1. The node is lost to the primary; the controller dies mid-way.
-	old := primaryOf(t, ns, "crash")
-	e2eutil.Kubectl(t, "cordon", "real-node")
-	t.Cleanup(func() { _, _ = e2eutil.KubectlRun("", "uncordon", "real-node") })
-	lostAt := time.Now()
-	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
-	e2eutil.Eventually(t, converge, "the controller to record that the primary was lost", func() (bool, string) {
-		rs := e2eutil.GetDB(t, ns, "crash").Status.Replication
-		return rs != nil && rs.PrimaryLostSince != nil, fmt.Sprintf("%+v", rs)
-	})
-	killController(t)
-	t.Logf("controller killed with SIGKILL %s after the primary's pod was deleted, during the failover delay", time.Since(lostAt).Round(100*time.Millisecond))
-	time.Sleep(2 * time.Second)
-	startController(t)
-	e2eutil.Eventually(t, converge, "a new primary after the controller's restart", func() (bool, string) {
-		p := primaryOf(t, ns, "crash")
-		return p != "" && p != old, "primary " + p
-	})
-	t.Logf("%s is the primary %s after %s's pod was deleted (delay 8 s, controller down 2 s)", primaryOf(t, ns, "crash"), time.Since(lostAt).Round(100*time.Millisecond), old)
-	e2eutil.Kubectl(t, "uncordon", "real-node")
-	waitReplicating(t, ns, "crash", "the old primary to come back as a replica that streams")
+	lostAt := loseThePrimaryAndTheController(t, ns, "crash")
 
 	// 2. A crash of the primary's server, failing over at once.
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/crash", "--type=merge", "-p", `{"spec":{"replication":{"failoverDelaySeconds":0}}}`)
@@ -394,6 +375,40 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	}
 }
 
+// loseThePrimaryAndTheController makes the primary's node unavailable
+// (cordoned, so that its pod, deleted, cannot come back) and kills the
+// controller with SIGKILL while the failover delay of the Database name
+// runs, once the status records when the primary was lost. It starts the
+// controller again 2 s later, waits for it to make another pod the
+// primary, then uncordons the node and waits for the old primary to
+// replicate again. It returns when the pod was deleted.
+func loseThePrimaryAndTheController(t *testing.T, ns, name string) time.Time {
+	t.Helper()
+	old := primaryOf(t, ns, name)
+	e2eutil.Kubectl(t, "cordon", "real-node")
+	t.Cleanup(func() { _, _ = e2eutil.KubectlRun("", "uncordon", "real-node") })
+	lostAt := time.Now()
+	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
+	e2eutil.Eventually(t, converge, "the controller to record that the primary was lost", func() (bool, string) {
+		rs := e2eutil.GetDB(t, ns, name).Status.Replication
+		return rs != nil && rs.PrimaryLostSince != nil, fmt.Sprintf("%+v", rs)
+	})
+	killController(t)
+	t.Logf("controller killed with SIGKILL %s after the primary's pod was deleted, during the failover delay", time.Since(lostAt).Round(100*time.Millisecond))
+	time.Sleep(2 * time.Second)
+	startController(t)
+	e2eutil.Eventually(t, converge, "a new primary after the controller's restart", func() (bool, string) {
+		p := primaryOf(t, ns, name)
+		return p != "" && p != old, "primary " + p
+	})
+	db := e2eutil.GetDB(t, ns, name)
+	t.Logf("%s is the primary %s after %s's pod was deleted (delay %s, controller down 2 s)", db.Status.Replication.Primary,
+		time.Since(lostAt).Round(100*time.Millisecond), old, db.Spec.FailoverDelay())
+	e2eutil.Kubectl(t, "uncordon", "real-node")
+	waitReplicating(t, ns, name, "the old primary to come back as a replica")
+	return lostAt
+}
+
 // A rolling image change of the same major version: every pod is restarted
 // once, the replicas first, and the primary last, after a switchover; no
 // acknowledged write is lost and no two pods are ever labelled primary.
@@ -435,7 +450,7 @@ func TestReplicationRollingImageChange(t *testing.T) {
 }
 
 // One server scaled up to three (it becomes the primary, and the new pods
-// clone from it), down to one while another pod is the primary (the role
+// clone from it; a backup then dumps one of them), down to one while another pod is the primary (the role
 // moves to pod 0 first), to zero and back: the rows and the primary stay.
 func TestReplicationScaling(t *testing.T) {
 	ns := e2eutil.NewNamespace(t)
@@ -454,6 +469,8 @@ func TestReplicationScaling(t *testing.T) {
 	}
 	out := runClient(t, ns, "grow", postgresImage, `for i in $(seq 100); do got=$(psql "$RO_URI" -tAc "SELECT count(*) || ':' || sum(n) FROM kept" 2>/dev/null); [ "$got" = `+want+` ] && { echo "$got"; exit 0; }; sleep 0.2; done; echo "$got"; exit 1`, "ro-uri")
 	t.Logf("the replicas cloned the rows: %s", strings.TrimSpace(out))
+	// A backup dumps a streaming replica, not the primary.
+	checkBackupOfAReplica(t, ns, "grow", func(name string) string { return dbYAML(name, "postgresql", "15", postgresImage, 1) }, postgresImage, count, want)
 
 	scaleDownFromTheLastPod(t, ns, "grow")
 	if got := strings.TrimSpace(runClient(t, ns, "grow", postgresImage, count)); got != want {
