@@ -140,6 +140,8 @@ type Reconciler interface {
 	Sync(ctx context.Context, db *dbv1alpha1.Database) (skipped bool, err error)
 	// Forget drops what is remembered of a Database that no longer exists.
 	Forget(namespace, name string)
+	// Observed tells it the Database's cache now holds db.
+	Observed(db *dbv1alpha1.Database)
 }
 
 // SyncObserver is told the outcome of every sync.
@@ -217,6 +219,9 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	if _, err := databases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueDatabase,
 		UpdateFunc: func(old, new interface{}) {
+			// The controller's own status write reaching the cache, most
+			// often: what is remembered of it until then can go.
+			c.reconciler.Observed(new.(*dbv1alpha1.Database))
 			if databaseChangeNeedsSync(old.(*dbv1alpha1.Database), new.(*dbv1alpha1.Database)) {
 				c.enqueueDatabase(new)
 			}

@@ -496,6 +496,8 @@ func (r *fakeReconciler) Sync(context.Context, *dbv1alpha1.Database) (bool, erro
 
 func (r *fakeReconciler) Forget(string, string) {}
 
+func (r *fakeReconciler) Observed(*dbv1alpha1.Database) {}
+
 // The loop sorts what a sync returned once: a problem that needs a person
 // is not retried until something changes, unless it may clear by itself,
 // which is looked at again on a capped backoff, as is a status that may

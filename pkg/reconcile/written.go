@@ -57,18 +57,23 @@ func (r *Reconciler) rememberWritten(db *dbv1alpha1.Database, replaced, made str
 }
 
 // asWritten returns db with the status this controller last wrote to it
-// when db is a version older than that write, and db otherwise, forgetting
-// the write once the cache shows it or a later version.
+// when db is a version older than that write, and db otherwise.
 func (r *Reconciler) asWritten(db *dbv1alpha1.Database) *dbv1alpha1.Database {
 	w, ok := r.written.get(db.UID)
-	if !ok {
-		return db
-	}
-	if !slices.Contains(w.replaced, db.ResourceVersion) {
-		r.written.remove(db.UID)
+	if !ok || !slices.Contains(w.replaced, db.ResourceVersion) {
+		r.Observed(db)
 		return db
 	}
 	fresh := db.DeepCopy()
 	fresh.Status = *w.status.DeepCopy()
 	return fresh
+}
+
+// Observed forgets the status last written to db once the cache shows it
+// or a later version: the controller calls it as the cache receives each
+// version, so that a Database no pass comes back to holds no copy.
+func (r *Reconciler) Observed(db *dbv1alpha1.Database) {
+	if w, ok := r.written.get(db.UID); ok && !slices.Contains(w.replaced, db.ResourceVersion) {
+		r.written.remove(db.UID)
+	}
 }

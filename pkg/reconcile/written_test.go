@@ -51,6 +51,17 @@ func TestWrittenStatusStandsInForAnOlderCache(t *testing.T) {
 		t.Error("the write is remembered after the cache showed it")
 	}
 
+	// The cache receives the write before any pass: forgotten then.
+	r.rememberWritten(at("3", ""), "3", "4", dbv1alpha1.DatabaseStatus{Phase: "Running"})
+	r.Observed(at("3", "Degraded"))
+	if _, ok := r.written.get("uid-1"); !ok {
+		t.Error("the write was forgotten when the cache received an older version")
+	}
+	r.Observed(at("4", "Running"))
+	if _, ok := r.written.get("uid-1"); ok {
+		t.Error("the write is remembered after the cache received it")
+	}
+
 	// A later version by someone else: forgotten, the cache wins.
 	r = newReconciler()
 	r.rememberWritten(at("1", ""), "1", "2", dbv1alpha1.DatabaseStatus{Phase: "Running"})
