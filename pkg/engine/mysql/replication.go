@@ -46,6 +46,10 @@ var replication = engine.Replication{
 //     clone plugin first, and GTIDs if it served alone before without
 //     them. With no primary to clone from, ordinal 0 initialises new data
 //     (the entrypoint's first init), and any other ordinal waits.
+//   - Another pod is the primary, and its binary logs no longer hold
+//     transactions the data lacks (purged while this server was away):
+//     the data holds nothing the primary lacks, so it is removed and
+//     cloned again.
 //   - Another pod is the primary: start as its replica. A temporary
 //     server of the data, which replicates nothing and listens on a socket
 //     only, points it at the client Service (so that it follows a new
@@ -138,7 +142,10 @@ stop_temporary() {
 
 # follow makes the data a replica of the primary behind the client
 # Service. It returns 2, and leaves the data as it is, when the data
-# holds transactions the primary does not: $extra is their GTID set.
+# holds transactions the primary does not: $extra is their GTID set. It
+# returns 3 when the primary no longer has in its binary logs (purged)
+# transactions the data lacks, so that replication cannot bring them:
+# $missing is their GTID set.
 follow() {
   host=$(sql_str "$DBC_PRIMARY_HOST") pw=$(sql_str "$MYSQL_ROOT_PASSWORD")
   export MYSQL_PWD="$MYSQL_ROOT_PASSWORD"
@@ -152,6 +159,11 @@ follow() {
   fi
   if [ -n "$extra" ]; then
     stop_temporary; unset MYSQL_PWD; return 2
+  fi
+  missing=$(ask "SELECT REPLACE(GTID_SUBTRACT(@@GLOBAL.gtid_purged, '$(sql_str "$mine")'), '\n', '')") ||
+    { stop_temporary; unset MYSQL_PWD; return 1; }
+  if [ -n "$missing" ]; then
+    stop_temporary; unset MYSQL_PWD; return 3
   fi
   sql "CHANGE REPLICATION SOURCE TO SOURCE_HOST='$host', SOURCE_PORT=3306,
       SOURCE_USER='root', SOURCE_PASSWORD='$pw', SOURCE_AUTO_POSITION=1, SOURCE_SSL=1, GET_SOURCE_PUBLIC_KEY=1,
@@ -250,6 +262,11 @@ while :; do
         echo "diverged: $POD_NAME held transactions $p does not ($extra); its binary logs are kept in its volume as dbc-diverged-*, and it is cloned again from $p" |
           tee /dev/termination-log
         set_aside ;;
+      3)
+        # Nothing is lost: the primary has every transaction the data
+        # holds (no divergence, above), and more.
+        say "$p purged from its binary logs transactions $POD_NAME lacks ($missing): its data is cloned again from $p"
+        find "$datadir" -mindepth 1 -maxdepth 1 ! -name 'dbc-diverged-*' -exec rm -rf {} + ;;
       *) say "could not compare its transactions with $p's; trying again" ;;
     esac
   elif persisted_on read_only; then

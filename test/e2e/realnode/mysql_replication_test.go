@@ -334,7 +334,10 @@ func TestMySQLReplicationScaling(t *testing.T) {
 // container finds the transactions the new primary does not have, sets its
 // binary logs aside in its volume (mysqlbinlog reads the lost rows back
 // from them), clones the new primary again and replicates. The controller
-// reports it once, in the status and in a Warning.
+// reports it once, in the status and in a Warning. Then the same replica
+// falls behind what the primary still has in its binary logs (it stops
+// receiving, and the primary purges them): at its next start it is cloned
+// again, as nothing it holds is lost, and what was set aside stays.
 func TestMySQLDivergenceIsSetAsideAndReported(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
@@ -384,6 +387,38 @@ H=`+old+`.split-headless
 	if f := strings.Fields(out); len(f) != 2 || f[1] != "3" {
 		t.Errorf("the 3 lost rows are not in the binary logs set aside:\n%s", out)
 	}
+	setAside := strings.Fields(out)[0]
+
+	// Behind the binary logs the primary kept.
+	runClient(t, ns, "split", mysqlImage, `H=`+old+`.split-headless
+`+mysqlSQL+`"STOP REPLICA IO_THREAD"
+H=`+replica+`.split-headless
+`+mysqlSQL+`"INSERT INTO kept VALUES (6); FLUSH BINARY LOGS; INSERT INTO kept VALUES (7); FLUSH BINARY LOGS"
+`+mysqlSQL+`"PURGE BINARY LOGS BEFORE NOW() + INTERVAL 1 SECOND; SELECT @@GLOBAL.gtid_purged"`)
+	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old)
+	waitReplicating(t, ns, "split", old+" cloned again after the primary purged what it lacked")
+	checkEveryPodHas(t, ns, "split", "SELECT CONCAT(COUNT(*), ':', SUM(n)) FROM kept", "4:16")
+	init := e2eutil.Kubectl(t, "-n", ns, "logs", old, "-c", "replication")
+	if !strings.Contains(init, "purged from its binary logs transactions "+old+" lacks") {
+		t.Errorf("%s's init container did not clone it again for the purged binary logs:\n%s", old, init)
+	}
+	t.Logf("%s: %s", old, lineWith(init, "purged from its binary logs"))
+	if got := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "exec", old, "-c", "mysql", "--", "sh", "-c", `ls /var/lib/mysql | grep -c '^dbc-diverged-'`)); got != setAside {
+		t.Errorf("files set aside after the second clone: %s, want the %s of the divergence", got, setAside)
+	}
+	if objects, recorded := warnings(t, ns, "split", "Diverged"); objects != 1 || recorded != 1 {
+		t.Errorf("Diverged Warnings after the second clone: %d events recorded %d times, want the one, once", objects, recorded)
+	}
+}
+
+// lineWith is the first line of out that contains s.
+func lineWith(out, s string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
 }
 
 // killPrimaryWhileWriting kills the server of the Database's primary with
