@@ -92,7 +92,7 @@ type Observation struct {
 	// FenceHolds is the engine's Client.FenceHolds: a fenced former
 	// primary that runs accepts no write, so the target is promoted once
 	// it has received all that server wrote, and the server restarts
-	// after, to rejoin (its shutdown is no longer on the way of the
+	// after, to rejoin (its shutdown is no longer in the way of the
 	// failover). Otherwise it stops, and its shutdown ends, first.
 	FenceHolds bool
 }

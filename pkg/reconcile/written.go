@@ -53,7 +53,7 @@ func (r *Reconciler) rememberWritten(db *dbv1alpha1.Database, replaced, made str
 			kept = append(kept, v)
 		}
 	}
-	r.written.put(db.UID, writtenStatus{made: made, replaced: kept, status: status})
+	r.written.put(db.UID, writtenStatus{made: made, replaced: kept, status: *status.DeepCopy()})
 }
 
 // asWritten returns db with the status this controller last wrote to it
