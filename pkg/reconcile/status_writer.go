@@ -139,7 +139,7 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	// A later write in the same pass compares with what is stored now, and
 	// a later pass on a cache that has not shown it yet too (written.go).
 	stored := db.DeepCopy()
-	stored.Status = updated.Status
+	stored.ResourceVersion, stored.Status = updated.ResourceVersion, updated.Status
 	p.stored = stored
 	r.rememberWritten(db, db.ResourceVersion, updated.ResourceVersion, updated.Status)
 

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 )
 
@@ -17,10 +19,12 @@ import (
 // again, finished it a second time, and said so twice (PrimaryChanged), on
 // the real node.
 //
-// So the Reconciler remembers the status it last wrote to each Database,
-// with the resourceVersions that write and the writes before it replaced,
-// until the cache shows a later version. A pass that reads one of those
-// older versions works from the status as written.
+// So the Reconciler remembers the status it last wrote to each Database
+// until the cache shows that write or a later version, and a pass that
+// reads an older version works from the status as written. Older is by
+// the resourceVersions' order where the API server gives comparable ones
+// (Kubernetes' own storage does: apimachinery's CompareResourceVersion),
+// and else by the versions the controller itself saw its writes replace.
 
 // writtenTTL bounds how long a written status is remembered when no pass
 // comes to forget it: a cache behind by more than that is a broken watch,
@@ -38,6 +42,16 @@ type writtenStatus struct {
 	made     string
 	replaced []string
 	status   dbv1alpha1.DatabaseStatus
+}
+
+// olderThan reports whether the Database version rv is older than the
+// write w made.
+func (w writtenStatus) olderThan(rv string) bool {
+	if slices.Contains(w.replaced, rv) {
+		return true
+	}
+	c, err := resourceversion.CompareResourceVersion(rv, w.made)
+	return err == nil && c < 0
 }
 
 // rememberWritten records status, written over the Database version
@@ -60,7 +74,7 @@ func (r *Reconciler) rememberWritten(db *dbv1alpha1.Database, replaced, made str
 // when db is a version older than that write, and db otherwise.
 func (r *Reconciler) asWritten(db *dbv1alpha1.Database) *dbv1alpha1.Database {
 	w, ok := r.written.get(db.UID)
-	if !ok || !slices.Contains(w.replaced, db.ResourceVersion) {
+	if !ok || !w.olderThan(db.ResourceVersion) {
 		r.Observed(db)
 		return db
 	}
@@ -73,7 +87,7 @@ func (r *Reconciler) asWritten(db *dbv1alpha1.Database) *dbv1alpha1.Database {
 // or a later version: the controller calls it as the cache receives each
 // version, so that a Database no pass comes back to holds no copy.
 func (r *Reconciler) Observed(db *dbv1alpha1.Database) {
-	if w, ok := r.written.get(db.UID); ok && !slices.Contains(w.replaced, db.ResourceVersion) {
+	if w, ok := r.written.get(db.UID); ok && !w.olderThan(db.ResourceVersion) {
 		r.written.remove(db.UID)
 	}
 }

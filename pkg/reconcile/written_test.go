@@ -62,6 +62,26 @@ func TestWrittenStatusStandsInForAnOlderCache(t *testing.T) {
 		t.Error("the write is remembered after the cache received it")
 	}
 
+	// The race CI met: the cache receives a pass's first write (the
+	// target recorded, version 11) while the pass runs, and forgets it;
+	// the pass's last write (version 12) replaced 11; the next pass reads
+	// 11, and works from 12's status.
+	r = newReconciler()
+	r.rememberWritten(at("10", ""), "10", "11", dbv1alpha1.DatabaseStatus{Phase: "Updating"})
+	r.Observed(at("11", "Updating"))
+	r.rememberWritten(at("11", ""), "11", "12", dbv1alpha1.DatabaseStatus{Phase: "Running"})
+	if got := phaseSeen(r, at("11", "Updating")); got != "Running" {
+		t.Errorf("cache at 11, Running written as 12: the pass sees %s", got)
+	}
+	// A version someone else made between a pass's start and its write
+	// is older than the write too: resourceVersions compare.
+	r = newReconciler()
+	r.rememberWritten(at("20", ""), "20", "25", dbv1alpha1.DatabaseStatus{Phase: "Running"})
+	r.Observed(at("23", "Updating"))
+	if got := phaseSeen(r, at("23", "Updating")); got != "Running" {
+		t.Errorf("cache at 23, someone else's, Running written as 25: the pass sees %s", got)
+	}
+
 	// A later version by someone else: forgotten, the cache wins.
 	r = newReconciler()
 	r.rememberWritten(at("1", ""), "1", "2", dbv1alpha1.DatabaseStatus{Phase: "Running"})
