@@ -14,7 +14,8 @@ import (
 )
 
 // NewSecret builds the credentials Secret. It is created once and never
-// written again, so that users may rotate the password.
+// written again, so that users may rotate the password, but for the
+// read-only keys an older Secret lacks (package reconcile adds them).
 func NewSecret(db *dbv1alpha1.Database, e engine.Engine, password string) *corev1ac.SecretApplyConfiguration {
 	rt := e.Runtime()
 	host := names.Host(db)
