@@ -97,13 +97,11 @@ func watchStates(t testing.TB, ns, name string, stop <-chan struct{}) <-chan []s
 // how often each was recorded.
 func warnings(t testing.TB, ns, name, reason string) (objects int, recorded int32) {
 	t.Helper()
-	var list corev1.EventList
-	e2eutil.GetJSON(t, &list, "-n", ns, "get", "events", "--field-selector",
-		"involvedObject.kind=Database,involvedObject.name="+name+",type=Warning,reason="+reason)
-	for _, e := range list.Items {
+	events := databaseEvents(t, ns, name, ",type=Warning,reason="+reason)
+	for _, e := range events {
 		recorded += max(e.Count, 1)
 	}
-	return len(list.Items), recorded
+	return len(events), recorded
 }
 
 // One kill -9 of a single server is a restart, not a crash loop and not a

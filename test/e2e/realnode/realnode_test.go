@@ -255,13 +255,20 @@ spec:
 
 func dbEvents(t testing.TB, ns, name string) []string {
 	t.Helper()
-	var list corev1.EventList
-	e2eutil.GetJSON(t, &list, "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Database,involvedObject.name="+name)
 	var out []string
-	for _, e := range list.Items {
+	for _, e := range databaseEvents(t, ns, name, "") {
 		out = append(out, e.Type+" "+e.Reason+" "+e.Message)
 	}
 	return out
+}
+
+// databaseEvents are the events on the Database name that the field
+// selector terms more (",type=Warning", or "") also select.
+func databaseEvents(t testing.TB, ns, name, more string) []corev1.Event {
+	t.Helper()
+	var list corev1.EventList
+	e2eutil.GetJSON(t, &list, "-n", ns, "get", "events", "--field-selector", "involvedObject.kind=Database,involvedObject.name="+name+more)
+	return list.Items
 }
 
 // A mysql Database served by the MariaDB image takes the Secret's

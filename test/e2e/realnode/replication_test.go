@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
@@ -554,11 +552,8 @@ func switchOver(t *testing.T, ns string, db *dbv1alpha1.Database) time.Time {
 // recorded about the Database name.
 func eventsRecorded(t *testing.T, ns, name, reason, message string) int32 {
 	t.Helper()
-	var list corev1.EventList
-	e2eutil.GetJSON(t, &list, "-n", ns, "get", "events", "--field-selector",
-		"involvedObject.kind=Database,involvedObject.name="+name+",reason="+reason)
 	var n int32
-	for _, e := range list.Items {
+	for _, e := range databaseEvents(t, ns, name, ",reason="+reason) {
 		if e.Message == message {
 			n += max(e.Count, 1)
 		}
