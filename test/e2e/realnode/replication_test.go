@@ -41,6 +41,17 @@ type writeLog struct {
 	ok []bool
 }
 
+// report logs what the writer saw across what and the acknowledged writes
+// lost, and fails the test when fewer than atLeast writes were
+// acknowledged: a writer that did not run proves nothing.
+func (w writeLog) report(t testing.TB, what string, lost []int, atLeast int) {
+	t.Helper()
+	t.Logf("%s: %d writes acknowledged, %d attempts in all; %d acknowledged writes lost: %v", what, len(w.acked), len(w.at), len(lost), lost)
+	if len(w.acked) < atLeast {
+		t.Errorf("only %d writes acknowledged: the writer did not run", len(w.acked))
+	}
+}
+
 func parseWrites(t testing.TB, out string) writeLog {
 	var w writeLog
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -229,12 +240,9 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 	// primary shut down cleanly and sent its last WAL; and a switchover
 	// waits for the target to receive it all.
 	lost := w.lost(t, ns, "ha")
-	t.Logf("%d writes acknowledged, %d attempts in all; %d acknowledged writes lost: %v", len(w.acked), len(w.at), len(lost), lost)
+	w.report(t, "failover and switchover", lost, 50)
 	if len(lost) > 0 {
 		t.Errorf("acknowledged writes lost across a graceful failover and a switchover: %v", lost)
-	}
-	if len(w.acked) < 50 {
-		t.Errorf("only %d writes acknowledged: the writer did not run", len(w.acked))
 	}
 }
 
