@@ -64,9 +64,10 @@ type cachedCredentials struct {
 	cred            ha.Credentials
 	// database is the database clients connect to.
 	database string
-	// complete says the Secret was read for a replicated Database, which
-	// gave it the read-only Service's keys it lacked (addReadOnlyKeys).
-	complete bool
+	// readOnlyKeys says the Secret was read for a replicated Database,
+	// which gave it the read-only Service's keys it lacked
+	// (addReadOnlyKeys).
+	readOnlyKeys bool
 }
 
 // credentials returns the superuser credentials of db, from its Secret.
@@ -83,21 +84,19 @@ func (p *pass) secretCredentials(ctx context.Context) (cachedCredentials, error)
 	if err != nil {
 		return cachedCredentials{}, err
 	}
-	if c, ok := r.creds.get(cached.UID); ok && c.resourceVersion == cached.ResourceVersion && (c.complete || !p.plan.Replicated) {
+	if c, ok := r.creds.get(cached.UID); ok && c.resourceVersion == cached.ResourceVersion && (c.readOnlyKeys || !p.plan.Replicated) {
 		return c, nil
 	}
 	live, err := r.kube.CoreV1().Secrets(p.db.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return cachedCredentials{}, fmt.Errorf("reading the credentials to talk to the servers: %w", err)
 	}
-	complete := false
 	if p.plan.Replicated {
 		if live, err = p.addReadOnlyKeys(ctx, live); err != nil {
 			return cachedCredentials{}, err
 		}
-		complete = true
 	}
-	c := cachedCredentials{resourceVersion: live.ResourceVersion, database: string(live.Data[engine.SecretKeyDatabase]), complete: complete,
+	c := cachedCredentials{resourceVersion: live.ResourceVersion, database: string(live.Data[engine.SecretKeyDatabase]), readOnlyKeys: p.plan.Replicated,
 		cred: ha.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword])}}
 	r.creds.put(live.UID, c)
 	return c, nil
