@@ -20,8 +20,10 @@ type Servers struct {
 	Facts map[string]*ha.Facts
 	// LogTerms are what Terms returns.
 	LogTerms ha.Terms
-	// FencedWritesNothing is what FenceHolds returns.
-	FencedWritesNothing bool
+	// SynchronousLimit, when above 0, is the most replicas a commit can
+	// wait for: SetSynchronous refuses more with
+	// ha.ErrSynchronousUnsupported, as MariaDB's client does.
+	SynchronousLimit int32
 
 	mu    sync.Mutex
 	calls []string
@@ -103,6 +105,9 @@ func (s *Servers) SetSynchronous(_ context.Context, host string, _ int32, _ ha.C
 	if err != nil {
 		return err
 	}
+	if s.SynchronousLimit > 0 && n > s.SynchronousLimit {
+		return fmt.Errorf("setting semi-synchronous replication on %s: %w: it waits for %d replica at most, not %d", host, ha.ErrSynchronousUnsupported, s.SynchronousLimit, n)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f.Synchronous = n
@@ -111,6 +116,3 @@ func (s *Servers) SetSynchronous(_ context.Context, host string, _ int32, _ ha.C
 
 // Terms are LogTerms.
 func (s *Servers) Terms() ha.Terms { return s.LogTerms }
-
-// FenceHolds is FencedWritesNothing.
-func (s *Servers) FenceHolds() bool { return s.FencedWritesNothing }

@@ -2,8 +2,14 @@ package ha
 
 import (
 	"context"
+	"errors"
 	"strconv"
 )
+
+// ErrSynchronousUnsupported is SetSynchronous's error for a number of
+// replicas the server cannot wait for: the Database's spec asks what the
+// server cannot do, and asking again does not help.
+var ErrSynchronousUnsupported = errors.New("synchronous replication as asked is not supported by this server")
 
 // Client is how the controller talks to the servers of one engine, through
 // each pod's own address, for replication. Package ha decides from what it
@@ -26,12 +32,6 @@ type Client interface {
 	SetSynchronous(ctx context.Context, host string, port int32, cred Credentials, n int32) error
 	// Terms are the engine's words for its change log.
 	Terms() Terms
-	// FenceHolds says a fenced server refuses every write, its
-	// superuser's too, for as long as it runs (MySQL's super_read_only),
-	// so that a failover need not stop it before it promotes the target
-	// (Observation.FenceHolds). PostgreSQL's fence does not hold: a
-	// session may turn default_transaction_read_only off.
-	FenceHolds() bool
 }
 
 // Credentials are the superuser's, from the Database's Secret.
@@ -59,6 +59,15 @@ type Facts struct {
 	// Synchronous is how many replicas a commit waits for, as SetSynchronous
 	// sets it: 0 for none, -1 for a setting SetSynchronous does not make.
 	Synchronous int32
+	// FenceHolds says that once fenced, the server refuses every write,
+	// its superuser's too, for as long as it runs (MySQL's
+	// super_read_only), so that a failover need not stop it before it
+	// promotes the target (Instance.FenceHolds). It is the server's, not
+	// the engine's: one client talks to MySQL and MariaDB, whose read_only
+	// does not stop an account with all privileges. PostgreSQL's fence
+	// does not hold either: a session may turn
+	// default_transaction_read_only off.
+	FenceHolds bool
 }
 
 // Standby is a replica that a primary sends changes to.
@@ -99,7 +108,7 @@ func (t Terms) position(n uint64) string {
 
 // Observe is the Instance of a pod whose server answered facts.
 func Observe(i Instance, facts Facts) Instance {
-	i.Reachable, i.Replica, i.Fenced = true, facts.Replica, facts.Fenced
+	i.Reachable, i.Replica, i.Fenced, i.FenceHolds = true, facts.Replica, facts.Fenced, facts.FenceHolds
 	i.Received, i.Applied, i.Written = facts.Received, facts.Applied, facts.Written
 	return i
 }

@@ -62,6 +62,12 @@ type Instance struct {
 	// Fenced says the controller fenced the server (ActionFence): it
 	// refuses writes, and rejoins as a replica at its next start.
 	Fenced bool
+	// FenceHolds is the server's Facts.FenceHolds: fenced, it accepts no
+	// write while it runs, so the target is promoted once it has received
+	// all that server wrote, and the server restarts after, to rejoin (its
+	// shutdown is no longer in the way of the failover). Otherwise it
+	// stops, and its shutdown ends, first.
+	FenceHolds bool
 }
 
 // Serving reports whether the instance serves as a primary: its pod is
@@ -89,12 +95,6 @@ type Observation struct {
 	FailoverDelay time.Duration
 	// Terms are the engine's words for its change log, in Reasons.
 	Terms Terms
-	// FenceHolds is the engine's Client.FenceHolds: a fenced former
-	// primary that runs accepts no write, so the target is promoted once
-	// it has received all that server wrote, and the server restarts
-	// after, to rejoin (its shutdown is no longer in the way of the
-	// failover). Otherwise it stops, and its shutdown ends, first.
-	FenceHolds bool
 }
 
 // Kind is what an Action does.
@@ -248,7 +248,7 @@ func toTarget(o Observation, byName map[string]Instance) Action {
 			return Action{Kind: ActionFence, Instance: i.Name, Reason: i.Name + " still accepts writes; it is fenced before " + o.Target + " is promoted"}
 		case i.Name == o.Primary && target.Reachable && target.Replica && target.Received < i.Written:
 			return Action{Kind: ActionWait, After: time.Second, Reason: fmt.Sprintf("waiting for %s to receive the %s of %s up to %s before it is promoted", o.Target, o.Terms.log(), i.Name, o.Terms.position(i.Written))}
-		case o.FenceHolds:
+		case i.FenceHolds:
 			// It writes nothing more; steady stops it once the target
 			// is the primary.
 			continue

@@ -125,24 +125,24 @@ func TestNext(t *testing.T) {
 				Primary: "db-0", Target: "db-1"},
 			Action{Kind: ActionWait, After: time.Second}},
 		{"target (switchover), the fence holds: the fenced old primary still waits for the target to receive all it wrote",
-			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.Written = 101 }), replica("db-1", 1, "db-0", 100)},
-				Primary: "db-0", Target: "db-1", FenceHolds: true},
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.FenceHolds = true; i.Written = 101 }), replica("db-1", 1, "db-0", 100)},
+				Primary: "db-0", Target: "db-1"},
 			Action{Kind: ActionWait, After: time.Second}},
 		{"target (switchover), the fence holds: the target has it all: promoted while the old primary runs",
-			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.Written = 100 }), replica("db-1", 1, "db-0", 100)},
-				Primary: "db-0", Target: "db-1", FenceHolds: true},
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.FenceHolds = true; i.Written = 100 }), replica("db-1", 1, "db-0", 100)},
+				Primary: "db-0", Target: "db-1"},
 			Action{Kind: ActionPromote, Instance: "db-1"}},
 		{"target, the fence holds: an old primary not fenced yet is fenced first",
-			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone }), replica("db-1", 1, "db-0", 100)},
-				Primary: "db-0", Target: "db-1", FenceHolds: true},
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.FenceHolds = true }), replica("db-1", 1, "db-0", 100)},
+				Primary: "db-0", Target: "db-1"},
 			Action{Kind: ActionFence, Instance: "db-0"}},
 		{"target, the fence holds: a stopped old primary still ends its clean shutdown first",
-			Observation{Instances: []Instance{with(down("db-0", 0, RoleNone), func(i *Instance) { i.Terminating = true }), replica("db-1", 1, "db-0", 100)},
-				Primary: "db-0", Target: "db-1", FenceHolds: true},
+			Observation{Instances: []Instance{with(down("db-0", 0, RoleNone), func(i *Instance) { i.Terminating = true; i.FenceHolds = true }), replica("db-1", 1, "db-0", 100)},
+				Primary: "db-0", Target: "db-1"},
 			Action{Kind: ActionWait, After: time.Second}},
 		{"the fence holds: once the target is the primary, the fenced old primary stops, to rejoin",
-			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.Written = 100 }), primary("db-1", 1)},
-				Primary: "db-1", FenceHolds: true},
+			Observation{Instances: []Instance{with(primary("db-0", 0), func(i *Instance) { i.Role = RoleNone; i.Fenced = true; i.FenceHolds = true; i.Written = 100 }), primary("db-1", 1)},
+				Primary: "db-1"},
 			Action{Kind: ActionStop, Instance: "db-0"}},
 		{"target: promote",
 			Observation{Instances: []Instance{down("db-0", 0, RoleNone), replica("db-2", 2, "", 120)}, Primary: "db-0", Target: "db-2"},
@@ -203,8 +203,12 @@ func TestNextNeverMakesTwoPrimaries(t *testing.T) {
 			instances = append(instances, i)
 		}
 		for _, target := range []string{"", "db-0", "db-1", "db-2"} {
-			for _, holds := range []bool{false, true} {
-				o := Observation{Now: t0.Add(time.Hour), Instances: instances, Primary: "db-0", Target: target, PrimaryLostSince: t0, FenceHolds: holds}
+			// Whether each server's fence holds (MySQL beside MariaDB).
+			for holds := range 1 << 3 {
+				for k := range instances {
+					instances[k].FenceHolds = holds>>k&1 != 0
+				}
+				o := Observation{Now: t0.Add(time.Hour), Instances: instances, Primary: "db-0", Target: target, PrimaryLostSince: t0}
 				a := Next(o)
 				if a.Kind != ActionLabel && a.Kind != ActionPromote {
 					continue
@@ -220,7 +224,7 @@ func TestNextNeverMakesTwoPrimaries(t *testing.T) {
 					if a.Kind != ActionPromote || !other.Reachable || other.Replica {
 						continue
 					}
-					if !holds || !other.Fenced {
+					if !other.FenceHolds || !other.Fenced {
 						t.Errorf("%+v: promotes %s while %s accepts writes", o, a.Instance, other.Name)
 					} else if other.Name == o.Primary && promoted.Received < other.Written {
 						t.Errorf("%+v: promotes %s, which received %d, while the fenced %s wrote %d", o, a.Instance, promoted.Received, other.Name, other.Written)

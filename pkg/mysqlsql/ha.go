@@ -29,8 +29,8 @@ type conn interface {
 type dialer func(ctx context.Context, host string, port int32, cred ha.Credentials) (conn, error)
 
 // New returns the Client that connects with go-sql-driver/mysql. It talks
-// to MySQL 8.0 and later; a MariaDB server answers the probe, and is
-// refused every change (its replication is not supported yet).
+// to MySQL 8.0 and later, and to MariaDB 10.6 and later, each in its own
+// SQL: the server says which it is when the client connects.
 func New() ha.Client { return client{dial: dial} }
 
 type client struct{ dial dialer }
@@ -97,7 +97,7 @@ func (s *sqlConn) Close() error {
 }
 
 // Statements the client sends, named for its tests. MySQL 8.0.23 and later
-// have every one of them.
+// have every one of them but the mariadb ones.
 const (
 	// identify says which pod the server runs in (a StatefulSet pod's
 	// hostname is its name) and which server it is.
@@ -109,9 +109,17 @@ const (
 	// showReplicas lists the replicas connected to a source, by their
 	// report_host: their pod names.
 	showReplicas = `SHOW REPLICAS`
-	// mariadbState is a MariaDB server's positions: what it wrote to its
-	// binary log and what it applied as a replica.
-	mariadbState = `SELECT @@GLOBAL.gtid_binlog_pos AS written, @@GLOBAL.gtid_slave_pos AS applied, @@GLOBAL.read_only AS read_only`
+	// mariadbState is a MariaDB server's positions: what it applied as a
+	// replica, and the newest of that and what it wrote itself (a replica
+	// seeded from a dump has the seed's position applied, and nothing in
+	// its own binary log).
+	mariadbState = `SELECT @@GLOBAL.gtid_current_pos AS current, @@GLOBAL.gtid_slave_pos AS applied, @@GLOBAL.read_only AS read_only`
+	// mariadbReplicas lists the replicas connected to a MariaDB primary,
+	// by their report_host.
+	mariadbReplicas = `SHOW REPLICA HOSTS`
+	// mariadbSemiSync is a MariaDB primary's semi-synchronous replication
+	// (built in).
+	mariadbSemiSync = `SHOW GLOBAL VARIABLES WHERE Variable_name IN ('rpl_semi_sync_master_enabled', 'rpl_semi_sync_master_timeout', 'rpl_semi_sync_master_wait_point')`
 	// clientSessions are the sessions of clients, other than the one that
 	// asks: replication threads and the server's own have no user or run
 	// as system user.
@@ -132,11 +140,6 @@ const semiSyncTimeout = "4294967295"
 func (client) Terms() ha.Terms {
 	return ha.Terms{Log: "transactions", Position: func(n uint64) string { return strconv.FormatUint(n, 10) + " transactions" }}
 }
-
-// FenceHolds is true: super_read_only refuses every write, root's too, for
-// as long as the server runs (Fence), so a replica that received all a
-// fenced primary wrote is promoted before that primary restarts.
-func (client) FenceHolds() bool { return true }
 
 // server is one server's identity, after identify.
 type server struct {
@@ -166,9 +169,6 @@ func errOrNoRow(err error) error {
 	return err
 }
 
-// errMariaDB refuses to change a MariaDB server's replication.
-var errMariaDB = errors.New("MariaDB replication is not supported yet: its SQL and its fencing differ from MySQL's")
-
 func (c client) Probe(ctx context.Context, host string, port int32, cred ha.Credentials) (ha.Facts, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
@@ -184,7 +184,10 @@ func (c client) Probe(ctx context.Context, host string, port int32, cred ha.Cred
 }
 
 func probeMySQL(ctx context.Context, s *server, host string) (ha.Facts, error) {
-	f := ha.Facts{Name: s.name}
+	// super_read_only refuses every write, root's too, for as long as
+	// the server runs (Fence): a replica that received all a fenced
+	// primary wrote is promoted before that primary restarts.
+	f := ha.Facts{Name: s.name, FenceHolds: true}
 	state, err := s.conn.Query(ctx, mysqlState)
 	if err != nil || len(state) != 1 {
 		return ha.Facts{}, fmt.Errorf("asking %s for its transactions: %w", host, errOrNoRow(err))
@@ -229,6 +232,8 @@ func probeMySQL(ctx context.Context, s *server, host string) (ha.Facts, error) {
 
 // probeMariaDB reads a MariaDB server: a replica, or a server of its own.
 // Its positions are the sums of the sequence numbers of its GTID domains.
+// Its fence does not hold while it runs (FenceHolds false): read_only
+// does not stop an account with all privileges (READ ONLY ADMIN).
 func probeMariaDB(ctx context.Context, s *server, host string) (ha.Facts, error) {
 	f := ha.Facts{Name: s.name}
 	state, err := s.conn.Query(ctx, mariadbState)
@@ -250,8 +255,21 @@ func probeMariaDB(ctx context.Context, s *server, host string) (ha.Facts, error)
 		f.Received = max(f.Received, f.Applied)
 		return f, nil
 	}
-	if f.Written, err = mariadbPosition(state[0]["written"]); err != nil {
+	if f.Written, err = mariadbPosition(state[0]["current"]); err != nil {
 		return ha.Facts{}, err
+	}
+	f.Fenced = state[0]["read_only"] == "1"
+	semi, err := s.conn.Query(ctx, mariadbSemiSync)
+	if err != nil {
+		return ha.Facts{}, fmt.Errorf("asking %s for its semi-synchronous replication: %w", host, err)
+	}
+	f.Synchronous = mariadbSynchronous(semi)
+	replicas, err := s.conn.Query(ctx, mariadbReplicas)
+	if err != nil {
+		return ha.Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
+	}
+	for _, r := range replicas {
+		f.Standbys = append(f.Standbys, ha.Standby{Name: r["Host"], Streaming: true})
 	}
 	return f, nil
 }
@@ -282,10 +300,10 @@ func mariadbPosition(s string) (uint64, error) {
 const promoteWait = 5
 
 // change connects to the server at host for a change of its replication
-// (what names it in errors), within timeout, refuses a MariaDB server, and
-// runs do on the connection.
+// (what names it in errors), within timeout, and runs do on the
+// connection.
 func (c client) change(ctx context.Context, host string, port int32, cred ha.Credentials, what string,
-	timeout time.Duration, do func(context.Context, conn) error) error {
+	timeout time.Duration, do func(context.Context, *server) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s, err := c.open(ctx, host, port, cred)
@@ -293,10 +311,7 @@ func (c client) change(ctx context.Context, host string, port int32, cred ha.Cre
 		return err
 	}
 	defer s.conn.Close()
-	if s.mariadb {
-		return fmt.Errorf("%s %s: %w", what, host, errMariaDB)
-	}
-	if err := do(ctx, s.conn); err != nil {
+	if err := do(ctx, s); err != nil {
 		return fmt.Errorf("%s %s: %w", what, host, err)
 	}
 	return nil
@@ -309,8 +324,15 @@ func (c client) change(ctx context.Context, host string, port int32, cred ha.Cre
 // way, it takes up where it stopped: writes are accepted before the source
 // is forgotten, so that a server left half way still answers as a replica,
 // and is promoted again, rather than as a primary that refuses writes.
+//
+// A MariaDB replica is promoted in the same steps, in its SQL
+// (promoteMariaDB).
 func (c client) Promote(ctx context.Context, host string, port int32, cred ha.Credentials) error {
-	return c.change(ctx, host, port, cred, "promoting", Timeout+promoteWait*time.Second, func(ctx context.Context, conn conn) error {
+	return c.change(ctx, host, port, cred, "promoting", Timeout+promoteWait*time.Second, func(ctx context.Context, s *server) error {
+		if s.mariadb {
+			return promoteMariaDB(ctx, s.conn)
+		}
+		conn := s.conn
 		if err := conn.Exec(ctx, `STOP REPLICA IO_THREAD`); err != nil {
 			return err
 		}
@@ -350,6 +372,56 @@ var promoteStatements = []string{
 	`RESET REPLICA ALL`,
 }
 
+// promoteMariaDB promotes a MariaDB replica: it stops receiving, applies
+// what it received (up to its Gtid_IO_Pos), and stops replicating; it
+// accepts writes before it forgets its source (RESET REPLICA ALL, which
+// removes master.info), so that a server left half way restarts as the
+// replica it still is (the server's command starts it read-only while
+// master.info exists: package mysql), and is promoted again.
+func promoteMariaDB(ctx context.Context, conn conn) error {
+	if err := conn.Exec(ctx, `STOP REPLICA IO_THREAD`); err != nil {
+		return err
+	}
+	replica, err := conn.Query(ctx, replicaStatus)
+	if err != nil {
+		return err
+	}
+	if len(replica) > 0 && strings.TrimSpace(replica[0]["Gtid_IO_Pos"]) != "" {
+		received := strings.Join(strings.Fields(replica[0]["Gtid_IO_Pos"]), "")
+		if _, err := mariadbPosition(received); err != nil {
+			return err
+		}
+		// 0 once applied, -1 on timeout.
+		rows, err := conn.Query(ctx, mariadbWaitApplied(received))
+		if err != nil || len(rows) != 1 {
+			return fmt.Errorf("waiting until it applied what it received: %w", errOrNoRow(err))
+		}
+		if rows[0]["waited"] != "0" {
+			return fmt.Errorf("it had not applied every transaction it received after %d s", promoteWait)
+		}
+	}
+	for _, stmt := range mariadbPromoteStatements {
+		if err := conn.Exec(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mariadbPromoteStatements end a MariaDB replica's replication once it
+// applied what it received.
+var mariadbPromoteStatements = []string{
+	`STOP REPLICA`,
+	`SET GLOBAL read_only = OFF`,
+	`RESET REPLICA ALL`,
+}
+
+// mariadbWaitApplied waits until a MariaDB replica has applied the GTID
+// position pos, for promoteWait seconds at most.
+func mariadbWaitApplied(pos string) string {
+	return fmt.Sprintf(`SELECT MASTER_GTID_WAIT(%s, %d) AS waited`, quoteString(pos), promoteWait)
+}
+
 // waitApplied waits until the server has applied every transaction of the
 // GTID set, for promoteWait seconds at most.
 func waitApplied(set string) string {
@@ -362,16 +434,45 @@ func waitApplied(set string) string {
 // replica. Client sessions are ended before, so that no open transaction
 // holds the read-only switch back, and after, so that none that began in
 // between writes on.
+//
+// A MariaDB primary has no super_read_only, and its read_only does not
+// stop an account with all privileges: its fence holds against the
+// Secret's other accounts only, until the controller stops the server
+// (FenceHolds false). It first gets a marker file in its data directory
+// (FencedMarker), which makes every later start of the server read-only
+// (the server's command, package mysql) and its init script rejoin it as
+// a replica, then read_only, between the sessions' ends.
 func (c client) Fence(ctx context.Context, host string, port int32, cred ha.Credentials) error {
-	return c.change(ctx, host, port, cred, "fencing", Timeout, func(ctx context.Context, conn conn) error {
+	return c.change(ctx, host, port, cred, "fencing", Timeout, func(ctx context.Context, s *server) error {
+		conn, readOnly := s.conn, `SET PERSIST super_read_only = ON`
+		if s.mariadb {
+			if err := conn.Exec(ctx, mariadbMarkFenced); err != nil && !fileExists(err) {
+				return err
+			}
+			readOnly = `SET GLOBAL read_only = ON`
+		}
 		if err := endSessions(ctx, conn); err != nil {
 			return err
 		}
-		if err := conn.Exec(ctx, `SET PERSIST super_read_only = ON`); err != nil {
+		if err := conn.Exec(ctx, readOnly); err != nil {
 			return err
 		}
 		return endSessions(ctx, conn)
 	})
+}
+
+// FencedMarker is the file a fenced MariaDB server has in its data
+// directory (/var/lib/mysql, the image's) until it rejoins as a replica.
+const FencedMarker = "/var/lib/mysql/dbc-fenced"
+
+// mariadbMarkFenced writes FencedMarker, as the server's own user.
+const mariadbMarkFenced = `SELECT 'fenced by database-controller' INTO DUMPFILE '` + FencedMarker + `'`
+
+// fileExists is the error of a SELECT ... INTO DUMPFILE whose file exists
+// (ER_FILE_EXISTS_ERROR): a fence done before.
+func fileExists(err error) bool {
+	var myErr *mysql.MySQLError
+	return errors.As(err, &myErr) && myErr.Number == 1086
 }
 
 // endSessions kills every client session but the caller's. A session that
@@ -424,10 +525,21 @@ func synchronous(rows []map[string]string) int32 {
 // (SET PERSIST): a restarted primary keeps them until the controller
 // sets others. Both semi-synchronous plugins are loaded on every server
 // of a replicated Database (package mysql's settings).
+//
+// A MariaDB primary waits for one replica at most: it is refused more.
+// Its settings do not persist (MariaDB has no SET PERSIST): a restarted
+// primary is asynchronous until the controller sets it again.
 func (c client) SetSynchronous(ctx context.Context, host string, port int32, cred ha.Credentials, n int32) error {
-	return c.change(ctx, host, port, cred, "setting semi-synchronous replication on", Timeout, func(ctx context.Context, conn conn) error {
-		for _, stmt := range synchronousStatements(n) {
-			if err := conn.Exec(ctx, stmt); err != nil {
+	return c.change(ctx, host, port, cred, "setting semi-synchronous replication on", Timeout, func(ctx context.Context, s *server) error {
+		stmts := synchronousStatements(n)
+		if s.mariadb {
+			if n > 1 {
+				return fmt.Errorf("%w: MariaDB's semi-synchronous replication waits for one replica at most, not %d", ha.ErrSynchronousUnsupported, n)
+			}
+			stmts = mariadbSynchronousStatements(n)
+		}
+		for _, stmt := range stmts {
+			if err := s.conn.Exec(ctx, stmt); err != nil {
 				return err
 			}
 		}
@@ -445,6 +557,37 @@ func synchronousStatements(n int32) []string {
 		`SET PERSIST rpl_semi_sync_source_timeout = ` + semiSyncTimeout,
 		`SET PERSIST rpl_semi_sync_source_enabled = ON`,
 	}
+}
+
+// mariadbSynchronousStatements set a MariaDB source to wait for n
+// replicas (0 or 1), once its binary log has the commit (AFTER_SYNC: no
+// other session sees a commit that a failover could lose).
+func mariadbSynchronousStatements(n int32) []string {
+	if n <= 0 {
+		return []string{`SET GLOBAL rpl_semi_sync_master_enabled = OFF`}
+	}
+	return []string{
+		`SET GLOBAL rpl_semi_sync_master_wait_point = AFTER_SYNC`,
+		`SET GLOBAL rpl_semi_sync_master_timeout = ` + semiSyncTimeout,
+		`SET GLOBAL rpl_semi_sync_master_enabled = ON`,
+	}
+}
+
+// mariadbSynchronous is how many replicas a MariaDB source's commits wait
+// for, from its mariadbSemiSync rows, as SetSynchronous sets it: 0 when
+// off, -1 for a setting SetSynchronous does not make.
+func mariadbSynchronous(rows []map[string]string) int32 {
+	v := map[string]string{}
+	for _, r := range rows {
+		v[r["Variable_name"]] = r["Value"]
+	}
+	if v["rpl_semi_sync_master_enabled"] != "ON" {
+		return 0
+	}
+	if v["rpl_semi_sync_master_timeout"] != semiSyncTimeout || v["rpl_semi_sync_master_wait_point"] != "AFTER_SYNC" {
+		return -1
+	}
+	return 1
 }
 
 // quoteString quotes s as a MySQL string literal.

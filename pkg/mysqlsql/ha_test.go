@@ -86,7 +86,7 @@ func TestProbe(t *testing.T) {
 			mysqlState:   {{"executed": uuidA + ":1-40,\n" + uuidB + ":1-2", "super_read_only": "0"}},
 			showReplicas: {{"Server_Id": "2", "Host": "db-1"}, {"Server_Id": "3", "Host": "db-2"}},
 		}),
-		want: ha.Facts{Name: "db-0", Written: 42, Standbys: []ha.Standby{{Name: "db-1", Streaming: true}, {Name: "db-2", Streaming: true}}},
+		want: ha.Facts{Name: "db-0", FenceHolds: true, Written: 42, Standbys: []ha.Standby{{Name: "db-1", Streaming: true}, {Name: "db-2", Streaming: true}}},
 		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, showReplicas, "close"},
 	}, {
 		name: "a MySQL primary waiting for one replica",
@@ -96,7 +96,7 @@ func TestProbe(t *testing.T) {
 				{"name": "rpl_semi_sync_source_wait_for_replica_count", "value": "1"},
 				{"name": "rpl_semi_sync_source_timeout", "value": semiSyncTimeout}},
 		}),
-		want: ha.Facts{Name: "db-0", Written: 40, Synchronous: 1},
+		want: ha.Facts{Name: "db-0", FenceHolds: true, Written: 40, Synchronous: 1},
 		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, showReplicas, "close"},
 	}, {
 		name: "a MySQL primary with semi-synchronous replication that falls back to asynchronous: a setting the controller does not make",
@@ -106,14 +106,14 @@ func TestProbe(t *testing.T) {
 				{"name": "rpl_semi_sync_source_wait_for_replica_count", "value": "1"},
 				{"name": "rpl_semi_sync_source_timeout", "value": "10000"}},
 		}),
-		want: ha.Facts{Name: "db-0", Written: 40, Synchronous: -1},
+		want: ha.Facts{Name: "db-0", FenceHolds: true, Written: 40, Synchronous: -1},
 		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, showReplicas, "close"},
 	}, {
 		name: "a fenced MySQL primary",
 		server: mysqlServer("db-0", map[string][]map[string]string{
 			mysqlState: {{"executed": uuidA + ":1-40", "super_read_only": "1"}},
 		}),
-		want: ha.Facts{Name: "db-0", Written: 40, Fenced: true},
+		want: ha.Facts{Name: "db-0", FenceHolds: true, Written: 40, Fenced: true},
 		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, showReplicas, "close"},
 	}, {
 		name: "a MySQL replica: received is what it retrieved and what it had, once",
@@ -121,19 +121,40 @@ func TestProbe(t *testing.T) {
 			mysqlState:    {{"executed": uuidA + ":1-30", "super_read_only": "1"}},
 			replicaStatus: {{"Retrieved_Gtid_Set": uuidA + ":25-40", "Replica_IO_Running": "Yes"}},
 		}),
-		want: ha.Facts{Name: "db-1", Replica: true, Received: 40, Applied: 30},
+		want: ha.Facts{Name: "db-1", FenceHolds: true, Replica: true, Received: 40, Applied: 30},
 		sent: []string{"dial", identify, mysqlState, replicaStatus, "close"},
 	}, {
-		name: "a MariaDB server of its own",
+		name: "a MariaDB primary with a replica connected: its fence does not hold",
 		server: mariadbServer("db-0", map[string][]map[string]string{
-			mariadbState: {{"written": "0-1-12", "applied": "", "read_only": "0"}},
+			mariadbState:    {{"current": "0-1-12", "applied": "", "read_only": "0"}},
+			mariadbReplicas: {{"Server_id": "2", "Host": "db-1", "Port": "3306", "Master_id": "1"}},
 		}),
-		want: ha.Facts{Name: "db-0", Written: 12},
-		sent: []string{"dial", identify, mariadbState, replicaStatus, "close"},
+		want: ha.Facts{Name: "db-0", Written: 12, Standbys: []ha.Standby{{Name: "db-1", Streaming: true}}},
+		sent: []string{"dial", identify, mariadbState, replicaStatus, mariadbSemiSync, mariadbReplicas, "close"},
+	}, {
+		name: "a fenced MariaDB primary waiting for one replica",
+		server: mariadbServer("db-0", map[string][]map[string]string{
+			mariadbState: {{"current": "0-1-12", "applied": "0-1-3", "read_only": "1"}},
+			mariadbSemiSync: {{"Variable_name": "rpl_semi_sync_master_enabled", "Value": "ON"},
+				{"Variable_name": "rpl_semi_sync_master_timeout", "Value": semiSyncTimeout},
+				{"Variable_name": "rpl_semi_sync_master_wait_point", "Value": "AFTER_SYNC"}},
+		}),
+		want: ha.Facts{Name: "db-0", Written: 12, Fenced: true, Synchronous: 1},
+		sent: []string{"dial", identify, mariadbState, replicaStatus, mariadbSemiSync, mariadbReplicas, "close"},
+	}, {
+		name: "a MariaDB primary with semi-synchronous replication as MariaDB sets it by default: a setting the controller does not make",
+		server: mariadbServer("db-0", map[string][]map[string]string{
+			mariadbState: {{"current": "0-1-12", "applied": "", "read_only": "0"}},
+			mariadbSemiSync: {{"Variable_name": "rpl_semi_sync_master_enabled", "Value": "ON"},
+				{"Variable_name": "rpl_semi_sync_master_timeout", "Value": "10000"},
+				{"Variable_name": "rpl_semi_sync_master_wait_point", "Value": "AFTER_COMMIT"}},
+		}),
+		want: ha.Facts{Name: "db-0", Written: 12, Synchronous: -1},
+		sent: []string{"dial", identify, mariadbState, replicaStatus, mariadbSemiSync, mariadbReplicas, "close"},
 	}, {
 		name: "a MariaDB replica",
 		server: mariadbServer("db-1", map[string][]map[string]string{
-			mariadbState:  {{"written": "0-1-9", "applied": "0-1-9", "read_only": "1"}},
+			mariadbState:  {{"current": "0-1-9", "applied": "0-1-9", "read_only": "1"}},
 			replicaStatus: {{"Gtid_IO_Pos": "0-1-12"}},
 		}),
 		want: ha.Facts{Name: "db-1", Replica: true, Received: 12, Applied: 9},
@@ -226,19 +247,80 @@ func TestFence(t *testing.T) {
 	checkSent(t, s, "dial", identify, clientSessions, "close")
 }
 
-// The statements each dialect gets for each change: MariaDB's replication
-// is not supported yet, and a MariaDB server gets no change at all.
-func TestMariaDBIsRefusedEveryChange(t *testing.T) {
-	for name, change := range map[string]func(client) error{
-		"Promote": func(c client) error { return c.Promote(ctx, "10.0.0.1", 3306, ha.Credentials{}) },
-		"Fence":   func(c client) error { return c.Fence(ctx, "10.0.0.1", 3306, ha.Credentials{}) },
+// The statements a MariaDB server gets for each change, beside MySQL's
+// above:
+//
+//	change      MySQL                                  MariaDB
+//	promote     STOP REPLICA IO_THREAD                 STOP REPLICA IO_THREAD
+//	            WAIT_FOR_EXECUTED_GTID_SET(received)   MASTER_GTID_WAIT(Gtid_IO_Pos)
+//	            STOP REPLICA                           STOP REPLICA
+//	            SET PERSIST super_read_only = OFF      SET GLOBAL read_only = OFF
+//	            SET PERSIST read_only = OFF
+//	            RESET REPLICA ALL                      RESET REPLICA ALL
+//	fence                                              SELECT ... INTO DUMPFILE (marker)
+//	            (sessions ended)                       (sessions ended)
+//	            SET PERSIST super_read_only = ON       SET GLOBAL read_only = ON
+//	            (sessions ended)                       (sessions ended)
+//	semi-sync   SET PERSIST rpl_semi_sync_source_*     SET GLOBAL rpl_semi_sync_master_* (one replica at most)
+func TestMariaDBChanges(t *testing.T) {
+	wait := `SELECT MASTER_GTID_WAIT('0-1-40', 5) AS waited`
+	t.Run("promote: applies what it received, then stops, writes and forgets its source", func(t *testing.T) {
+		s := mariadbServer("db-1", map[string][]map[string]string{
+			replicaStatus: {{"Gtid_IO_Pos": "0-1-40"}},
+			wait:          {{"waited": "0"}},
+		})
+		if err := s.client().Promote(ctx, "10.0.0.2", 3306, ha.Credentials{}); err != nil {
+			t.Fatal(err)
+		}
+		checkSent(t, s, "dial", identify, "STOP REPLICA IO_THREAD", replicaStatus, wait,
+			"STOP REPLICA", "SET GLOBAL read_only = OFF", "RESET REPLICA ALL", "close")
+	})
+	t.Run("promote: not in time, not promoted", func(t *testing.T) {
+		s := mariadbServer("db-1", map[string][]map[string]string{
+			replicaStatus: {{"Gtid_IO_Pos": "0-1-40"}},
+			wait:          {{"waited": "-1"}},
+		})
+		if err := s.client().Promote(ctx, "10.0.0.2", 3306, ha.Credentials{}); err == nil {
+			t.Fatal("promoted a replica that had not applied what it received")
+		}
+		checkSent(t, s, "dial", identify, "STOP REPLICA IO_THREAD", replicaStatus, wait, "close")
+	})
+	t.Run("fence: the marker, then read_only between the sessions' ends; a marker there before is no error", func(t *testing.T) {
+		s := mariadbServer("db-0", map[string][]map[string]string{clientSessions: {{"id": "17"}}})
+		s.fail[mariadbMarkFenced] = &mysql.MySQLError{Number: 1086, Message: "File '/var/lib/mysql/dbc-fenced' already exists"}
+		if err := s.client().Fence(ctx, "10.0.0.1", 3306, ha.Credentials{}); err != nil {
+			t.Fatal(err)
+		}
+		checkSent(t, s, "dial", identify, "SELECT 'fenced by database-controller' INTO DUMPFILE '/var/lib/mysql/dbc-fenced'",
+			clientSessions, "KILL CONNECTION 17", "SET GLOBAL read_only = ON", clientSessions, "KILL CONNECTION 17", "close")
+	})
+	t.Run("fence: a marker that cannot be written stops it", func(t *testing.T) {
+		s := mariadbServer("db-0", nil)
+		s.fail[mariadbMarkFenced] = &mysql.MySQLError{Number: 1045, Message: "Access denied"}
+		if err := s.client().Fence(ctx, "10.0.0.1", 3306, ha.Credentials{}); err == nil {
+			t.Fatal("fenced without the marker")
+		}
+		checkSent(t, s, "dial", identify, mariadbMarkFenced, "close")
+	})
+	for _, tt := range []struct {
+		n    int32
+		want []string
+	}{
+		{1, []string{"SET GLOBAL rpl_semi_sync_master_wait_point = AFTER_SYNC", "SET GLOBAL rpl_semi_sync_master_timeout = 4294967295",
+			"SET GLOBAL rpl_semi_sync_master_enabled = ON"}},
+		{0, []string{"SET GLOBAL rpl_semi_sync_master_enabled = OFF"}},
 	} {
 		s := mariadbServer("db-0", nil)
-		if err := change(s.client()); !errors.Is(err, errMariaDB) {
-			t.Errorf("%s on MariaDB = %v, want %v", name, err, errMariaDB)
+		if err := s.client().SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, tt.n); err != nil {
+			t.Fatal(err)
 		}
-		checkSent(t, s, "dial", identify, "close")
+		checkSent(t, s, append(append([]string{"dial", identify}, tt.want...), "close")...)
 	}
+	s := mariadbServer("db-0", nil)
+	if err := s.client().SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, 2); !errors.Is(err, ha.ErrSynchronousUnsupported) {
+		t.Errorf("SetSynchronous(2) on MariaDB = %v, want %v", err, ha.ErrSynchronousUnsupported)
+	}
+	checkSent(t, s, "dial", identify, "close")
 }
 
 func TestSetSynchronous(t *testing.T) {
@@ -258,11 +340,6 @@ func TestSetSynchronous(t *testing.T) {
 		}
 		checkSent(t, s, append(append([]string{"dial", identify}, tt.want...), "close")...)
 	}
-	s := mariadbServer("db-0", nil)
-	if err := s.client().SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, 1); !errors.Is(err, errMariaDB) {
-		t.Errorf("SetSynchronous on MariaDB = %v, want %v", err, errMariaDB)
-	}
-	checkSent(t, s, "dial", identify, "close")
 }
 
 func TestQuoteString(t *testing.T) {

@@ -120,10 +120,6 @@ FROM pg_stat_replication ORDER BY application_name`
 
 func (c client) Terms() ha.Terms { return ha.Terms{Log: "WAL", Position: formatLSN} }
 
-// FenceHolds is false: a session may turn default_transaction_read_only
-// off, so a fenced primary stops before a replica is promoted.
-func (c client) FenceHolds() bool { return false }
-
 // formatLSN formats a WAL position as PostgreSQL does: 0/3000060.
 func formatLSN(n uint64) string { return fmt.Sprintf("%X/%X", n>>32, uint32(n)) }
 

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -243,8 +244,14 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 	if last.Kind == ha.ActionWait && last.After < found.pollAfter {
 		found.pollAfter = last.After
 	}
+	var refused error
 	if last.Kind == ha.ActionNone && rs.TargetPrimary == "" {
-		if err := s.ensureSynchronous(ctx, rs, instances); err != nil {
+		if err := s.ensureSynchronous(ctx, rs, instances); errors.Is(err, ha.ErrSynchronousUnsupported) {
+			// Permanent: said in the condition, with a Warning when it
+			// first is (status_writer.go). The next look asks again (a
+			// login to the primary, no API write): the spec may change.
+			refused = err
+		} else if err != nil {
 			return found, err
 		}
 		if err := s.rollOutReplica(ctx, rs, instances); err != nil {
@@ -257,7 +264,21 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 	}
 	rs.Instances = instanceStatuses(rs, instances)
 	found.condition = replicatingCondition(rs, instances, last, desired)
+	if refused != nil {
+		found.condition.Status, found.condition.Reason = metav1.ConditionFalse, status.ReasonSynchronousUnsupported
+		found.condition.Message = fmt.Sprintf("%s; spec.replication.synchronous is not applied: %s", found.condition.Message, refusalWords(refused))
+	}
 	return found, nil
+}
+
+// refusalWords is the part of a SetSynchronous refusal a person acts on:
+// what the server cannot do, after ha.ErrSynchronousUnsupported.
+func refusalWords(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ha.ErrSynchronousUnsupported.Error()+": "); i >= 0 {
+		return msg[i+len(ha.ErrSynchronousUnsupported.Error())+2:]
+	}
+	return msg
 }
 
 // synchronousReplicas is how many replicas the primary's commits wait for
@@ -431,8 +452,7 @@ func primaryLost(rs *dbv1alpha1.ReplicationStatus) bool { return rs.PrimaryLostS
 func (s *replicaSet) observation(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) ha.Observation {
 	db := s.p.db
 	now := s.p.r.clock.Now()
-	o := ha.Observation{Now: now, Primary: rs.Primary, Target: rs.TargetPrimary, FailoverDelay: db.Spec.FailoverDelay(), Terms: s.client.Terms(),
-		FenceHolds: s.client.FenceHolds()}
+	o := ha.Observation{Now: now, Primary: rs.Primary, Target: rs.TargetPrimary, FailoverDelay: db.Spec.FailoverDelay(), Terms: s.client.Terms()}
 	for _, name := range sortedNames(instances) {
 		o.Instances = append(o.Instances, instances[name].ha)
 	}

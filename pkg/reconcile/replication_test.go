@@ -365,10 +365,10 @@ func TestReplicationSwitchover(t *testing.T) {
 	t.Run("the fence holds: promoted while the old primary runs, fenced; it restarts after", func(t *testing.T) {
 		_, ctx := ktesting.NewTestContext(t)
 		f := newFixture(t)
-		f.sql.FencedWritesNothing = true
 		db := newDatabase("orders", "postgresql", "16", 2)
 		db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Primary: "orders-1"}
 		f.convergedReplicated(db)
+		f.sql.Facts["192.0.2.10"].FenceHolds = true
 		db.Generation = 2
 
 		f.expectGet(secretsResource, "default", "orders-credentials")
@@ -521,6 +521,40 @@ func TestReplicationSynchronous(t *testing.T) {
 	f.run(ctx, ref(db), pollServers)
 	// Set: the next pass leaves it.
 	f.calls = probes(0, 1, 2)
+	r, recorder := f.newReconciler()
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+}
+
+// Synchronous replication the primary's server cannot do (MariaDB waits
+// for one replica at most): the Replicating condition says why, with one
+// Warning, and the replication is left as it is. The next pass asks again
+// (the spec may have changed), and writes nothing.
+func TestReplicationSynchronousUnsupported(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	f.sql.SynchronousLimit = 1
+	db := newDatabase("orders", "postgresql", "16", 3)
+	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: 2, DataDurability: dbv1alpha1.DataDurabilityRequired}}
+	f.convergedReplicated(db)
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	msg := "orders-0 is the primary; 2/2 replicas stream from it; spec.replication.synchronous is not applied: it waits for 1 replica at most, not 2"
+	st := replicatedStatus(db, "Running", db.Status.Replication.DeepCopy(),
+		"True", "AllReplicasReady", "3/3 replicas are ready",
+		"False", "Converged", "the Database matches its spec",
+		"False", "SynchronousUnsupported", msg)
+	for k := range st.Conditions[:2] {
+		// Unchanged: their times are kept.
+		st.Conditions[k].LastTransitionTime = f.dbLister[0].Status.Conditions[k].LastTransitionTime
+	}
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning SynchronousUnsupported " + msg}
+	f.calls = append(probes(0, 1, 2), "set synchronous replicas of 192.0.2.10 to 2")
+	f.run(ctx, ref(db), pollServers)
+	// Said: the next pass asks again, and writes and tells nothing.
+	f.dbLister[0].Status = *st.DeepCopy()
+	f.kubeactions, f.actions, f.events = nil, nil, nil
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.calls = append(probes(0, 1, 2), "set synchronous replicas of 192.0.2.10 to 2")
 	r, recorder := f.newReconciler()
 	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 }

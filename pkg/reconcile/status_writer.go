@@ -161,6 +161,11 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 			r.recorder.Event(db, corev1.EventTypeWarning, c.Reason, c.Message)
 		}
 	}
+	if rc := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReplicating); rc != nil && rc.Reason == status.ReasonSynchronousUnsupported {
+		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReplicating); old == nil || old.Reason != rc.Reason {
+			r.recorder.Event(db, corev1.EventTypeWarning, rc.Reason, rc.Message)
+		}
+	}
 	if eol := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionVersionSupported); eol != nil &&
 		meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionVersionSupported) == nil {
 		r.recorder.Event(db, corev1.EventTypeWarning, eol.Reason, eol.Message)

@@ -50,6 +50,10 @@ const (
 	ReasonNoPrimary            = "NoPrimary"
 	ReasonFailingOver          = "FailingOver"
 	ReasonReplicasNotStreaming = "ReplicasNotStreaming"
+	// ReasonSynchronousUnsupported: spec.replication.synchronous asks
+	// for more than the primary's server can wait for (MariaDB: one
+	// replica); its replication is left as it is.
+	ReasonSynchronousUnsupported = "SynchronousUnsupported"
 )
 
 // Restore is what Compute reads of a restore.
