@@ -35,6 +35,9 @@ func withReplication(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.
 		corev1ac.EnvVar().WithName("DBC_PRIMARY_HOST").WithValue(names.Host(db)),
 	}
 	server.WithEnv(podEnv...).WithArgs(repl.ServerArgs...)
+	if len(repl.ServerCommand) > 0 {
+		server.WithCommand(repl.ServerCommand...)
+	}
 	if len(repl.PreStop) > 0 {
 		server.WithLifecycle(corev1ac.Lifecycle().WithPreStop(corev1ac.LifecycleHandler().
 			WithExec(corev1ac.ExecAction().WithCommand(repl.PreStop...))))

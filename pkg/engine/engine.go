@@ -98,9 +98,14 @@ type Runtime struct {
 // the pods learn theirs by asking the client Service, which routes only to
 // the pod labelled primary.
 type Replication struct {
-	// ServerArgs are the server container's arguments (the image's
-	// entrypoint stays): the settings replication needs.
+	// ServerArgs are the server container's arguments: the settings
+	// replication needs.
 	ServerArgs []string
+	// ServerCommand, when set, is the server container's command, which
+	// gets ServerArgs as its own and starts the image's entrypoint with
+	// them: what decides, at every start of the container, the kubelet's
+	// restarts too, what the data's files ask for.
+	ServerCommand []string
 	// InitScript runs in an init container before every start of the
 	// server, with the server's environment, POD_NAME and DBC_PRIMARY_HOST
 	// (the client Service): it clones an empty data directory from the

@@ -1,6 +1,9 @@
 package mysql
 
-import "github.com/dbcontroller/database-controller/pkg/engine"
+import (
+	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/mysqlsql"
+)
 
 // settingsFile is the configuration the init script writes before every
 // start, which the server reads after the image's own (its first
@@ -13,6 +16,13 @@ var replication = engine.Replication{
 	// The image's entrypoint puts the server before arguments that begin
 	// with "-".
 	ServerArgs: []string{"--defaults-extra-file=" + settingsFile},
+	// A MariaDB server starts read-only while it is a replica (MariaDB
+	// keeps master.info then) or fenced (the controller's marker): it has
+	// no SET PERSIST, and the kubelet restarts the container without the
+	// init script. Neither file is ever in a MySQL server's data
+	// directory: its settings persist.
+	ServerCommand: []string{"sh", "-c", `if [ -e /var/lib/mysql/master.info ] || [ -e ` + fencedMarker + ` ]; then set -- "$@" --read-only; fi
+exec docker-entrypoint.sh "$@"`, "server"},
 	InitScript: initScript,
 	// With the event scheduler on (MySQL's default), a primary that
 	// replicas are connected to took 9.6 s to shut down, and 2.9 s once
@@ -24,6 +34,11 @@ var replication = engine.Replication{
 	PreStop: []string{"sh", "-c", `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$(command -v mysql || command -v mariadb)" --protocol=socket -uroot ` +
 		`-e "SET GLOBAL event_scheduler = OFF" || true`},
 }
+
+// fencedMarker is the file a fenced MariaDB server has in its data
+// directory until it rejoins as a replica (package mysqlsql's
+// FencedMarker: its Fence writes it).
+const fencedMarker = mysqlsql.FencedMarker
 
 // initScript runs before every start of a replicated MySQL server. The
 // client Service routes only to the pod the controller labelled primary,
@@ -80,12 +95,26 @@ ordinal=${POD_NAME##*-}
 dialect=mysql
 client=mysql
 server=mysqld
-if command -v mariadbd >/dev/null 2>&1; then dialect=mariadb client=mariadb server=mariadbd; fi
+admin=mysqladmin
+if command -v mariadbd >/dev/null 2>&1; then dialect=mariadb client=mariadb server=mariadbd admin=mariadb-admin; fi
 {
   echo "[mysqld]"
   echo "server-id=$((ordinal + 1))"
   echo "report-host=$POD_NAME"
-  if [ "$dialect" = mysql ]; then
+  if [ "$dialect" = mariadb ]; then
+    cat <<EOF
+log-bin=binlog
+log-slave-updates=ON
+binlog-format=ROW
+sync-binlog=1
+innodb-flush-log-at-trx-commit=1
+relay-log=relay-bin
+relay-log-recovery=ON
+slave-net-timeout=10
+gtid-strict-mode=ON
+rpl-semi-sync-slave-enabled=ON
+EOF
+  else
     cat <<EOF
 gtid-mode=ON
 enforce-gtid-consistency=ON
@@ -116,27 +145,39 @@ primary() {
   ask "SELECT @@hostname FROM DUAL WHERE @@GLOBAL.read_only = 0" 2>/dev/null | grep -vx "$POD_NAME" || true
 }
 persisted_on() { [ -f "$persisted" ] && grep -q "\"$1\": {\"Value\": \"ON\"" "$persisted"; }
-not_yet() { fail "$POD_NAME cannot become a replica of $1: MariaDB replication is not supported yet. Set spec.replicas to 1"; }
+# is_replica and is_fenced say what the data was when its server last ran:
+# MySQL's in its persisted settings, MariaDB's (which has no SET PERSIST)
+# in files of its data directory: master.info, which MariaDB keeps while
+# it is a replica, and the marker the controller's fence writes.
+fenced_marker="` + fencedMarker + `"
+is_replica() {
+  if [ "$dialect" = mariadb ]; then [ -e "$datadir/master.info" ]; else persisted_on read_only; fi
+}
+is_fenced() {
+  if [ "$dialect" = mariadb ]; then [ -e "$fenced_marker" ]; else persisted_on super_read_only; fi
+}
 
 # start_temporary starts a temporary server of DIR (the data directory
 # when empty) that listens on a socket only and starts no replication;
 # further arguments are the server's. sql runs SQL as root on it, and
 # stop_temporary stops it.
 tmp_sock="$run/dbc-temporary.sock"
+tmp_args="--skip-replica-start --mysqlx=OFF"
+[ "$dialect" = mysql ] || tmp_args=--skip-slave-start
 start_temporary() {
   dir=$1
   shift
   "$server" --defaults-extra-file="$cnf" ${dir:+--datadir="$dir"} --socket="$tmp_sock" --pid-file="$run/dbc-temporary.pid" \
-    --skip-networking --skip-replica-start --mysqlx=OFF "$@" &
+    --skip-networking $tmp_args "$@" &
   tmp_pid=$!
-  until mysqladmin --socket="$tmp_sock" ping >/dev/null 2>&1; do
+  until "$admin" --socket="$tmp_sock" ping >/dev/null 2>&1; do
     kill -0 "$tmp_pid" 2>/dev/null || fail "a temporary server of $POD_NAME's data exited"
     sleep 0.3
   done
 }
 sql() { "$client" --socket="$tmp_sock" -uroot -N -s -e "$1"; }
 stop_temporary() {
-  mysqladmin --socket="$tmp_sock" -uroot shutdown >/dev/null || kill "$tmp_pid"
+  "$admin" --socket="$tmp_sock" -uroot shutdown >/dev/null || kill "$tmp_pid"
   wait "$tmp_pid" || true
 }
 
@@ -173,6 +214,108 @@ follow() {
     { stop_temporary; fail "$POD_NAME could not be made a replica: the server refused"; }
   stop_temporary
   unset MYSQL_PWD
+}
+
+# follow_mariadb is follow for MariaDB, which has no GTID set arithmetic:
+# the temporary server asks the primary for its changes from the data's
+# own position (MASTER_USE_GTID=current_pos, what it wrote or applied
+# last), and the primary, in gtid_strict_mode, refuses a position that is
+# not in its binary log (error 1236): the data diverged (2), or, if the
+# primary says so, what it lacks was purged (3). $extra and $missing say
+# it in the primary's words. Once the primary sends, the data is its
+# replica (master.info: its server starts read-only), and no longer fenced.
+follow_mariadb() {
+  host=$(sql_str "$DBC_PRIMARY_HOST") pw=$(sql_str "$MYSQL_ROOT_PASSWORD")
+  export MYSQL_PWD="$MYSQL_ROOT_PASSWORD"
+  start_temporary ""
+  mine=$(sql "SELECT @@GLOBAL.gtid_current_pos") ||
+    { stop_temporary; fail "$POD_NAME could not be made a replica: root@localhost does not log in with the Secret's password"; }
+  sql "STOP REPLICA; RESET REPLICA ALL;
+    CHANGE MASTER TO MASTER_HOST='$host', MASTER_PORT=3306, MASTER_USER='root', MASTER_PASSWORD='$pw',
+      MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=2;
+    START REPLICA IO_THREAD" ||
+    { stop_temporary; fail "$POD_NAME could not be made a replica: the server refused"; }
+  rc=1 n=0
+  while [ "$n" -lt 50 ]; do
+    # (Vertical, with the names: sql's -N would drop them.)
+    st=$("$client" --socket="$tmp_sock" -uroot -e "SHOW REPLICA STATUS\G") || break
+    errno=$(printf '%s\n' "$st" | sed -n 's/^ *Last_IO_Errno: //p')
+    if [ "$errno" = 1236 ]; then
+      why=$(printf '%s\n' "$st" | sed -n 's/^ *Last_IO_Error: //p')
+      case "$why" in
+        *purged*) missing="from $mine: $why" rc=3 ;;
+        *) extra="its position $mine is not in the primary's binary log: $why" rc=2 ;;
+      esac
+      break
+    fi
+    # The primary's first event names its binary log: it sends.
+    if [ -n "$(printf '%s\n' "$st" | sed -n 's/^ *Master_Log_File: //p')" ] &&
+      printf '%s\n' "$st" | grep -q '^ *Slave_IO_Running: Yes'; then
+      rc=0; break
+    fi
+    sleep 0.3; n=$((n + 1))
+  done
+  [ "$n" -lt 50 ] || say "the primary did not send within 15 s: $(printf '%s\n' "$st" | grep -E '^ *(Slave_IO_Running|Last_IO_Error):' | tr -s ' \n' ' ')"
+  sql "STOP REPLICA" || rc=1
+  if [ "$rc" -ne 0 ]; then
+    sql "RESET REPLICA ALL" || true
+  else
+    rm -f "$fenced_marker"
+  fi
+  stop_temporary
+  unset MYSQL_PWD
+  return "$rc"
+}
+
+# seed_mariadb copies the primary's data into the empty data directory:
+# a logical dump (mariadb-dump: consistent, with the primary's GTID
+# position, and its accounts as CREATE OR REPLACE USER and GRANT) loaded,
+# outside the binary log, into a new server in $datadir/dbc-clone, whose
+# own accounts are dropped first (the copy has the primary's, and only
+# those) and whose binary log starts at that position (a replica promoted
+# before it applied anything goes on numbering from there); made a replica
+# of the primary from that position, then moved into place. The load runs
+# as a loading account of its own (dropped at the end): the dump replaces
+# root's. MariaDB's own physical copy, mariadb-backup, reads the primary's
+# files, which only its pod has.
+seed_mariadb() {
+  seed="$datadir/dbc-clone"
+  rm -rf "$seed"
+  mkdir "$seed"
+  mariadb-install-db --datadir="$seed" --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve >/dev/null ||
+    { rm -rf "$seed"; return 1; }
+  host=$(sql_str "$DBC_PRIMARY_HOST") pw=$(sql_str "$MYSQL_ROOT_PASSWORD")
+  start_temporary "$seed"
+  ok=0
+  load() { "$client" --socket="$tmp_sock" -udbc_seed "$@"; }
+  sql "SET SESSION sql_log_bin = 0; CREATE USER dbc_seed@localhost;
+    GRANT ALL ON *.* TO dbc_seed@localhost WITH GRANT OPTION; GRANT PROXY ON ''@'%' TO dbc_seed@localhost WITH GRANT OPTION" || ok=1
+  [ "$ok" -ne 0 ] || echo "SET SESSION sql_log_bin = 0; $(load -N -s -e "SELECT CONCAT('DROP USER ', QUOTE(User), '@', QUOTE(Host), ';')
+    FROM mysql.user WHERE NOT (User = 'dbc_seed' AND Host = 'localhost')")" | load || ok=1
+  [ "$ok" -ne 0 ] || {
+    echo "SET SESSION sql_log_bin = 0;"
+    MYSQL_PWD="$MYSQL_ROOT_PASSWORD" mariadb-dump --protocol=TCP -h "$DBC_PRIMARY_HOST" -P 3306 -uroot \
+      --all-databases --ignore-database=mysql --system=users --replace --single-transaction --gtid --master-data=1 \
+      --routines --events --triggers || echo "the dump failed;"
+  } | load || ok=1
+  # (SET GLOBAL gtid_binlog_state = @@GLOBAL.gtid_slave_pos hangs the
+  # server: the position is read first.)
+  pos=
+  [ "$ok" -ne 0 ] || pos=$(load -N -s -e "SELECT @@GLOBAL.gtid_slave_pos") || ok=1
+  [ "$ok" -ne 0 ] || [ -z "$pos" ] || load -e "SET SESSION sql_log_bin = 0; RESET MASTER; SET GLOBAL gtid_binlog_state = '$(sql_str "$pos")'" || ok=1
+  [ "$ok" -ne 0 ] || load -e "SET SESSION sql_log_bin = 0; FLUSH PRIVILEGES;
+    CHANGE MASTER TO MASTER_HOST='$host', MASTER_PORT=3306, MASTER_USER='root', MASTER_PASSWORD='$pw',
+      MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=2;
+    DROP USER dbc_seed@localhost" || ok=1
+  if [ "$ok" -ne 0 ]; then
+    # The loading account may be gone: the server is stopped without it.
+    kill "$tmp_pid"; wait "$tmp_pid" || true
+    rm -rf "$seed"; return 1
+  fi
+  MYSQL_PWD="$MYSQL_ROOT_PASSWORD" stop_temporary
+  say "seeded at the primary's position $pos"
+  find "$seed" -mindepth 1 -maxdepth 1 -exec mv -t "$datadir" {} +
+  rmdir "$seed"
 }
 
 # set_aside keeps the binary logs of data that diverged from the primary,
@@ -238,8 +381,13 @@ while :; do
   fi
   p=$(primary)
   if [ ! -d "$datadir/mysql" ]; then
-    if [ -n "$p" ]; then
-      [ "$dialect" = mysql ] || not_yet "$p"
+    if [ -n "$p" ] && [ "$dialect" = mariadb ]; then
+      say "seeding from a dump of $p"
+      if seed_mariadb; then
+        say "seeded; starting as a replica of $p"; exit 0
+      fi
+      say "the seed from $p failed; trying again"
+    elif [ -n "$p" ]; then
       say "cloning from $p"
       if clone; then
         follow || fail "$POD_NAME, cloned from $p, could not be made its replica"
@@ -252,9 +400,8 @@ while :; do
       esac
     fi
   elif [ -n "$p" ]; then
-    [ "$dialect" = mysql ] || not_yet "$p"
     rc=0
-    follow || rc=$?
+    if [ "$dialect" = mariadb ]; then follow_mariadb || rc=$?; else follow || rc=$?; fi
     case "$rc" in
       0) say "$p is the primary: starting as its replica"; exit 0 ;;
       2)
@@ -269,9 +416,9 @@ while :; do
         find "$datadir" -mindepth 1 -maxdepth 1 ! -name 'dbc-diverged-*' -exec rm -rf {} + ;;
       *) say "could not compare its transactions with $p's; trying again" ;;
     esac
-  elif persisted_on read_only; then
+  elif is_replica; then
     say "no primary answers: starting as the replica it was"; exit 0
-  elif ! persisted_on super_read_only; then
+  elif ! is_fenced; then
     say "no other primary answers: starting as it was"; exit 0
   fi
   if [ "$waited" -ge 600 ]; then
