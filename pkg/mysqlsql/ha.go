@@ -373,31 +373,36 @@ var promoteStatements = []string{
 }
 
 // promoteMariaDB promotes a MariaDB replica: it stops receiving, applies
-// what it received (up to its Gtid_IO_Pos), and stops replicating; it
+// what it received (its relay log: the position executed in the source's
+// binary log reaches the position read), and stops replicating; it
 // accepts writes before it forgets its source (RESET REPLICA ALL, which
 // removes master.info), so that a server left half way restarts as the
 // replica it still is (the server's command starts it read-only while
-// master.info exists: package mysql), and is promoted again.
+// master.info exists: package mysql), and is promoted again. It does not
+// wait with MASTER_GTID_WAIT on Gtid_IO_Pos: that waits on gtid_slave_pos,
+// which the server's own transactions, received back from a source it
+// once replicated to, never advance (seen on the real node: a former
+// primary received its 0-1-1 back and waited for ever).
 func promoteMariaDB(ctx context.Context, conn conn) error {
 	if err := conn.Exec(ctx, `STOP REPLICA IO_THREAD`); err != nil {
 		return err
 	}
-	replica, err := conn.Query(ctx, replicaStatus)
-	if err != nil {
-		return err
-	}
-	if len(replica) > 0 && strings.TrimSpace(replica[0]["Gtid_IO_Pos"]) != "" {
-		received := strings.Join(strings.Fields(replica[0]["Gtid_IO_Pos"]), "")
-		if _, err := mariadbPosition(received); err != nil {
+	deadline := time.Now().Add(mariadbApplyWait)
+	for {
+		replica, err := conn.Query(ctx, replicaStatus)
+		if err != nil {
 			return err
 		}
-		// 0 once applied, -1 on timeout.
-		rows, err := conn.Query(ctx, mariadbWaitApplied(received))
-		if err != nil || len(rows) != 1 {
-			return fmt.Errorf("waiting until it applied what it received: %w", errOrNoRow(err))
+		if len(replica) == 0 || relayLogApplied(replica[0]) {
+			break
 		}
-		if rows[0]["waited"] != "0" {
-			return fmt.Errorf("it had not applied every transaction it received after %d s", promoteWait)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("it had not applied every transaction it received after %s", mariadbApplyWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(mariadbApplyPoll):
 		}
 	}
 	for _, stmt := range mariadbPromoteStatements {
@@ -408,18 +413,25 @@ func promoteMariaDB(ctx context.Context, conn conn) error {
 	return nil
 }
 
+// mariadbApplyWait bounds the wait for a MariaDB replica to apply its
+// relay log before it is promoted; mariadbApplyPoll is how often it looks.
+var (
+	mariadbApplyWait = promoteWait * time.Second
+	mariadbApplyPoll = 100 * time.Millisecond
+)
+
+// relayLogApplied says a replica's SHOW REPLICA STATUS row has executed
+// all it read of its source's binary log.
+func relayLogApplied(r map[string]string) bool {
+	return r["Relay_Master_Log_File"] == r["Master_Log_File"] && r["Exec_Master_Log_Pos"] == r["Read_Master_Log_Pos"]
+}
+
 // mariadbPromoteStatements end a MariaDB replica's replication once it
 // applied what it received.
 var mariadbPromoteStatements = []string{
 	`STOP REPLICA`,
 	`SET GLOBAL read_only = OFF`,
 	`RESET REPLICA ALL`,
-}
-
-// mariadbWaitApplied waits until a MariaDB replica has applied the GTID
-// position pos, for promoteWait seconds at most.
-func mariadbWaitApplied(pos string) string {
-	return fmt.Sprintf(`SELECT MASTER_GTID_WAIT(%s, %d) AS waited`, quoteString(pos), promoteWait)
 }
 
 // waitApplied waits until the server has applied every transaction of the

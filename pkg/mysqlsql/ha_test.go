@@ -3,10 +3,12 @@ package mysqlsql
 import (
 	"context"
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -252,7 +254,7 @@ func TestFence(t *testing.T) {
 //
 //	change      MySQL                                  MariaDB
 //	promote     STOP REPLICA IO_THREAD                 STOP REPLICA IO_THREAD
-//	            WAIT_FOR_EXECUTED_GTID_SET(received)   MASTER_GTID_WAIT(Gtid_IO_Pos)
+//	            WAIT_FOR_EXECUTED_GTID_SET(received)   SHOW REPLICA STATUS until Exec_ = Read_Master_Log_Pos
 //	            STOP REPLICA                           STOP REPLICA
 //	            SET PERSIST super_read_only = OFF      SET GLOBAL read_only = OFF
 //	            SET PERSIST read_only = OFF
@@ -263,27 +265,27 @@ func TestFence(t *testing.T) {
 //	            (sessions ended)                       (sessions ended)
 //	semi-sync   SET PERSIST rpl_semi_sync_source_*     SET GLOBAL rpl_semi_sync_master_* (one replica at most)
 func TestMariaDBChanges(t *testing.T) {
-	wait := `SELECT MASTER_GTID_WAIT('0-1-40', 5) AS waited`
+	applied := map[string]string{"Master_Log_File": "binlog.000002", "Read_Master_Log_Pos": "900", "Relay_Master_Log_File": "binlog.000002", "Exec_Master_Log_Pos": "900"}
 	t.Run("promote: applies what it received, then stops, writes and forgets its source", func(t *testing.T) {
-		s := mariadbServer("db-1", map[string][]map[string]string{
-			replicaStatus: {{"Gtid_IO_Pos": "0-1-40"}},
-			wait:          {{"waited": "0"}},
-		})
+		s := mariadbServer("db-1", map[string][]map[string]string{replicaStatus: {applied}})
 		if err := s.client().Promote(ctx, "10.0.0.2", 3306, ha.Credentials{}); err != nil {
 			t.Fatal(err)
 		}
-		checkSent(t, s, "dial", identify, "STOP REPLICA IO_THREAD", replicaStatus, wait,
+		checkSent(t, s, "dial", identify, "STOP REPLICA IO_THREAD", replicaStatus,
 			"STOP REPLICA", "SET GLOBAL read_only = OFF", "RESET REPLICA ALL", "close")
 	})
-	t.Run("promote: not in time, not promoted", func(t *testing.T) {
-		s := mariadbServer("db-1", map[string][]map[string]string{
-			replicaStatus: {{"Gtid_IO_Pos": "0-1-40"}},
-			wait:          {{"waited": "-1"}},
-		})
+	t.Run("promote: not applied in time, not promoted", func(t *testing.T) {
+		defer func(w, p time.Duration) { mariadbApplyWait, mariadbApplyPoll = w, p }(mariadbApplyWait, mariadbApplyPoll)
+		mariadbApplyWait, mariadbApplyPoll = 25*time.Millisecond, 10*time.Millisecond
+		behind := maps.Clone(applied)
+		behind["Relay_Master_Log_File"], behind["Exec_Master_Log_Pos"] = "binlog.000001", "4000"
+		s := mariadbServer("db-1", map[string][]map[string]string{replicaStatus: {behind}})
 		if err := s.client().Promote(ctx, "10.0.0.2", 3306, ha.Credentials{}); err == nil {
 			t.Fatal("promoted a replica that had not applied what it received")
 		}
-		checkSent(t, s, "dial", identify, "STOP REPLICA IO_THREAD", replicaStatus, wait, "close")
+		if s.sent[len(s.sent)-2] != replicaStatus || slices.Contains(s.sent, "STOP REPLICA") {
+			t.Errorf("statements sent: %v; want looks at its replication until the time is up, and nothing else", s.sent)
+		}
 	})
 	t.Run("fence: the marker, then read_only between the sessions' ends; a marker there before is no error", func(t *testing.T) {
 		s := mariadbServer("db-0", map[string][]map[string]string{clientSessions: {{"id": "17"}}})
