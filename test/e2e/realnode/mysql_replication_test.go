@@ -358,11 +358,24 @@ echo "read $got from $(`+mysqlSQL+`"SELECT CONCAT(@@hostname, ' read_only=', @@r
 // and 1 → 0 → 3 keeps the rows and the primary.
 func TestMySQLReplicationScaling(t *testing.T) {
 	t.Parallel()
+	checkScaling(t, mysqlYAML("crate", "9.7", mysqlImage, 1), "9.7")
+}
+
+// The same on MariaDB 10.11: the new pods are seeded from dumps of the
+// server that served alone (its binary log starts with the scale-up).
+func TestMariaDBReplicationScaling(t *testing.T) {
+	t.Parallel()
+	checkScaling(t, dbYAML("crate", "mysql", "10.11", mariadbImage, 1), "10.11")
+}
+
+// checkScaling runs the scaling checks on the 1-replica Database "crate"
+// that yaml describes, of version, MySQL's or MariaDB's.
+func checkScaling(t *testing.T, yaml, version string) {
 	ns := e2eutil.NewNamespace(t)
-	yaml := mysqlYAML("crate", "9.7", mysqlImage, 1)
 	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "crate", converge)
-	runClient(t, ns, "crate", mysqlImage, waitMySQL+mysqlSQL+`"CREATE TABLE kept (n INT); INSERT INTO kept VALUES (1), (2), (3), (4), (5); SELECT @@GLOBAL.gtid_mode"`)
+	image := imageOf(t, ns, "crate")
+	runClient(t, ns, "crate", image, waitMySQL+mysqlSQL+`"CREATE TABLE kept (n INT); INSERT INTO kept VALUES (1), (2), (3), (4), (5)"`)
 	const count, want = "SELECT CONCAT(COUNT(*), ':', SUM(n)) FROM kept", "5:15"
 
 	start := time.Now()
@@ -372,13 +385,13 @@ func TestMySQLReplicationScaling(t *testing.T) {
 	if db.Status.Replication.Primary != "crate-0" {
 		t.Errorf("primary after the scale-up = %s, want crate-0, the server that had the data", db.Status.Replication.Primary)
 	}
-	runClient(t, ns, "crate", mysqlImage, waitMySQL+mysqlSQL+`"INSERT INTO kept VALUES (6)"`)
+	runClient(t, ns, "crate", image, waitMySQL+mysqlSQL+`"INSERT INTO kept VALUES (6)"`)
 	const wantAfter = "6:21"
 	checkEveryPodHas(t, ns, "crate", count, wantAfter)
 
 	// A rolling change of the pods: the replicas restart first, then a
 	// switchover, and the primary restarts last, once.
-	rollOutPrimaryLast(t, ns, "crate", `{"spec":{"resources":{"requests":{"cpu":"60m"}}}}`, "9.7")
+	rollOutPrimaryLast(t, ns, "crate", `{"spec":{"resources":{"requests":{"cpu":"60m"}}}}`, version)
 	checkEveryPodHas(t, ns, "crate", count, wantAfter)
 
 	scaleDownFromTheLastPod(t, ns, "crate")
