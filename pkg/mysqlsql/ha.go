@@ -213,12 +213,21 @@ func probeMySQL(ctx context.Context, s *server, host string) (ha.Facts, error) {
 	}
 	f.Written = executed.count()
 	f.Fenced = state[0]["super_read_only"] == "1"
-	semi, err := s.conn.Query(ctx, semiSync)
+	return probeSource(ctx, s.conn, host, f, semiSync, synchronous, showReplicas)
+}
+
+// probeSource completes the Facts f of a server that is no replica: how
+// many replicas its commits wait for (semiQuery's rows, read by
+// readSemi), and the replicas connected to it (replicasQuery's rows, by
+// their report_host in column Host), in either dialect's SQL.
+func probeSource(ctx context.Context, c conn, host string, f ha.Facts, semiQuery string,
+	readSemi func([]map[string]string) int32, replicasQuery string) (ha.Facts, error) {
+	semi, err := c.Query(ctx, semiQuery)
 	if err != nil {
 		return ha.Facts{}, fmt.Errorf("asking %s for its semi-synchronous replication: %w", host, err)
 	}
-	f.Synchronous = synchronous(semi)
-	replicas, err := s.conn.Query(ctx, showReplicas)
+	f.Synchronous = readSemi(semi)
+	replicas, err := c.Query(ctx, replicasQuery)
 	if err != nil {
 		return ha.Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
 	}
@@ -259,19 +268,7 @@ func probeMariaDB(ctx context.Context, s *server, host string) (ha.Facts, error)
 		return ha.Facts{}, err
 	}
 	f.Fenced = state[0]["read_only"] == "1"
-	semi, err := s.conn.Query(ctx, mariadbSemiSync)
-	if err != nil {
-		return ha.Facts{}, fmt.Errorf("asking %s for its semi-synchronous replication: %w", host, err)
-	}
-	f.Synchronous = mariadbSynchronous(semi)
-	replicas, err := s.conn.Query(ctx, mariadbReplicas)
-	if err != nil {
-		return ha.Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
-	}
-	for _, r := range replicas {
-		f.Standbys = append(f.Standbys, ha.Standby{Name: r["Host"], Streaming: true})
-	}
-	return f, nil
+	return probeSource(ctx, s.conn, host, f, mariadbSemiSync, mariadbSynchronous, mariadbReplicas)
 }
 
 // mariadbPosition sums the sequence numbers of a MariaDB GTID position,
