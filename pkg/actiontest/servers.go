@@ -22,7 +22,7 @@ type Servers struct {
 	LogTerms ha.Terms
 	// SynchronousLimit, when above 0, is the most replicas a commit can
 	// wait for: SetSynchronous refuses more with
-	// ha.ErrSynchronousUnsupported, as MariaDB's client does.
+	// an ha.SynchronousUnsupportedError, as MariaDB's client does.
 	SynchronousLimit int32
 
 	mu    sync.Mutex
@@ -106,7 +106,8 @@ func (s *Servers) SetSynchronous(_ context.Context, host string, _ int32, _ ha.C
 		return err
 	}
 	if s.SynchronousLimit > 0 && n > s.SynchronousLimit {
-		return fmt.Errorf("setting semi-synchronous replication on %s: %w: it waits for %d replica at most, not %d", host, ha.ErrSynchronousUnsupported, s.SynchronousLimit, n)
+		return fmt.Errorf("setting semi-synchronous replication on %s: %w", host,
+			&ha.SynchronousUnsupportedError{Why: fmt.Sprintf("it waits for %d replica at most, not %d", s.SynchronousLimit, n)})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,14 +2,20 @@ package ha
 
 import (
 	"context"
-	"errors"
 	"strconv"
 )
 
-// ErrSynchronousUnsupported is SetSynchronous's error for a number of
+// SynchronousUnsupportedError is SetSynchronous's error for a number of
 // replicas the server cannot wait for: the Database's spec asks what the
-// server cannot do, and asking again does not help.
-var ErrSynchronousUnsupported = errors.New("synchronous replication as asked is not supported by this server")
+// server cannot do, and asking again does not help. Why says what the
+// server cannot do, in words a person acts on.
+type SynchronousUnsupportedError struct {
+	Why string
+}
+
+func (e *SynchronousUnsupportedError) Error() string {
+	return "synchronous replication as asked is not supported by this server: " + e.Why
+}
 
 // Client is how the controller talks to the servers of one engine, through
 // each pod's own address, for replication. Package ha decides from what it

@@ -543,7 +543,7 @@ func (c client) SetSynchronous(ctx context.Context, host string, port int32, cre
 		stmts := synchronousStatements(n)
 		if s.mariadb {
 			if n > 1 {
-				return fmt.Errorf("%w: MariaDB's semi-synchronous replication waits for one replica at most, not %d", ha.ErrSynchronousUnsupported, n)
+				return &ha.SynchronousUnsupportedError{Why: fmt.Sprintf("MariaDB's semi-synchronous replication waits for one replica at most, not %d", n)}
 			}
 			stmts = mariadbSynchronousStatements(n)
 		}

@@ -319,8 +319,9 @@ func TestMariaDBChanges(t *testing.T) {
 		checkSent(t, s, append(append([]string{"dial", identify}, tt.want...), "close")...)
 	}
 	s := mariadbServer("db-0", nil)
-	if err := s.client().SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, 2); !errors.Is(err, ha.ErrSynchronousUnsupported) {
-		t.Errorf("SetSynchronous(2) on MariaDB = %v, want %v", err, ha.ErrSynchronousUnsupported)
+	var refused *ha.SynchronousUnsupportedError
+	if err := s.client().SetSynchronous(ctx, "10.0.0.1", 3306, ha.Credentials{}, 2); !errors.As(err, &refused) {
+		t.Errorf("SetSynchronous(2) on MariaDB = %v, want an ha.SynchronousUnsupportedError", err)
 	}
 	checkSent(t, s, "dial", identify, "close")
 }

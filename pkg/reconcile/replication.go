@@ -244,13 +244,12 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 	if last.Kind == ha.ActionWait && last.After < found.pollAfter {
 		found.pollAfter = last.After
 	}
-	var refused error
+	var refused *ha.SynchronousUnsupportedError
 	if last.Kind == ha.ActionNone && rs.TargetPrimary == "" {
-		if err := s.ensureSynchronous(ctx, rs, instances); errors.Is(err, ha.ErrSynchronousUnsupported) {
+		if err := s.ensureSynchronous(ctx, rs, instances); errors.As(err, &refused) {
 			// Permanent: said in the condition, with a Warning when it
 			// first is (status_writer.go). The next look asks again (a
 			// login to the primary, no API write): the spec may change.
-			refused = err
 		} else if err != nil {
 			return found, err
 		}
@@ -266,19 +265,9 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 	found.condition = replicatingCondition(rs, instances, last, desired)
 	if refused != nil {
 		found.condition.Status, found.condition.Reason = metav1.ConditionFalse, status.ReasonSynchronousUnsupported
-		found.condition.Message = fmt.Sprintf("%s; spec.replication.synchronous is not applied: %s", found.condition.Message, refusalWords(refused))
+		found.condition.Message = fmt.Sprintf("%s; spec.replication.synchronous is not applied: %s", found.condition.Message, refused.Why)
 	}
 	return found, nil
-}
-
-// refusalWords is the part of a SetSynchronous refusal a person acts on:
-// what the server cannot do, after ha.ErrSynchronousUnsupported.
-func refusalWords(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, ha.ErrSynchronousUnsupported.Error()+": "); i >= 0 {
-		return msg[i+len(ha.ErrSynchronousUnsupported.Error())+2:]
-	}
-	return msg
 }
 
 // synchronousReplicas is how many replicas the primary's commits wait for
