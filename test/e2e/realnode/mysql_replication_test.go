@@ -154,31 +154,42 @@ func checkBackupOfAReplica(t *testing.T, ns, name string, single func(string) st
 	}
 }
 
-// The MySQL primary's node is unavailable and the controller is killed
-// with SIGKILL during the failover delay, while a client writes: the
-// restarted controller finishes the failover from what the status
-// recorded, the old primary rejoins once its node is back, and no two pods
-// are ever labelled primary. It is not parallel: it kills the suite's
-// controller.
+// The primaries' node is unavailable and the controller is killed with
+// SIGKILL during the failover delay, while clients write, with a MySQL and
+// a MariaDB Database at once (one cordon and one kill for both, to spend
+// the suite's serial time once): the restarted controller finishes each
+// failover from what the status recorded, each old primary rejoins once
+// its node is back, and no two pods are ever labelled primary. It is not
+// parallel: it kills the suite's controller.
 func TestMySQLControllerKilledDuringAFailover(t *testing.T) {
 	ns := e2eutil.NewNamespace(t)
-	e2eutil.KubectlIn(t, mysqlYAML("stall", "9.7", mysqlImage, 3)+"  replication:\n    failoverDelaySeconds: 8\n", "-n", ns, "create", "-f", "-")
-	waitReplicating(t, ns, "stall", "three MySQL replicas, one primary and two replicating")
-	runClient(t, ns, "stall", mysqlImage, waitMySQL+mysqlSQL+`"CREATE TABLE w (n INT PRIMARY KEY)"`)
-	sampler := sampleLabels(ns, "stall")
-	defer sampler.finish(t)
-	writer := startMySQLWriter(t, ns, "stall", 40)
+	delay := "  replication:\n    failoverDelaySeconds: 8\n"
+	e2eutil.KubectlIn(t, mysqlYAML("stall", "9.7", mysqlImage, 3)+delay, "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, dbYAML("stall-maria", "mysql", "10.11", mariadbImage, 3)+delay, "-n", ns, "create", "-f", "-")
+	dbs := []string{"stall", "stall-maria"}
+	writers := map[string]*writer{}
+	for _, name := range dbs {
+		waitReplicating(t, ns, name, "three replicas of "+name+", one primary and two replicating")
+		sampler := sampleLabels(ns, name)
+		defer sampler.finish(t)
+	}
+	for _, name := range dbs {
+		writers[name] = startMySQLWriter(t, ns, name, 40)
+	}
 	time.Sleep(5 * time.Second)
 
-	lostAt := loseThePrimaryAndTheController(t, ns, "stall")
+	lostAt := loseThePrimaryAndTheController(t, ns, dbs...)
 
-	w := parseWrites(t, writer.wait(t))
-	from, until := w.outage(float64(lostAt.UnixNano()) / 1e9)
-	t.Logf("node loss with the controller killed: writes failed for %.1f s (a delay of 8 s)", until-from)
-	lost := w.lostMySQL(t, ns, "stall")
-	w.report(t, "node loss (asynchronous replication; the pod's server shut down cleanly)", lost, 20)
-	total := strings.TrimSpace(runClient(t, ns, "stall", mysqlImage, waitMySQL+mysqlSQL+`"SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w"`))
-	checkEveryPodHas(t, ns, "stall", "SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w", total)
+	for _, name := range dbs {
+		server := serverProgram(imageOf(t, ns, name))
+		w := parseWrites(t, writers[name].wait(t))
+		from, until := w.outage(float64(lostAt.UnixNano()) / 1e9)
+		t.Logf("%s: node loss with the controller killed: writes failed for %.1f s (a delay of 8 s)", server, until-from)
+		lost := w.lostMySQL(t, ns, name)
+		w.report(t, server+": node loss (asynchronous replication; the pod's server shut down cleanly)", lost, 20)
+		total := strings.TrimSpace(runClient(t, ns, name, imageOf(t, ns, name), waitMySQL+mysqlSQL+`"SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w"`))
+		checkEveryPodHas(t, ns, name, "SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w", total)
+	}
 }
 
 // startMySQLFailover deletes the pod of the Database's primary while a

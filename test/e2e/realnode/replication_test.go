@@ -381,37 +381,48 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	}
 }
 
-// loseThePrimaryAndTheController makes the primary's node unavailable
-// (cordoned, so that its pod, deleted, cannot come back) and kills the
-// controller with SIGKILL while the failover delay of the Database name
-// runs, once the status records when the primary was lost. It starts the
-// controller again 2 s later, waits for it to make another pod the
-// primary, then uncordons the node and waits for the old primary to
-// replicate again. It returns when the pod was deleted.
-func loseThePrimaryAndTheController(t *testing.T, ns, name string) time.Time {
+// loseThePrimaryAndTheController makes the primaries' node unavailable
+// (cordoned, so that their pods, deleted, cannot come back) and kills the
+// controller with SIGKILL while the failover delay of each Database in
+// names runs, once each status records when its primary was lost. It
+// starts the controller again 2 s later, waits for it to make another pod
+// the primary of each, then uncordons the node and waits for each old
+// primary to replicate again. It returns when the pods were deleted.
+func loseThePrimaryAndTheController(t *testing.T, ns string, names ...string) time.Time {
 	t.Helper()
-	old := primaryOf(t, ns, name)
+	old := map[string]string{}
+	for _, name := range names {
+		old[name] = primaryOf(t, ns, name)
+	}
 	e2eutil.Kubectl(t, "cordon", "real-node")
 	t.Cleanup(func() { _, _ = e2eutil.KubectlRun("", "uncordon", "real-node") })
 	lostAt := time.Now()
-	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
-	e2eutil.Eventually(t, converge, "the controller to record that the primary was lost", func() (bool, string) {
-		rs := e2eutil.GetDB(t, ns, name).Status.Replication
-		return rs != nil && rs.PrimaryLostSince != nil, fmt.Sprintf("%+v", rs)
-	})
+	for _, name := range names {
+		e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old[name], "--wait=false")
+	}
+	for _, name := range names {
+		e2eutil.Eventually(t, converge, "the controller to record that the primary of "+name+" was lost", func() (bool, string) {
+			rs := e2eutil.GetDB(t, ns, name).Status.Replication
+			return rs != nil && rs.PrimaryLostSince != nil, fmt.Sprintf("%+v", rs)
+		})
+	}
 	killController(t)
-	t.Logf("controller killed with SIGKILL %s after the primary's pod was deleted, during the failover delay", time.Since(lostAt).Round(100*time.Millisecond))
+	t.Logf("controller killed with SIGKILL %s after the primaries' pods were deleted, during the failover delay", time.Since(lostAt).Round(100*time.Millisecond))
 	time.Sleep(2 * time.Second)
 	startController(t)
-	e2eutil.Eventually(t, converge, "a new primary after the controller's restart", func() (bool, string) {
-		p := primaryOf(t, ns, name)
-		return p != "" && p != old, "primary " + p
-	})
-	db := e2eutil.GetDB(t, ns, name)
-	t.Logf("%s is the primary %s after %s's pod was deleted (delay %s, controller down 2 s)", db.Status.Replication.Primary,
-		time.Since(lostAt).Round(100*time.Millisecond), old, db.Spec.FailoverDelay())
+	for _, name := range names {
+		e2eutil.Eventually(t, converge, "a new primary of "+name+" after the controller's restart", func() (bool, string) {
+			p := primaryOf(t, ns, name)
+			return p != "" && p != old[name], "primary " + p
+		})
+		db := e2eutil.GetDB(t, ns, name)
+		t.Logf("%s is the primary %s after %s's pod was deleted (delay %s, controller down 2 s)", db.Status.Replication.Primary,
+			time.Since(lostAt).Round(100*time.Millisecond), old[name], db.Spec.FailoverDelay())
+	}
 	e2eutil.Kubectl(t, "uncordon", "real-node")
-	waitReplicating(t, ns, name, "the old primary to come back as a replica")
+	for _, name := range names {
+		waitReplicating(t, ns, name, "the old primary of "+name+" to come back as a replica")
+	}
 	return lostAt
 }
 
