@@ -74,6 +74,12 @@ type Facts struct {
 	// does not hold either: a session may turn
 	// default_transaction_read_only off.
 	FenceHolds bool
+	// Broken is, on a replica, why it cannot replicate from its primary
+	// until it rejoins or is seeded again, in the server's words: the
+	// primary no longer has the changes it needs (purged from its log),
+	// or refuses its position (diverged). No retry of the server's cures
+	// it. Empty while it can, and for engines that do not tell (PostgreSQL).
+	Broken string
 }
 
 // Standby is a replica that a primary sends changes to.

@@ -209,11 +209,37 @@ func probeMySQL(ctx context.Context, s *server, host string) (ha.Facts, error) {
 		}
 		f.Replica = true
 		f.Received, f.Applied = executed.union(retrieved).count(), executed.count()
+		f.Broken = brokenReceiver(replica[0], mysqlFatalSourceError)
 		return f, nil
 	}
 	f.Written = executed.count()
 	f.Fenced = state[0]["super_read_only"] == "1"
 	return probeSource(ctx, s.conn, host, f, semiSync, synchronous, showReplicas)
+}
+
+// The errors a source sends a replica's receiver when it cannot send
+// what the replica asks for (its binary logs were purged, or it does not
+// have the replica's position): the receiver stops, and no retry cures
+// it. MySQL's 13114 (ER_SERVER_SOURCE_FATAL_ERROR_READING_BINLOG) names
+// other fatal errors of the source too; a restart of the replica (package
+// reconcile, bounded in time) finds out which, and seeds it again if need
+// be.
+const (
+	mysqlFatalSourceError   = "13114"
+	mariadbFatalSourceError = "1236"
+)
+
+// brokenReceiver is Facts.Broken of a replica, from its row of SHOW
+// REPLICA STATUS: its receiver stopped on the source's fatal error.
+func brokenReceiver(row map[string]string, fatal string) string {
+	running := row["Replica_IO_Running"]
+	if running == "" {
+		running = row["Slave_IO_Running"] // MariaDB's name
+	}
+	if row["Last_IO_Errno"] != fatal || running != "No" {
+		return ""
+	}
+	return fmt.Sprintf("error %s from the primary: %s", fatal, row["Last_IO_Error"])
 }
 
 // probeSource completes the Facts f of a server that is no replica: how
@@ -262,6 +288,7 @@ func probeMariaDB(ctx context.Context, s *server, host string) (ha.Facts, error)
 			return ha.Facts{}, err
 		}
 		f.Received = max(f.Received, f.Applied)
+		f.Broken = brokenReceiver(replica[0], mariadbFatalSourceError)
 		return f, nil
 	}
 	if f.Written, err = mariadbPosition(state[0]["current"]); err != nil {

@@ -161,6 +161,42 @@ func TestProbe(t *testing.T) {
 		}),
 		want: ha.Facts{Name: "db-1", Replica: true, Received: 12, Applied: 9},
 		sent: []string{"dial", identify, mariadbState, replicaStatus, "close"},
+	}, {
+		name: "a MySQL replica whose receiver stopped on the source's fatal error: broken",
+		server: mysqlServer("db-1", map[string][]map[string]string{
+			mysqlState: {{"executed": uuidA + ":1-30", "super_read_only": "1"}},
+			replicaStatus: {{"Retrieved_Gtid_Set": "", "Replica_IO_Running": "No", "Last_IO_Errno": "13114",
+				"Last_IO_Error": "Got fatal error 1236 from source when reading data from binary log: 'Cannot replicate because the source purged required binary logs.'"}},
+		}),
+		want: ha.Facts{Name: "db-1", FenceHolds: true, Replica: true, Received: 30, Applied: 30,
+			Broken: "error 13114 from the primary: Got fatal error 1236 from source when reading data from binary log: 'Cannot replicate because the source purged required binary logs.'"},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, "close"},
+	}, {
+		name: "a MySQL replica whose receiver retries after the same error: not broken (yet)",
+		server: mysqlServer("db-1", map[string][]map[string]string{
+			mysqlState:    {{"executed": uuidA + ":1-30", "super_read_only": "1"}},
+			replicaStatus: {{"Retrieved_Gtid_Set": "", "Replica_IO_Running": "Connecting", "Last_IO_Errno": "13114", "Last_IO_Error": "Got fatal error"}},
+		}),
+		want: ha.Facts{Name: "db-1", FenceHolds: true, Replica: true, Received: 30, Applied: 30},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, "close"},
+	}, {
+		name: "a MySQL replica that cannot connect: not broken, a retry may cure it",
+		server: mysqlServer("db-1", map[string][]map[string]string{
+			mysqlState:    {{"executed": uuidA + ":1-30", "super_read_only": "1"}},
+			replicaStatus: {{"Retrieved_Gtid_Set": "", "Replica_IO_Running": "No", "Last_IO_Errno": "2003", "Last_IO_Error": "error connecting to source"}},
+		}),
+		want: ha.Facts{Name: "db-1", FenceHolds: true, Replica: true, Received: 30, Applied: 30},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, "close"},
+	}, {
+		name: "a MariaDB replica whose receiver stopped on the primary's fatal error: broken",
+		server: mariadbServer("db-1", map[string][]map[string]string{
+			mariadbState: {{"current": "0-1-9", "applied": "0-1-9", "read_only": "1"}},
+			replicaStatus: {{"Gtid_IO_Pos": "0-1-9", "Slave_IO_Running": "No", "Last_IO_Errno": "1236",
+				"Last_IO_Error": "Got fatal error 1236 from master when reading data from binary log: 'Could not find GTID state requested by slave in any binlog files. Probably the slave state is too old and required binlog files have been purged.'"}},
+		}),
+		want: ha.Facts{Name: "db-1", Replica: true, Received: 9, Applied: 9,
+			Broken: "error 1236 from the primary: Got fatal error 1236 from master when reading data from binary log: 'Could not find GTID state requested by slave in any binlog files. Probably the slave state is too old and required binlog files have been purged.'"},
+		sent: []string{"dial", identify, mariadbState, replicaStatus, "close"},
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.server.client().Probe(ctx, "10.0.0.1", 3306, ha.Credentials{})

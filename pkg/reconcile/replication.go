@@ -46,7 +46,14 @@ const (
 	ReasonFenced         = "Fenced"
 	ReasonRollingOut     = "RollingOut"
 	ReasonDiverged       = "Diverged"
+	ReasonReplicaBroken  = "ReplicaBroken"
 )
+
+// brokenRestartAge is how old the pod of a replica that cannot replicate
+// (ha.Facts.Broken) must be before the controller restarts it: a pod
+// restarted for it, which its start did not cure, is not restarted again
+// in a loop, but every brokenRestartAge at most.
+const brokenRestartAge = 2 * time.Minute
 
 // divergedPrefix begins what a replicated server's init container says,
 // as it ends, when its data held transactions the primary did not have
@@ -253,8 +260,14 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 		} else if err != nil {
 			return found, err
 		}
-		if err := s.rollOutReplica(ctx, rs, instances); err != nil {
+		restarted, err := s.restartBroken(ctx, rs, instances)
+		if err != nil {
 			return found, err
+		}
+		if !restarted {
+			if err := s.rollOutReplica(ctx, rs, instances); err != nil {
+				return found, err
+			}
 		}
 	}
 	if rs.TargetPrimary != "" {
@@ -400,6 +413,34 @@ func (s *replicaSet) rollOutReplica(ctx context.Context, rs *dbv1alpha1.Replicat
 		victim = primary
 	}
 	return s.restartForRollout(ctx, victim)
+}
+
+// restartBroken restarts the first replica, by name, that says it cannot
+// replicate from the serving primary until it rejoins or is seeded again
+// (ha.Facts.Broken), once its pod is brokenRestartAge old: as it starts,
+// its init container rejoins it to the primary, or seeds it again (when
+// the primary purged what it lacks), or sets its data aside, reported, and
+// seeds it again (when it diverged). It reports whether it restarted one.
+func (s *replicaSet) restartBroken(ctx context.Context, rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) (bool, error) {
+	primary, ok := instances[rs.Primary]
+	if !ok || !primary.ha.Serving() {
+		return false, nil
+	}
+	for _, name := range sortedNames(instances) {
+		i := instances[name]
+		if name == rs.Primary || !i.ha.Reachable || i.facts.Broken == "" ||
+			s.p.r.clock.Since(i.pod.CreationTimestamp.Time) < brokenRestartAge {
+			continue
+		}
+		if err := s.p.restart(ctx, i, "that cannot replicate"); err != nil {
+			return false, err
+		}
+		klog.FromContext(ctx).Info("Restarting a replica that cannot replicate", "pod", klog.KObj(i.pod), "why", i.facts.Broken)
+		s.p.r.recorder.Eventf(s.p.db, corev1.EventTypeWarning, ReasonReplicaBroken,
+			"Restarting %s: it cannot replicate from %s (%s); as it starts, it rejoins, or is seeded again from %s", name, rs.Primary, i.facts.Broken, rs.Primary)
+		return true, nil
+	}
+	return false, nil
 }
 
 // anyReplicaStreams reports whether a ready replica streams from the primary.
@@ -636,8 +677,10 @@ func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string
 			if name == rs.Primary {
 				continue
 			}
-			if instances[name].ha.Upstream == rs.Primary {
+			if i := instances[name]; i.ha.Upstream == rs.Primary {
 				streaming++
+			} else if i.facts.Broken != "" {
+				lagging = append(lagging, fmt.Sprintf("%s (it cannot replicate: %s)", name, i.facts.Broken))
 			} else {
 				lagging = append(lagging, name)
 			}

@@ -508,6 +508,54 @@ func TestReplicationRollout(t *testing.T) {
 	}
 }
 
+// A replica whose server says it cannot replicate until it is seeded
+// again (the primary purged what it lacks): the controller restarts its
+// pod, with one Warning, so that its init container seeds it again; a pod
+// younger than brokenRestartAge (restarted for it already) is left as it
+// is, and the condition says why it does not stream.
+func TestReplicationRestartsABrokenReplica(t *testing.T) {
+	const why = "error 13114 from the primary: Cannot replicate because the source purged required binary logs."
+	for _, tt := range []struct {
+		name   string
+		age    time.Duration
+		expect func(f *fixture, db *dbv1alpha1.Database)
+	}{
+		{name: "restarted", age: brokenRestartAge,
+			expect: func(f *fixture, db *dbv1alpha1.Database) {
+				f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-2",
+					metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-2-uid"))}}))
+				f.events = []string{"Warning ReplicaBroken Restarting orders-2: it cannot replicate from orders-0 (" + why + "); as it starts, it rejoins, or is seeded again from orders-0"}
+			}},
+		{name: "restarted less than brokenRestartAge ago: left as it is", age: brokenRestartAge - time.Second,
+			expect: func(f *fixture, db *dbv1alpha1.Database) {}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 3)
+			f.convergedReplicated(db)
+			f.podLister[2].CreationTimestamp = metav1.NewTime(testNow.Add(-tt.age))
+			f.sql.Facts[podIP(0)].Standbys = f.sql.Facts[podIP(0)].Standbys[:1]
+			f.sql.Facts[podIP(2)].Broken = why
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			rs := db.Status.Replication.DeepCopy()
+			rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2", Role: "replica"}
+			st := replicatedStatus(db, "Running", rs,
+				"True", "AllReplicasReady", "3/3 replicas are ready",
+				"False", "Converged", "the Database matches its spec",
+				"False", "ReplicasNotStreaming", "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2 (it cannot replicate: "+why+")")
+			for k := range st.Conditions[:2] {
+				// Unchanged: their times are kept.
+				st.Conditions[k].LastTransitionTime = f.dbLister[0].Status.Conditions[k].LastTransitionTime
+			}
+			f.expectStatusUpdate(db, st)
+			tt.expect(f, db)
+			f.calls = probes(0, 1, 2)
+			f.run(ctx, ref(db), pollServers)
+		})
+	}
+}
+
 // Synchronous replication asked for: the serving primary's
 // synchronous_standby_names is set over SQL, with no API write.
 func TestReplicationSynchronous(t *testing.T) {
