@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
@@ -493,13 +495,41 @@ H=`+old+`.split-headless
 	}
 	setAside := strings.Fields(out)[0]
 
-	// Behind the binary logs the primary kept.
+	// Behind the binary logs the primary kept, while it runs: its
+	// receiver, started again, is refused for good. The controller says
+	// so, and restarts its pod once the pod is brokenRestartAge (2 min)
+	// old; its init container clones it again.
+	pod := func() (uid string, created time.Time) {
+		var p corev1.Pod
+		e2eutil.GetJSON(t, &p, "-n", ns, "get", "pod", old)
+		return string(p.UID), p.CreationTimestamp.Time
+	}
+	uid, created := pod()
 	runClient(t, ns, "split", image, `H=`+old+`.split-headless
 `+mysqlSQL+`"STOP REPLICA IO_THREAD"
 H=`+replica+`.split-headless
 `+mysqlSQL+`"INSERT INTO kept VALUES (6); FLUSH BINARY LOGS; INSERT INTO kept VALUES (7); FLUSH BINARY LOGS"
-`+mysqlSQL+`"PURGE BINARY LOGS BEFORE NOW() + INTERVAL 1 SECOND"`)
-	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old)
+`+mysqlSQL+`"PURGE BINARY LOGS BEFORE NOW() + INTERVAL 1 SECOND"
+H=`+old+`.split-headless
+`+mysqlSQL+`"START REPLICA IO_THREAD"`)
+	purged := time.Now()
+	said := ""
+	e2eutil.Eventually(t, 3*converge, "the controller to restart "+old+", which cannot replicate", func() (bool, string) {
+		if _, _, msg := e2eutil.Condition(e2eutil.GetDB(t, ns, "split"), dbv1alpha1.ConditionReplicating); strings.Contains(msg, "cannot replicate") {
+			said = msg
+		}
+		now, _ := pod()
+		return now != uid, "pod " + now
+	})
+	t.Logf("while %s could not replicate, Replicating said: %s", old, said)
+	if said == "" && purged.Sub(created) < 100*time.Second {
+		t.Errorf("the Replicating condition never said that %s cannot replicate (its pod was %s old)", old, purged.Sub(created).Round(time.Second))
+	}
+	if objects, recorded := warnings(t, ns, "split", "ReplicaBroken"); objects != 1 || recorded != 1 {
+		t.Errorf("ReplicaBroken Warnings: %d events recorded %d times, want one, once", objects, recorded)
+	}
+	t.Logf("%s restarted by the controller %s after its receiver was refused: %s", old, time.Since(purged).Round(time.Second),
+		lineWith(e2eutil.Kubectl(t, "-n", ns, "get", "events", "--field-selector", "reason=ReplicaBroken", "-o", "jsonpath={.items[*].message}"), "Restarting"))
 	waitReplicating(t, ns, "split", old+" cloned again after the primary purged what it lacked")
 	checkEveryPodHas(t, ns, "split", "SELECT CONCAT(COUNT(*), ':', SUM(n)) FROM kept", "4:16")
 	init := e2eutil.Kubectl(t, "-n", ns, "logs", old, "-c", "replication")
