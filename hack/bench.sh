@@ -47,7 +47,8 @@
 #                           experiments such as GOMEMLIMIT=80MiB [none]
 #   BENCH_DIR               work directory: control plane state, logs [_output/bench]
 #   BENCH_APISERVER_PORT, BENCH_ETCD_PORT, BENCH_ETCD_PEER_PORT, BENCH_KCM_PORT,
-#   BENCH_SCHEDULER_PORT, BENCH_KWOK_PORT  [26443, 22379, 22380, 30257, 30259, 30247]
+#   BENCH_SCHEDULER_PORT, BENCH_KWOK_PORT, BENCH_OBJECTSTORE_PORT
+#                           [26443, 22379, 22380, 30257, 30259, 30247, 30070]
 #   BENCH_SERVICE_CIDR      Service ClusterIP range [10.96.0.0/16: local-up's /24
 #                           holds 254 ClusterIPs, and each Database takes one]
 #   BENCH_POD_CIDR          range of the fake pods' IPs [10.244.0.0/16]
@@ -97,6 +98,7 @@ export LOCAL_ETCD_PEER_PORT=${BENCH_ETCD_PEER_PORT:-22380}
 export LOCAL_CONTROLLER_MANAGER_PORT=${BENCH_KCM_PORT:-30257}
 export LOCAL_SCHEDULER_PORT=${BENCH_SCHEDULER_PORT:-30259}
 export LOCAL_KWOK_PORT=${BENCH_KWOK_PORT:-30247}
+export LOCAL_OBJECTSTORE_PORT=${BENCH_OBJECTSTORE_PORT:-30070}
 export LOCAL_NODES=$NODES
 export LOCAL_SERVICE_CIDR=${BENCH_SERVICE_CIDR:-10.96.0.0/16}
 export LOCAL_POD_CIDR=${BENCH_POD_CIDR:-10.244.0.0/16}

@@ -12,6 +12,13 @@
 # every pod and real-node-local is the default StorageClass; beside kwok
 # nodes (LOCAL_NODES=N) the scheduler places pods on either.
 #
+# Beside them, an S3-compatible object store (versitygw, over the directory
+# $LOCAL_DIR/objectstore) with a bucket "backups" and root credentials of
+# its own, made at each start: on 127.0.0.1, or with a real node on the
+# host's end of the node's veth pair, which the node's pods reach and
+# nothing outside this machine does. Its endpoint and credentials are in
+# $LOCAL_DIR/objectstore.env.
+#
 # Usage: hack/local-up.sh [--foreground]
 #   By default it starts everything in the background, prints the KUBECONFIG
 #   to use and exits. With --foreground (or LOCAL_FOREGROUND=1) it stays in
@@ -31,6 +38,7 @@
 #   LOCAL_CONTROLLER_MANAGER_PORT  kube-controller-manager secure port [10257]
 #   LOCAL_SCHEDULER_PORT           kube-scheduler secure port [10259]
 #   LOCAL_KWOK_PORT                kwok's server (fake kubelet) port [10247]
+#   LOCAL_OBJECTSTORE_PORT         the object store's port [7070]
 #   LOCAL_SERVICE_CIDR             Service ClusterIP range [10.0.0.0/24]
 #   LOCAL_POD_CIDR                 range kwok gives pod IPs from [10.0.1.0/24]
 #   LOCAL_NODE_IP                  InternalIP of the fake nodes [127.0.0.1]
@@ -75,6 +83,7 @@ APISERVER_PORT=${LOCAL_APISERVER_PORT:-6443}
 KCM_PORT=${LOCAL_CONTROLLER_MANAGER_PORT:-10257}
 SCHEDULER_PORT=${LOCAL_SCHEDULER_PORT:-10259}
 KWOK_PORT=${LOCAL_KWOK_PORT:-10247}
+OBJECTSTORE_PORT=${LOCAL_OBJECTSTORE_PORT:-7070}
 SERVICE_CIDR=${LOCAL_SERVICE_CIDR:-10.0.0.0/24}
 POD_CIDR=${LOCAL_POD_CIDR:-10.0.1.0/24}
 NODE_IP=${LOCAL_NODE_IP:-127.0.0.1}
@@ -94,7 +103,7 @@ kcm_limits=() scheduler_limits=()
 [[ -z "${LOCAL_SCHEDULER_API_BURST:-}" ]] || scheduler_limits+=(--kube-api-burst="$LOCAL_SCHEDULER_API_BURST")
 START_TIMEOUT=${LOCAL_START_TIMEOUT:-120}
 
-for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT NODES VERBOSITY START_TIMEOUT LOCAL_STOP_TIMEOUT; do
+for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT OBJECTSTORE_PORT NODES VERBOSITY START_TIMEOUT LOCAL_STOP_TIMEOUT; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || local::die "$v must be a number, got '${!v}'"
 done
 ((NODES >= 1 || REAL_NODE)) || local::die "LOCAL_NODES must be at least 1 (or set LOCAL_REAL_NODE=1)"
@@ -221,7 +230,7 @@ total_start=$(local::now)
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   if ((REAL_NODE)); then
-    "$LOCAL_ROOT/hack/tools/build.sh" etcd kube kwok kwok-stage node
+    "$LOCAL_ROOT/hack/tools/build.sh" etcd kube kwok kwok-stage versitygw node
   else
     "$LOCAL_ROOT/hack/tools/build.sh"
   fi
@@ -231,7 +240,7 @@ if ((REAL_NODE)); then
   source "$LOCAL_ROOT/hack/lib/node.sh"
   node::preflight
 fi
-for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw; do
   [[ -x "$LOCAL_BIN/$b" ]] || local::die "$LOCAL_BIN/$b is missing: run hack/tools/build.sh"
 done
 for tool in openssl curl setsid nohup flock ps awk base64; do
@@ -617,6 +626,33 @@ if ((REAL_NODE)); then
   node::up
 fi
 
+# The object store. Its root account's secret is new at each start, as the
+# certificates are; the bucket is a directory of the posix backend.
+begin "object store (versitygw)"
+store_ip=127.0.0.1
+if ((REAL_NODE)); then
+  store_ip=$(sed -n 's/^HOST_IP=//p' "$LOCAL_DIR/node/node.env")
+fi
+rm -rf --one-file-system "$LOCAL_DIR/objectstore"
+mkdir -p "$LOCAL_DIR/objectstore/backups"
+store_secret=$(openssl rand -hex 24)
+cat > "$LOCAL_DIR/objectstore.env" <<EOF
+OBJECTSTORE_ENDPOINT=http://$store_ip:$OBJECTSTORE_PORT
+OBJECTSTORE_BUCKET=backups
+OBJECTSTORE_REGION=us-east-1
+OBJECTSTORE_ACCESS_KEY_ID=dbc-local
+OBJECTSTORE_SECRET_ACCESS_KEY=$store_secret
+EOF
+chmod 600 "$LOCAL_DIR/objectstore.env"
+start versitygw env ROOT_ACCESS_KEY_ID=dbc-local ROOT_SECRET_ACCESS_KEY="$store_secret" "$LOCAL_BIN/versitygw" \
+  --port "$store_ip:$OBJECTSTORE_PORT" --region us-east-1 posix "$LOCAL_DIR/objectstore"
+store_answers() {
+  # Any HTTP answer (403 to an unsigned request) means it serves.
+  curl -s -o /dev/null --noproxy '*' --max-time 2 "http://$store_ip:$OBJECTSTORE_PORT/"
+}
+wait_for versitygw "answering on http://$store_ip:$OBJECTSTORE_PORT" store_answers
+done_step versitygw "serving http://$store_ip:$OBJECTSTORE_PORT, bucket backups (credentials: $LOCAL_DIR/objectstore.env)"
+
 UP_DONE=1
 local::log "local control plane is up in $(local::since "$total_start")s (state: $LOCAL_DIR)"
 
@@ -631,6 +667,7 @@ if ((!FOREGROUND)); then
   export KUBECONFIG=$KUBECONFIG_PATH
 
   logs: $LOCAL_DIR/logs/<component>.log
+  object store: $LOCAL_DIR/objectstore.env
   stop: $down_cmd
 
 EOF
@@ -642,6 +679,7 @@ cat <<EOF
   export KUBECONFIG=$KUBECONFIG_PATH
 
   logs: $LOCAL_DIR/logs/<component>.log
+  object store: $LOCAL_DIR/objectstore.env
   Running in the foreground: Ctrl-C stops everything.
 
 EOF

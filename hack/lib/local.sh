@@ -29,7 +29,7 @@ LOCAL_STOP_TIMEOUT=${LOCAL_STOP_TIMEOUT:-20}
 # The components in start order. local-down stops them in reverse. The last
 # ones belong to the real node (LOCAL_REAL_NODE=1, hack/lib/node.sh); the
 # containerd shims are started by containerd, not by us.
-LOCAL_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok
+LOCAL_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw
   netnsproxy containerd kubelet kube-proxy coredns containerd-shim-runc-v2)
 
 LOCAL_LOG_PREFIX=${LOCAL_LOG_PREFIX:-local}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local control plane from the Go module proxy into _output/bin:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and
-# kwok, plus kwok's stage files (kwok-stage/), which local-up.sh reads. The
+# kwok, plus kwok's stage files (kwok-stage/), which local-up.sh reads, and
+# versitygw, the S3-compatible object store local-up.sh starts beside it. The
 # kubelet and kube-proxy of the optional real node come out of the same go
 # build as the control plane. Each group carries a stamp of the pinned
 # versions and of the Go toolchain, and is rebuilt only when that stamp
@@ -15,9 +16,10 @@
 #   node-tools   ociarchive and netnsproxy (hack/tools/node)
 #   images       the node's images, built by hack/images/build.sh into _output/images
 #
-# Usage: hack/tools/build.sh [GROUP...]   (groups: etcd kube kwok kwok-stage,
-# containerd pause coredns node-tools images, and `node` for the last five;
-# the default is the control plane: etcd kube kwok kwok-stage)
+# Usage: hack/tools/build.sh [GROUP...]   (groups: etcd kube kwok kwok-stage
+# versitygw, containerd pause coredns node-tools images, and `node` for the
+# last five; the default is the control plane: etcd kube kwok kwok-stage
+# versitygw)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -25,6 +27,7 @@ TOOLS="$ROOT/hack/tools"
 BIN="${BIN_DIR:-$ROOT/_output/bin}"
 KUBE_VERSION=v1.37.1
 KWOK_VERSION=v0.8.0
+VERSITYGW_VERSION=v1.8.0
 CONTAINERD_VERSION=v2.4.2
 mkdir -p "$BIN"
 
@@ -46,12 +49,12 @@ up_to_date() {
 GROUPS_WANTED=()
 for g in "$@"; do
   case "$g" in
-    etcd|kube|kwok|kwok-stage|containerd|pause|coredns|node-tools|images) GROUPS_WANTED+=("$g") ;;
+    etcd|kube|kwok|kwok-stage|versitygw|containerd|pause|coredns|node-tools|images) GROUPS_WANTED+=("$g") ;;
     node) GROUPS_WANTED+=(containerd pause coredns node-tools images) ;;
-    *) echo "build-tools: unknown group '$g' (etcd kube kwok kwok-stage containerd pause coredns node-tools images node)" >&2; exit 2 ;;
+    *) echo "build-tools: unknown group '$g' (etcd kube kwok kwok-stage versitygw containerd pause coredns node-tools images node)" >&2; exit 2 ;;
   esac
 done
-((${#GROUPS_WANTED[@]} > 0)) || GROUPS_WANTED=(etcd kube kwok kwok-stage)
+((${#GROUPS_WANTED[@]} > 0)) || GROUPS_WANTED=(etcd kube kwok kwok-stage versitygw)
 wanted() {
   local g
   for g in "${GROUPS_WANTED[@]}"; do [[ "$g" == "$1" ]] && return 0; done
@@ -113,6 +116,12 @@ copy_kwok_stages() {
   chmod -R u+w "$BIN/kwok-stage"
 }
 build_group kwok-stage "$(stamp_of <(echo "$KWOK_VERSION"))" copy_kwok_stages kwok-stage
+
+# versitygw (Apache-2.0): an S3-compatible gateway over a directory (its
+# posix backend), the object store of the local cluster's backups. Static,
+# at a pinned version; its own go.mod pins its dependencies.
+build_group versitygw "$(stamp_of <(echo "$VERSITYGW_VERSION"))" \
+  '(cd "$TOOLS" && CGO_ENABLED=0 GOBIN="$BIN" go install -ldflags "-s -w" "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION")' versitygw
 
 # ---------------------------------------------------------------------------
 # The real node.

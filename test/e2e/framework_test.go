@@ -99,6 +99,7 @@ func startControlPlane() int {
 		"LOCAL_CONTROLLER_MANAGER_PORT="+e2eutil.EnvOr("E2E_KCM_PORT", "20257"),
 		"LOCAL_SCHEDULER_PORT="+e2eutil.EnvOr("E2E_SCHEDULER_PORT", "20259"),
 		"LOCAL_KWOK_PORT="+e2eutil.EnvOr("E2E_KWOK_PORT", "20247"),
+		"LOCAL_OBJECTSTORE_PORT="+e2eutil.EnvOr("E2E_OBJECTSTORE_PORT", "20070"),
 	)
 	if err := cmd.Run(); err != nil {
 		e2eutil.Logf("local control plane failed to start: %v", err)
