@@ -2,6 +2,9 @@
 # Builds the real node's images into _output/images as OCI archives that
 # `ctr images import` reads (hack/lib/node.sh imports them):
 #   pause.tar       the pause binary (hack/tools/build.sh pause) alone
+#   controller.tar  the controller's binary alone (hack/build.sh), as the
+#                   Dockerfile's image has it: its pods' init containers copy
+#                   it in (controller install-tools) to reach the object store
 #   postgresql.tar  Debian's postgresql-15 with hack/images/postgresql/docker-entrypoint.sh
 #   postgresql-slowinit.tar
 #                   postgresql.tar's layer and one more with a first-init script
@@ -16,7 +19,7 @@
 # stamp of its inputs changes: the suite, the mirror, the package list, the
 # files copied in, the image config and ociarchive.
 #
-# Usage: hack/images/build.sh [IMAGE...]   (pause postgresql postgresql-slowinit mariadb mysql; default all)
+# Usage: hack/images/build.sh [IMAGE...]   (pause controller postgresql postgresql-slowinit mariadb mysql; default all)
 # Environment: DEBIAN_SUITE [bookworm], MYSQL_SUITE [sid], DEBIAN_MIRROR [http://deb.debian.org/debian],
 #   BIN_DIR [_output/bin], IMAGES_DIR [_output/images]
 set -euo pipefail
@@ -93,6 +96,7 @@ MYSQL_CONFIG=(-name "$DBC_MYSQL_IMAGE" -user 999:999 -port 3306/tcp
   -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd mysqld
   -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env LANG=C.UTF-8)
 PAUSE_CONFIG=(-name "$DBC_PAUSE_IMAGE" -user 65535:65535 -entrypoint /pause)
+CONTROLLER_CONFIG=(-name "$DBC_CONTROLLER_IMAGE" -user 65532:65532 -entrypoint /controller)
 
 # stamp_of IMAGE PARTS... prints a digest of what the image is made from.
 stamp_of() {
@@ -132,14 +136,25 @@ debian_image() {
   [[ ${KEEP_ROOTFS:-} == 1 ]] || rm -f "$rootfs"
 }
 
-build_pause() {
-  local dir
+# one_file_image IMAGE FILE CONFIG... writes an image whose root holds FILE
+# alone, named IMAGE's name.
+one_file_image() {
+  local image=$1 file=$2 dir; shift 2
   dir=$(mktemp -d)
-  cp "$BIN/pause" "$dir/pause"
-  tar --owner=0 --group=0 --mtime=@0 -C "$dir" -cf "$dir/rootfs.tar" pause
-  "$BIN/ociarchive" -rootfs "$dir/rootfs.tar" -o "$OUT/pause.tar" "${PAUSE_CONFIG[@]}"
+  cp "$file" "$dir/$image"
+  tar --owner=0 --group=0 --mtime=@0 -C "$dir" -cf "$dir/rootfs.tar" "$image"
+  "$BIN/ociarchive" -rootfs "$dir/rootfs.tar" -o "$OUT/$image.tar" "$@"
   rm -rf "$dir"
 }
+build_pause() { one_file_image pause "$BIN/pause" "${PAUSE_CONFIG[@]}"; }
+# The controller's binary is built here, through hack/build.sh (Go's cache
+# makes it quick), so that the image is never older than the source; its
+# version is fixed so that the stamp changes only with the code.
+CONTROLLER_BIN="$OUT/.controller-bin"
+build_controller_binary() {
+  VERSION=dev OUT="$CONTROLLER_BIN" "$ROOT/hack/build.sh"
+}
+build_controller() { one_file_image controller "$CONTROLLER_BIN" "${CONTROLLER_CONFIG[@]}"; }
 build_postgresql() { KEEP_ROOTFS=1 debian_image postgresql postgresql-15 "$PG_HOOK" "${PG_CONFIG[@]}"; }
 # The slow-init image shares postgresql's layer (the node stores it once)
 # and adds /docker-entrypoint-initdb.d/00-slow-init.sh over it. Its config
@@ -174,11 +189,14 @@ build_mysql() {
 }
 
 wanted=("$@")
-((${#wanted[@]} > 0)) || wanted=(pause postgresql postgresql-slowinit mariadb mysql)
+((${#wanted[@]} > 0)) || wanted=(pause controller postgresql postgresql-slowinit mariadb mysql)
 for image in "${wanted[@]}"; do
   case "$image" in
     pause)
       build pause "$(stamp_of pause "$(sha256sum < "$BIN/pause")" "${PAUSE_CONFIG[*]}")" build_pause ;;
+    controller)
+      build_controller_binary
+      build controller "$(stamp_of controller "$(sha256sum < "$CONTROLLER_BIN")" "${CONTROLLER_CONFIG[*]}")" build_controller ;;
     postgresql)
       build postgresql "$(postgresql_stamp)" build_postgresql ;;
     postgresql-slowinit)
@@ -192,6 +210,6 @@ for image in "${wanted[@]}"; do
       build mysql "$(stamp_of mysql "$MYSQL_SUITE" "$MIRROR" "$MYSQL_PACKAGES" "$MYSQL_APTOPT" "$MYSQL_HOOK" \
         "${MYSQL_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/mysql/docker-entrypoint.sh" \
         "$HERE/mysql/mysqld.cnf" "$HERE/mysql-init.sh")")" build_mysql ;;
-    *) echo "build-images: unknown image '$image' (pause postgresql postgresql-slowinit mariadb mysql)" >&2; exit 2 ;;
+    *) echo "build-images: unknown image '$image' (pause controller postgresql postgresql-slowinit mariadb mysql)" >&2; exit 2 ;;
   esac
 done

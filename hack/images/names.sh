@@ -4,6 +4,8 @@
 # shellcheck disable=SC2034 # used by the scripts that source this file
 DBC_PAUSE_IMAGE=localhost/dbc/pause:3.10.2
 # shellcheck disable=SC2034
+DBC_CONTROLLER_IMAGE=localhost/dbc/controller:dev
+# shellcheck disable=SC2034
 DBC_POSTGRESQL_IMAGE=localhost/dbc/postgresql:15
 # shellcheck disable=SC2034
 DBC_POSTGRESQL_SLOWINIT_IMAGE=localhost/dbc/postgresql-slowinit:15

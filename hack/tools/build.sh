@@ -140,6 +140,9 @@ build_group containerd "$(stamp_of <(echo "$CONTAINERD_VERSION no_btrfs no_devma
 build_pause() {
   local dir
   "$ROOT/hack/tools/debian-deps.sh" gcc:gcc libc6-dev:/usr/include/stdio.h
+  # go list -m names no directory for a module not yet downloaded: on a
+  # fresh machine with the kube group not built first, download it.
+  (cd "$TOOLS/kube" && go mod download k8s.io/kubernetes)
   dir=$(cd "$TOOLS/kube" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
   [[ -f "$dir/build/pause/linux/pause.c" ]] || { echo "build-tools: no build/pause/linux/pause.c in $dir" >&2; return 1; }
   gcc -Os -static -Wall -Werror -DVERSION="$PAUSE_VERSION" -o "$BIN/pause" "$dir/build/pause/linux/pause.c"
