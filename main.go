@@ -36,6 +36,8 @@ import (
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/metrics"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/objectstore"
+	"github.com/dbcontroller/database-controller/pkg/podtools"
 	"github.com/dbcontroller/database-controller/pkg/signals"
 )
 
@@ -93,6 +95,26 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 }
 
 func main() {
+	// The commands the controller's pods run, from the binary an init
+	// container copies in (package podtools); the controller's flags
+	// follow otherwise.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "objectstore":
+			// A backup's files to or from the object store.
+			os.Exit(objectstore.Command(signals.SetupSignalHandler(), os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+		case "install-tools":
+			if len(os.Args) != 3 {
+				fmt.Fprintln(os.Stderr, "usage: controller install-tools DIR")
+				os.Exit(2)
+			}
+			if err := podtools.Install(os.Args[2]); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
 	klog.InitFlags(nil)
 	var o options
 	o.addFlags(flag.CommandLine)

@@ -7,7 +7,9 @@
 package objectstore
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -15,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -160,6 +163,53 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 		return fmt.Errorf("writing %s to bucket %s: %w", name, s.bucket, err)
 	}
 	return nil
+}
+
+// ErrDiffers is PutOnce's error for a key that holds other bytes.
+var ErrDiffers = errors.New("the store holds other bytes under this name")
+
+// PutOnce writes the file at file to key unless key holds it already. A
+// key holding the same bytes (a retry whose first try's end the caller
+// never heard) is success; a key holding other bytes is ErrDiffers and
+// keeps them: two different files never end up under one name.
+func (s *Store) PutOnce(ctx context.Context, key, file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	held, err := s.Get(ctx, key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return s.Put(ctx, key, f, fi.Size())
+	case err != nil:
+		return err
+	}
+	defer held.Close()
+	same, err := sameBytes(held, f)
+	if err != nil {
+		return fmt.Errorf("comparing %s with what the store holds under %s: %w", file, key, err)
+	}
+	if !same {
+		return fmt.Errorf("%s: %w (%s is not what it holds)", key, ErrDiffers, file)
+	}
+	return nil
+}
+
+// sameBytes reads a and b to their ends and says whether they were equal.
+func sameBytes(a, b io.Reader) (bool, error) {
+	ha, hb := sha256.New(), sha256.New()
+	if _, err := io.Copy(ha, a); err != nil {
+		return false, err
+	}
+	if _, err := io.Copy(hb, b); err != nil {
+		return false, err
+	}
+	return bytes.Equal(ha.Sum(nil), hb.Sum(nil)), nil
 }
 
 // Get reads key; ErrNotFound when the store does not hold it. The caller

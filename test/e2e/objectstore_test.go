@@ -10,30 +10,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dbcontroller/database-controller/pkg/objectstore"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
-
-// localStore is the Config of the object store hack/local-up.sh started
-// beside the control plane, from its objectstore.env.
-func localStore(t *testing.T) objectstore.Config {
-	t.Helper()
-	env, err := os.ReadFile(filepath.Join(localDir, "objectstore.env"))
-	if err != nil {
-		t.Fatalf("the local cluster's object store: %v", err)
-	}
-	v := map[string]string{}
-	for _, line := range strings.Split(string(env), "\n") {
-		if k, val, ok := strings.Cut(line, "="); ok {
-			v[k] = val
-		}
-	}
-	return objectstore.Config{Endpoint: v["OBJECTSTORE_ENDPOINT"], Bucket: v["OBJECTSTORE_BUCKET"], Region: v["OBJECTSTORE_REGION"],
-		AccessKeyID: v["OBJECTSTORE_ACCESS_KEY_ID"], SecretAccessKey: v["OBJECTSTORE_SECRET_ACCESS_KEY"]}
-}
 
 // The object store of the local cluster (versitygw, started by
 // hack/local-up.sh) serves its bucket through package objectstore: two
@@ -44,7 +28,7 @@ func localStore(t *testing.T) objectstore.Config {
 func TestLocalObjectStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := localStore(t)
+	cfg := e2eutil.LocalObjectStore(t, localDir)
 	cfg.Prefix = "e2e/" + t.Name()
 	store, err := objectstore.New(cfg)
 	if err != nil {
@@ -100,5 +84,92 @@ func TestLocalObjectStore(t *testing.T) {
 	t.Logf("a wrong secret: %v", err)
 	if err == nil || !strings.Contains(err.Error(), "signature") {
 		t.Errorf("List with a wrong secret: %v, want the store's refusal of the signature", err)
+	}
+}
+
+// `controller objectstore`, the command the database pods run, against the
+// local cluster's store: put reads standard input, get writes standard
+// output, list prints each key with its size, and a key the store does
+// not hold exits 3 (what PostgreSQL's restore_command tells from a
+// failure). The credentials are in the environment only.
+func TestObjectStoreCommand(t *testing.T) {
+	t.Parallel()
+	cfg := e2eutil.LocalObjectStore(t, localDir)
+	env := append(os.Environ(),
+		objectstore.EnvEndpoint+"="+cfg.Endpoint, objectstore.EnvBucket+"="+cfg.Bucket, objectstore.EnvRegion+"="+cfg.Region,
+		objectstore.EnvPrefix+"=e2e/"+t.Name(),
+		objectstore.EnvAccessKeyID+"="+cfg.AccessKeyID, objectstore.EnvSecretAccessKey+"="+cfg.SecretAccessKey)
+	run := func(stdin []byte, args ...string) ([]byte, string, int) {
+		t.Helper()
+		cmd := exec.Command(controllerBin, append([]string{"objectstore"}, args...)...)
+		cmd.Env = env
+		cmd.Stdin = bytes.NewReader(stdin)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("controller objectstore %v: %v", args, err)
+		}
+		return stdout.Bytes(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+
+	wal := make([]byte, 16<<20)
+	if _, err := rand.Read(wal); err != nil {
+		t.Fatal(err)
+	}
+	key := "shop/orders/uid-1/wal/000000010000000000000001"
+	if _, stderr, code := run(wal, "put", key); code != 0 {
+		t.Fatalf("put: exit %d: %s", code, stderr)
+	}
+	got, stderr, code := run(nil, "get", key)
+	if code != 0 || !bytes.Equal(got, wal) {
+		t.Errorf("get: exit %d (%s), %d bytes; want exit 0 and the %d bytes put", code, stderr, len(got), len(wal))
+	}
+	listed, stderr, code := run(nil, "list", "shop/orders/uid-1")
+	fields := strings.Split(strings.TrimSpace(string(listed)), "\t")
+	if code != 0 || len(fields) != 3 || fields[0] != key || fields[1] != "16777216" {
+		t.Errorf("list: exit %d (%s), %q; want one line: the key, 16777216 and a time", code, stderr, listed)
+	}
+	if _, stderr, code := run(nil, "get", "shop/orders/uid-1/wal/000000010000000000000002"); code != objectstore.ExitNotFound || !strings.Contains(stderr, "no such object") {
+		t.Errorf("get of a key the store lacks: exit %d, %q; want exit %d, no such object", code, stderr, objectstore.ExitNotFound)
+	}
+
+	// archive_command and restore_command: a segment goes up once; the
+	// same bytes again are success (a retry), other bytes under its name
+	// are refused and the store keeps the first; a missing segment is the
+	// archive's end (exit 1), a store that refuses stops recovery (255).
+	dir := t.TempDir()
+	segment, other := filepath.Join(dir, "000000010000000000000003"), filepath.Join(dir, "other", "000000010000000000000003")
+	if err := os.MkdirAll(filepath.Dir(other), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(segment, wal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, wal[:1<<20], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, file := range []string{segment, segment} {
+		if _, stderr, code := run(nil, "wal-push", file); code != 0 {
+			t.Errorf("wal-push #%d: exit %d: %s", i+1, code, stderr)
+		}
+	}
+	if _, stderr, code := run(nil, "wal-push", other); code != objectstore.ExitFailed || !strings.Contains(stderr, "the store holds other bytes under this name") {
+		t.Errorf("wal-push of other bytes under the name: exit %d, %q; want exit 1 and a refusal", code, stderr)
+	}
+	fetched := filepath.Join(dir, "RECOVERYXLOG")
+	if _, stderr, code := run(nil, "wal-fetch", "000000010000000000000003", fetched); code != 0 {
+		t.Errorf("wal-fetch: exit %d: %s", code, stderr)
+	}
+	if got, err := os.ReadFile(fetched); err != nil || !bytes.Equal(got, wal) {
+		t.Errorf("wal-fetch wrote %d bytes (%v), want the first segment's %d", len(got), err, len(wal))
+	}
+	if _, _, code := run(nil, "wal-fetch", "000000010000000000000004", fetched); code != objectstore.ExitFailed {
+		t.Errorf("wal-fetch of a segment the store lacks: exit %d, want 1 (the archive's end)", code)
+	}
+	env = append(env, objectstore.EnvSecretAccessKey+"=wrong")
+	if _, stderr, code := run(nil, "wal-fetch", "000000010000000000000003", fetched); code != objectstore.ExitAbortRecovery {
+		t.Errorf("wal-fetch with a wrong secret: exit %d (%s), want %d", code, stderr, objectstore.ExitAbortRecovery)
 	}
 }

@@ -42,6 +42,8 @@ const (
 	// slowInitImage is postgresImage with a first-init script that takes
 	// longer than the liveness budget (hack/images/postgresql/slow-init.sh).
 	slowInitImage = "localhost/dbc/postgresql-slowinit:15"
+	// controllerImage holds the controller's binary alone.
+	controllerImage = "localhost/dbc/controller:dev"
 )
 
 // How long a Database may take to converge on the real node: the image is
