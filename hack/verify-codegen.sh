@@ -15,6 +15,9 @@ trap 'rm -rf "${TMP}"' EXIT
 # directory, which can be large), then compare the outputs with the committed ones.
 tar -C "${SCRIPT_ROOT}" --exclude=./_output --exclude=./.git -cf - . | tar -C "${TMP}" -xf -
 rm -rf "${TMP}/pkg/generated" "${TMP}"/artifacts/crd/dbcontroller.io_*.yaml
+# kube_codegen.sh greps each output directory for its old files first: let
+# it find them empty rather than complain that they do not exist.
+mkdir -p "${TMP}"/pkg/generated/{applyconfiguration,clientset,listers,informers}
 find "${TMP}/pkg/apis" -name 'zz_generated.*' -delete
 (cd "${TMP}" && GOFLAGS="${GOFLAGS:-} -mod=mod" ./hack/update-codegen.sh >/dev/null)
 
