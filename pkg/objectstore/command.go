@@ -43,6 +43,7 @@ const WALDir = "wal"
 const usage = `usage: controller objectstore put KEY   (writes standard input to KEY)
        controller objectstore get KEY   (writes KEY to standard output; exit 3 when the store does not hold it)
        controller objectstore list DIR  (prints each key under DIR, its size and time, one per line)
+       controller objectstore delete KEY (a key the store does not hold is no error)
        controller objectstore wal-push PATH       (archive_command: the file PATH to wal/NAME, NAME being PATH's
                                                    last part, unless the store holds it; never over other bytes)
        controller objectstore wal-fetch NAME PATH (restore_command: wal/NAME to PATH; exit 1 when the store does
@@ -72,7 +73,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // that an init container copies in: the database images stay as they are.
 // It returns the exit code.
 func Command(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	arity := map[string]int{"put": 1, "get": 1, "list": 1, "wal-push": 1, "wal-fetch": 2}
+	arity := map[string]int{"put": 1, "get": 1, "list": 1, "delete": 1, "wal-push": 1, "wal-fetch": 2}
 	if len(args) == 0 || arity[args[0]] == 0 || len(args)-1 != arity[args[0]] {
 		fmt.Fprint(stderr, usage)
 		return ExitUsage
@@ -113,6 +114,8 @@ func run(ctx context.Context, s *Store, verb string, args []string, stdin io.Rea
 		defer r.Close()
 		_, err = io.Copy(stdout, r)
 		return err
+	case "delete":
+		return s.Delete(ctx, args[0])
 	case "wal-push":
 		return s.PutOnce(ctx, path.Join(WALDir, filepath.Base(args[0])), args[0])
 	case "wal-fetch":

@@ -32,7 +32,7 @@ func TestCommand(t *testing.T) {
 	}{
 		{"no verb", nil, full, ExitUsage, "usage: controller objectstore put KEY"},
 		{"no key", []string{"get"}, full, ExitUsage, "usage:"},
-		{"a verb it lacks", []string{"delete", "a"}, full, ExitUsage, "usage:"},
+		{"a verb it lacks", []string{"remove", "a"}, full, ExitUsage, "usage:"},
 		{"too many", []string{"get", "a", "b"}, full, ExitUsage, "usage:"},
 		{"no bucket", []string{"list", "x"}, with(EnvBucket, ""), ExitFailed, "controller objectstore list: object store: no bucket"},
 		{"no secret", []string{"put", "x"}, with(EnvSecretAccessKey, ""), ExitFailed, "no access key id or secret access key"},

@@ -158,6 +158,15 @@ func TestObjectStoreCommand(t *testing.T) {
 	if _, stderr, code := run(nil, "wal-push", other); code != objectstore.ExitFailed || !strings.Contains(stderr, "the store holds other bytes under this name") {
 		t.Errorf("wal-push of other bytes under the name: exit %d, %q; want exit 1 and a refusal", code, stderr)
 	}
+	// delete, twice: the second finds nothing, which is no error.
+	for i := 1; i <= 2; i++ {
+		if _, stderr, code := run(nil, "delete", "shop/orders/uid-1/wal/000000010000000000000001"); code != 0 {
+			t.Errorf("delete #%d: exit %d: %s", i, code, stderr)
+		}
+	}
+	if listed, _, _ := run(nil, "list", "shop/orders/uid-1"); strings.Contains(string(listed), "000000010000000000000001") {
+		t.Errorf("after delete, list still shows it: %s", listed)
+	}
 	fetched := filepath.Join(dir, "RECOVERYXLOG")
 	if _, stderr, code := run(nil, "wal-fetch", "000000010000000000000003", fetched); code != 0 {
 		t.Errorf("wal-fetch: exit %d: %s", code, stderr)
