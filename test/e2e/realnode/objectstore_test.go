@@ -76,7 +76,7 @@ spec:
 		e2eutil.GetJSON(t, &pod, "-n", ns, "get", "pod", "tools")
 		return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed, "phase " + string(pod.Status.Phase)
 	})
-	logs := e2eutil.Kubectl(t, "-n", ns, "logs", "tools")
+	logs := e2eutil.Kubectl(t, "-n", ns, "logs", "tools", "-c", "client")
 	if pod.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("the tools pod %s%s:\n%s", pod.Status.Phase, whyFailed(&pod), logs)
 	}
