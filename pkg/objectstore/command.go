@@ -68,7 +68,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
-// Command is `controller objectstore VERB ARG` (usage above), run inside
+// Command is `controller objectstore VERB ARGS...` (usage above), run inside
 // the pods the controller builds, from a binary of the controller's image
 // that an init container copies in: the database images stay as they are.
 // It returns the exit code.
