@@ -207,16 +207,18 @@ type MissingError struct {
 }
 
 func (e *MissingError) Error() string {
+	if e.Next == "" {
+		return fmt.Sprintf("the WAL archive holds no segment from %s on: a restore from this base backup has none of the WAL it needs", e.Segment)
+	}
 	return fmt.Sprintf("the WAL archive lacks segment %s (it holds %s, which comes later): a restore cannot pass it", e.Segment, e.Next)
 }
 
 // Chain checks the segments a restore along h needs from the segment
 // from, inclusive, up to the last segment the archive holds on h's way
 // (the latest point it can reach), and returns that last segment. When a
-// segment is missing before a later one the archive holds, the error is a
-// *MissingError. With no segment at from or after it, last is
-// from's predecessor and the archive reaches no further than the base
-// backup's own WAL.
+// segment is missing before a later one the archive holds, or the archive
+// holds none from from on, the error is a *MissingError naming the first
+// missing. The caller checks that last reaches the base backup's stop.
 func (a Archive) Chain(h History, from uint64) (last Segment, err error) {
 	var end uint64
 	found := false
@@ -226,7 +228,7 @@ func (a Archive) Chain(h History, from uint64) (last Segment, err error) {
 		}
 	}
 	if !found {
-		return Segment{Timeline: h.SegmentTimeline(from, a.segSize), No: from - 1}, nil
+		return Segment{}, &MissingError{Segment: Segment{Timeline: h.SegmentTimeline(from, a.segSize), No: from}.Name(a.segSize)}
 	}
 	for no := from; no <= end; no++ {
 		s := Segment{Timeline: h.SegmentTimeline(no, a.segSize), No: no}

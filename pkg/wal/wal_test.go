@@ -154,7 +154,7 @@ func TestChain(t *testing.T) {
 		{"two missing: the first named", append(without("000000020000000000000007")[:10], full[12:]...), h3, 2, "",
 			&MissingError{Segment: "000000020000000000000007", Next: "000000030000000000000009"}},
 		{"the newest missing is the end, not a gap", without("00000003000000000000000A"), h3, 2, "000000030000000000000009", nil},
-		{"nothing from the start on", full[:3], h3, 4, "000000010000000000000003", nil},
+		{"nothing from the start on", full[:3], h3, 4, "", &MissingError{Segment: "000000010000000000000004"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			last, err := NewArchive(tc.names, seg).Chain(tc.h, tc.from)
