@@ -199,10 +199,11 @@ func NewArchive(names []string, segSize uint64) Archive {
 }
 
 // MissingError names the first segment a restore needs that the archive
-// does not hold, while it holds later ones.
+// does not hold.
 type MissingError struct {
 	Segment string
-	// Next is the first later segment the archive holds on the way.
+	// Next is the first later segment the archive holds on the way, or
+	// "" when it holds none.
 	Next string
 }
 
