@@ -133,6 +133,12 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
+	// Whatever run returns for, a failure at start included, the informers
+	// stop before it waits for them (the deferred Shutdowns): without this,
+	// a controller that could not bind its health port waited for SIGTERM
+	// with its error unsaid.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	logger := klog.FromContext(ctx)
 	cfg, err := clientcmd.BuildConfigFromFlags(o.masterURL, o.kubeconfig)
 	if err != nil {
@@ -189,6 +195,7 @@ func run(ctx context.Context, o options) error {
 	defer kubeInformerFactory.Shutdown()
 	defer dbInformerFactory.Shutdown()
 	defer claimEventInformerFactory.Shutdown()
+	defer cancel() // runs before the Shutdowns above
 
 	var electionCheck *leaderelection.HealthzAdaptor
 	if o.leaderElect {

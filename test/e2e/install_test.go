@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -397,4 +398,32 @@ func hasMetric(m map[string]float64, name string) bool {
 		}
 	}
 	return false
+}
+
+// A controller that cannot bind its health port (here, a port another
+// process holds) says why and exits 1 at once, as a pod's restart would
+// need, instead of running on with no /readyz.
+func TestPortInUseExits(t *testing.T) {
+	t.Parallel()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	cmd := exec.Command(controllerBin, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0",
+		"--health-probe-bind-address="+held.Addr().String(), "--namespace="+e2eutil.NewNamespace(t))
+	done := make(chan []byte, 1)
+	go func() {
+		out, _ := cmd.CombinedOutput()
+		done <- out
+	}()
+	select {
+	case out := <-done:
+		if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "health server: listen tcp "+held.Addr().String()+": bind: address already in use") {
+			t.Errorf("exit %d, want 1 and the health server's bind error; output:\n%s", code, out)
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the controller still ran 60 s after it could not bind its health port:\n%s", <-done)
+	}
 }
