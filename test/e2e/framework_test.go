@@ -219,10 +219,30 @@ type controllerOptions struct {
 	args []string
 }
 
-// startController starts ./controller and stops it (SIGTERM) when the test ends.
+// startController starts ./controller and stops it (SIGTERM) when the test
+// ends. freeAddress's ports are free when chosen but may be taken before
+// the controller binds them (by any connection's ephemeral port): a
+// controller that exits at start for that is started again on other ports,
+// twice at most.
 func startController(t testing.TB, o controllerOptions) *controllerProcess {
 	t.Helper()
-	p := &controllerProcess{t: t, metricsAddr: freeAddress(t), healthAddr: freeAddress(t), exited: make(chan struct{})}
+	for attempt := 1; ; attempt++ {
+		p, inUse := tryStartController(t, o)
+		if !inUse {
+			return p
+		}
+		if attempt == 3 {
+			t.Fatalf("the controller found its ports taken 3 times:\n%s", tail(p.logPath, 30))
+		}
+		t.Logf("the controller's port was taken before it bound it; starting it again on other ports")
+	}
+}
+
+// tryStartController starts ./controller and waits for /readyz; inUse
+// says it exited at start because a port it was given was taken.
+func tryStartController(t testing.TB, o controllerOptions) (p *controllerProcess, inUse bool) {
+	t.Helper()
+	p = &controllerProcess{t: t, metricsAddr: freeAddress(t), healthAddr: freeAddress(t), exited: make(chan struct{})}
 	args := []string{
 		"--metrics-bind-address=" + p.metricsAddr,
 		"--health-probe-bind-address=" + p.healthAddr,
@@ -261,13 +281,17 @@ func startController(t testing.TB, o controllerOptions) *controllerProcess {
 	e2eutil.Eventually(t, 60*time.Second, "controller /readyz", func() (bool, string) {
 		select {
 		case <-p.exited:
+			if strings.Contains(tail(p.logPath, 5), "bind: address already in use") {
+				inUse = true
+				return true, ""
+			}
 			t.Fatalf("controller exited at start:\n%s", tail(p.logPath, 30))
 		default:
 		}
 		code, body := p.get("/readyz", p.healthAddr)
 		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 	})
-	return p
+	return p, inUse
 }
 
 func (p *controllerProcess) running() bool {
