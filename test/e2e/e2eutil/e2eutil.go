@@ -42,6 +42,11 @@ type Config struct {
 	// ReadyMessage adds the message of the Ready condition to the
 	// explanation IsRunning gives.
 	ReadyMessage bool
+	// DumpLogsOnFailure adds, to what NewNamespace shows of a failed
+	// test's namespace, the last lines of each container that restarted,
+	// from before its last restart: the words of a crash loop, which the
+	// namespace's deletion would lose.
+	DumpLogsOnFailure bool
 }
 
 // suite is the Config of the suite running, set by Setup.
@@ -129,6 +134,9 @@ func NewNamespace(t *testing.T) string {
 		if t.Failed() && suite.DumpOnFailure != "" {
 			out, _ := KubectlRun("", "-n", ns, "get", suite.DumpOnFailure, "-o", "wide")
 			t.Logf("namespace %s when the test failed:\n%s", ns, out)
+			if suite.DumpLogsOnFailure {
+				t.Logf("%s", restartedContainerLogs(ns))
+			}
 		}
 		if os.Getenv("E2E_KEEP_NAMESPACES") == "" {
 			_, _ = KubectlRun("", "delete", "namespace", ns, "--wait=false")
@@ -207,4 +215,42 @@ func WaitRunning(t testing.TB, ns, name string, timeout time.Duration) *dbv1alph
 		return IsRunning(db)
 	})
 	return db
+}
+
+// restartedContainerLogs is the last 40 lines each container of ns that
+// restarted wrote before its last restart, and each init container's.
+func restartedContainerLogs(ns string) string {
+	out, err := KubectlRun("", "-n", ns, "get", "pods", "-o", "json")
+	if err != nil {
+		return fmt.Sprintf("pods of %s: %v", ns, err)
+	}
+	var pods struct {
+		Items []struct {
+			Metadata struct{ Name string }
+			Status   struct {
+				InitContainerStatuses, ContainerStatuses []struct {
+					Name         string
+					RestartCount int
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &pods); err != nil {
+		return fmt.Sprintf("pods of %s: %v", ns, err)
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		for _, c := range p.Status.InitContainerStatuses {
+			logs, _ := KubectlRun("", "-n", ns, "logs", p.Metadata.Name, "-c", c.Name, "--tail=40")
+			fmt.Fprintf(&b, "--- %s init container %s:\n%s\n", p.Metadata.Name, c.Name, logs)
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.RestartCount == 0 {
+				continue
+			}
+			logs, _ := KubectlRun("", "-n", ns, "logs", p.Metadata.Name, "-c", c.Name, "--previous", "--tail=40")
+			fmt.Fprintf(&b, "--- %s container %s before its restart %d:\n%s\n", p.Metadata.Name, c.Name, c.RestartCount, logs)
+		}
+	}
+	return b.String()
 }

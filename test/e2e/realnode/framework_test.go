@@ -101,6 +101,8 @@ func runSuite(m *testing.M) (code int) {
 		DumpOnFailure:   "db,statefulset,pod,pvc,events",
 		Poll:            500 * time.Millisecond,
 		ReadyMessage:    true,
+		// Real servers write why they crash.
+		DumpLogsOnFailure: true,
 	})
 	if os.Geteuid() != 0 {
 		e2eutil.Logf("the real-node suite needs root (containerd, runc, network namespaces); run make test as root")
