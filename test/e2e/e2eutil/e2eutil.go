@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 )
 
@@ -224,32 +226,22 @@ func restartedContainerLogs(ns string) string {
 	if err != nil {
 		return fmt.Sprintf("pods of %s: %v", ns, err)
 	}
-	var pods struct {
-		Items []struct {
-			Metadata struct{ Name string }
-			Status   struct {
-				InitContainerStatuses, ContainerStatuses []struct {
-					Name         string
-					RestartCount int
-				}
-			}
-		}
-	}
+	var pods corev1.PodList
 	if err := json.Unmarshal(out, &pods); err != nil {
 		return fmt.Sprintf("pods of %s: %v", ns, err)
 	}
 	var b strings.Builder
 	for _, p := range pods.Items {
 		for _, c := range p.Status.InitContainerStatuses {
-			logs, _ := KubectlRun("", "-n", ns, "logs", p.Metadata.Name, "-c", c.Name, "--tail=40")
-			fmt.Fprintf(&b, "--- %s init container %s:\n%s\n", p.Metadata.Name, c.Name, logs)
+			logs, _ := KubectlRun("", "-n", ns, "logs", p.Name, "-c", c.Name, "--tail=40")
+			fmt.Fprintf(&b, "--- %s init container %s:\n%s\n", p.Name, c.Name, logs)
 		}
 		for _, c := range p.Status.ContainerStatuses {
 			if c.RestartCount == 0 {
 				continue
 			}
-			logs, _ := KubectlRun("", "-n", ns, "logs", p.Metadata.Name, "-c", c.Name, "--previous", "--tail=40")
-			fmt.Fprintf(&b, "--- %s container %s before its restart %d:\n%s\n", p.Metadata.Name, c.Name, c.RestartCount, logs)
+			logs, _ := KubectlRun("", "-n", ns, "logs", p.Name, "-c", c.Name, "--previous", "--tail=40")
+			fmt.Fprintf(&b, "--- %s container %s before its restart %d:\n%s\n", p.Name, c.Name, c.RestartCount, logs)
 		}
 	}
 	return b.String()
