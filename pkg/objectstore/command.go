@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
+	"sync/atomic"
 )
 
 // The environment of Command: where the store is, and how to sign in.
@@ -42,6 +44,9 @@ const WALDir = "wal"
 
 const usage = `usage: controller objectstore put KEY   (writes standard input to KEY)
        controller objectstore get KEY   (writes KEY to standard output; exit 3 when the store does not hold it)
+       controller objectstore put-output KEY CMD [ARG...]
+                                         (runs CMD and writes its standard output to KEY, then prints size=BYTES;
+                                          when CMD fails, the upload is abandoned and KEY is not written)
        controller objectstore list DIR  (prints each key under DIR, its size and time, one per line)
        controller objectstore delete KEY (a key the store does not hold is no error)
        controller objectstore wal-push PATH       (archive_command: the file PATH to wal/NAME, NAME being PATH's
@@ -73,8 +78,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // that an init container copies in: the database images stay as they are.
 // It returns the exit code.
 func Command(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	arity := map[string]int{"put": 1, "get": 1, "list": 1, "delete": 1, "wal-push": 1, "wal-fetch": 2}
-	if len(args) == 0 || arity[args[0]] == 0 || len(args)-1 != arity[args[0]] {
+	// The number of arguments of each verb; put-output's command has any
+	// number after the key and its name.
+	arity := map[string]int{"put": 1, "get": 1, "list": 1, "delete": 1, "wal-push": 1, "wal-fetch": 2, "put-output": 2}
+	if len(args) == 0 || arity[args[0]] == 0 || len(args)-1 != arity[args[0]] && (args[0] != "put-output" || len(args)-1 < arity[args[0]]) {
 		fmt.Fprint(stderr, usage)
 		return ExitUsage
 	}
@@ -83,7 +90,7 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 	if err == nil {
 		var s *Store
 		if s, err = New(cfg); err == nil {
-			err = run(ctx, s, verb, args[1:], stdin, stdout)
+			err = run(ctx, s, verb, args[1:], stdin, stdout, stderr)
 		}
 	}
 	if err == nil {
@@ -102,10 +109,12 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 	}
 }
 
-func run(ctx context.Context, s *Store, verb string, args []string, stdin io.Reader, stdout io.Writer) error {
+func run(ctx context.Context, s *Store, verb string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	switch verb {
 	case "put":
 		return s.Put(ctx, args[0], stdin, -1)
+	case "put-output":
+		return putOutput(ctx, s, args[0], args[1:], stdout, stderr)
 	case "get":
 		r, err := s.Get(ctx, args[0])
 		if err != nil {
@@ -132,6 +141,64 @@ func run(ctx context.Context, s *Store, verb string, args []string, stdin io.Rea
 		}
 		return nil
 	}
+}
+
+// putOutput runs argv and writes its standard output to key, then prints
+// its size. A command that fails ends the stream with its error, on which
+// the upload is abandoned (an unfinished multipart upload is aborted): key
+// never holds the output of a command that did not succeed. An upload that
+// fails closes the command's output, so it stops.
+func putOutput(ctx context.Context, s *Store, key string, argv []string, stdout, stderr io.Writer) error {
+	pr, pw := io.Pipe()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = pw, stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	// failed holds the command's error before the stream ends with it, so
+	// that an upload that fails can tell whether the command failed first.
+	var failed atomic.Pointer[error]
+	ended := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%s: %w", argv[0], err)
+			failed.Store(&err)
+			pw.CloseWithError(err)
+		} else {
+			pw.Close()
+		}
+		ended <- err
+	}()
+	counted := &countingReader{r: pr}
+	putErr := s.Put(ctx, key, counted, -1)
+	if putErr != nil && failed.Load() == nil {
+		// The store failed first: the command's output goes nowhere, and
+		// its error (a broken pipe) is not the cause.
+		pr.CloseWithError(putErr)
+		<-ended
+		return putErr
+	}
+	if cmdErr := <-ended; cmdErr != nil {
+		return cmdErr
+	}
+	if putErr != nil {
+		return putErr
+	}
+	_, err := fmt.Fprintf(stdout, "size=%d\n", counted.n)
+	return err
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // fetch writes key to file through a temporary name beside it: PostgreSQL

@@ -177,6 +177,31 @@ func TestObjectStoreCommand(t *testing.T) {
 	if _, _, code := run(nil, "wal-fetch", "000000010000000000000004", fetched); code != objectstore.ExitFailed {
 		t.Errorf("wal-fetch of a segment the store lacks: exit %d, want 1 (the archive's end)", code)
 	}
+	// put-output, the backup Jobs' upload: a command's output goes up
+	// whole and its size is printed; a command that fails, after more than
+	// a part of output, leaves nothing under a new key and the first bytes
+	// under a key that held them.
+	dump := "shop/orders/uid-1/dumps/a.sql"
+	if out, stderr, code := run(nil, "put-output", dump, "cat", segment); code != 0 || string(out) != "size=16777216\n" {
+		t.Errorf("put-output: exit %d (%s), printed %q; want exit 0 and size=16777216", code, stderr, out)
+	}
+	if got, stderr, code := run(nil, "get", dump); code != 0 || !bytes.Equal(got, wal) {
+		t.Errorf("get of put-output's key: exit %d (%s), %d bytes; want the %d bytes the command wrote", code, stderr, len(got), len(wal))
+	}
+	failing := `cat "$1" "$1" "$1"; echo "the dump failed" >&2; exit 7`
+	for _, key := range []string{dump, "shop/orders/uid-1/dumps/b.sql"} {
+		out, stderr, code := run(nil, "put-output", key, "sh", "-c", failing, "sh", segment)
+		if code != objectstore.ExitFailed || len(out) != 0 || !strings.Contains(stderr, "the dump failed") || !strings.Contains(stderr, "exit status 7") {
+			t.Errorf("put-output of a failing command to %s: exit %d, printed %q, stderr %q; want exit 1, nothing printed, the command's words and its exit status", key, code, out, stderr)
+		}
+	}
+	if got, stderr, code := run(nil, "get", dump); code != 0 || !bytes.Equal(got, wal) {
+		t.Errorf("after a failed put-output over it, get: exit %d (%s), %d bytes; want the first %d bytes", code, stderr, len(got), len(wal))
+	}
+	if _, _, code := run(nil, "get", "shop/orders/uid-1/dumps/b.sql"); code != objectstore.ExitNotFound {
+		t.Errorf("after a failed put-output to a new key, get exits %d, want %d: nothing may be written", code, objectstore.ExitNotFound)
+	}
+
 	env = append(env, objectstore.EnvSecretAccessKey+"=wrong")
 	if _, stderr, code := run(nil, "wal-fetch", "000000010000000000000003", fetched); code != objectstore.ExitAbortRecovery {
 		t.Errorf("wal-fetch with a wrong secret: exit %d (%s), want %d", code, stderr, objectstore.ExitAbortRecovery)
