@@ -98,6 +98,10 @@ type Config struct {
 	// Logins log in to the servers of each engine, by engine name: package
 	// pgsql's for PostgreSQL and package mysqlsql's for MySQL when nil.
 	Logins map[string]login.Func
+	// ToolsImage is the controller's own image: the pods that reach an
+	// object store run its binary (package podtools). Without it, backups
+	// to and restores from an object store are refused, saying why.
+	ToolsImage string
 }
 
 // credentialsCheckWorkers is how many Databases' servers are logged in to
@@ -206,11 +210,11 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		order:   order,
 		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
 		reconciler: reconcile.New(reconcile.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Caches: caches,
-			Recorder: cfg.Recorder, Clock: cfg.Clock, Random: cfg.Random, Replication: cfg.Replication, Logins: logins}),
+			Recorder: cfg.Recorder, Clock: cfg.Clock, Random: cfg.Random, Replication: cfg.Replication, Logins: logins, ToolsImage: cfg.ToolsImage}),
 		logins: logins,
 		backups: backup.New(backup.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Backups: caches.Backups,
 			Jobs: batchlisters.NewJobLister(caches.Jobs), Pods: corelisters.NewPodLister(caches.Pods), Claims: claims.Lister(),
-			Recorder: cfg.Recorder, Clock: cfg.Clock, FieldManager: reconcile.FieldManager}),
+			Recorder: cfg.Recorder, Clock: cfg.Clock, FieldManager: reconcile.FieldManager, ToolsImage: cfg.ToolsImage}),
 		clock:   cfg.Clock,
 		metrics: cfg.Metrics,
 	}

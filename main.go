@@ -68,6 +68,7 @@ type options struct {
 	metricsAddress     string
 	healthProbeAddress string
 	profiling          bool
+	toolsImage         string
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -92,6 +93,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "Address serving /metrics. \"0\" disables it.")
 	fs.StringVar(&o.healthProbeAddress, "health-probe-bind-address", ":8081", "Address serving /healthz and /readyz. \"0\" disables it.")
 	fs.BoolVar(&o.profiling, "profiling", false, "Also serve Go's profiles (/debug/pprof/) at --metrics-bind-address.")
+	fs.StringVar(&o.toolsImage, "tools-image", "",
+		"The controller's own image. The pods that back up to and restore from an object store (spec.backup.objectStore) run its binary, copied in by an init container. The default is the image of the container named controller of the pod $POD_NAME in $POD_NAMESPACE (the Deployment sets both); without either, those backups and restores are refused, saying why.")
 }
 
 func main() {
@@ -169,6 +172,12 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("building database clientset: %w", err)
 	}
 
+	toolsImage := o.toolsImage
+	if toolsImage == "" {
+		toolsImage = ownImage(ctx, kubeClient)
+	}
+	logger.Info("Tools image of the pods that reach an object store", "image", toolsImage)
+
 	kubeInformerFactory, dbInformerFactory := newInformerFactories(kubeClient, dbClient, o.namespace, o.resync)
 	claimEventInformerFactory := newClaimEventInformerFactory(eventsClient, o.namespace)
 	controller, err := NewController(ctx, Config{
@@ -181,6 +190,7 @@ func run(ctx context.Context, o options) error {
 		Metrics:             m,
 
 		CredentialsCheckInterval: o.credentialsCheck,
+		ToolsImage:               toolsImage,
 	})
 	if err != nil {
 		return err
@@ -300,6 +310,28 @@ func randomSuffix() []byte {
 		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}
 	return b
+}
+
+// ownImage is the image of the controller's own container, read from its
+// pod ($POD_NAME in $POD_NAMESPACE, which the Deployment sets), so that
+// --tools-image need not repeat it; "" outside a pod or when the pod
+// cannot be read (said in the log).
+func ownImage(ctx context.Context, client kubernetes.Interface) string {
+	name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
+	if name == "" || ns == "" {
+		return ""
+	}
+	pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		klog.FromContext(ctx).Info("Could not read the controller's own pod for its image; backups to an object store need --tools-image", "pod", klog.KRef(ns, name), "err", err)
+		return ""
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "controller" {
+			return c.Image
+		}
+	}
+	return ""
 }
 
 func leaderElectionNamespace(flagValue string) string {

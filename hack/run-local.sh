@@ -37,6 +37,8 @@ set -euo pipefail
 LOCAL_LOG_PREFIX=run-local
 # shellcheck source-path=SCRIPTDIR source=lib/local.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/local.sh"
+# shellcheck source-path=SCRIPTDIR source=images/names.sh
+source "$(dirname "${BASH_SOURCE[0]}")/images/names.sh"
 
 case "${1:-}" in
   "") ;;
@@ -281,6 +283,7 @@ setsid nohup "$CONTROLLER" \
   --kubeconfig "$KUBECONFIG_PATH" \
   --metrics-bind-address="$METRICS_ADDRESS" \
   --health-probe-bind-address="$HEALTH_ADDRESS" \
+  --tools-image="$DBC_CONTROLLER_IMAGE" \
   "${EXTRA_ARGS[@]}" </dev/null >>"$CONTROLLER_LOG" 2>&1 8>&- &
 CONTROLLER_PID=$!
 echo "$CONTROLLER_PID" > "$(local::pidfile controller)"
@@ -313,6 +316,16 @@ for f in "${EXAMPLE_FILES[@]}"; do
   create_args+=(-f "$EXAMPLES_DIR/$f")
 done
 kubectl_ create "${create_args[@]}" || fail "kubectl create ${create_args[*]} failed"
+# The local object store's keys, as spec.backup.objectStore.credentialsSecret
+# wants them (local-up.sh makes new ones at each start).
+STORE_ENV="$LOCAL_DIR/objectstore.env"
+if [[ -f "$STORE_ENV" ]]; then
+  store_id=$(sed -n 's/^OBJECTSTORE_ACCESS_KEY_ID=//p' "$STORE_ENV")
+  store_secret=$(sed -n 's/^OBJECTSTORE_SECRET_ACCESS_KEY=//p' "$STORE_ENV")
+  STORE_ENDPOINT=$(sed -n 's/^OBJECTSTORE_ENDPOINT=//p' "$STORE_ENV")
+  kubectl_ create secret generic local-objectstore --from-literal=accessKeyID="$store_id" --from-literal=secretAccessKey="$store_secret" \
+    --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null || fail "creating the Secret local-objectstore failed"
+fi
 step_done "created"
 
 # ---------------------------------------------------------------------------
@@ -437,6 +450,16 @@ if ((REAL_NODE)); then
     psql "$(echo "$uri" | sed 's#@[^/]*/#@127.0.0.1:15432/#')"
 
 EOF
+  if [[ -n "${STORE_ENDPOINT:-}" ]]; then
+    cat <<EOF
+  Backups to the local object store (versitygw, bucket backups; its keys are
+  in the Secret local-objectstore):
+    kubectl patch db orders --type=merge -p '{"spec":{"backup":{"objectStore":{"endpoint":"$STORE_ENDPOINT","bucket":"backups","credentialsSecret":{"name":"local-objectstore"}}}}}'
+    kubectl create -f - <<<'{"apiVersion":"dbcontroller.io/v1alpha1","kind":"DatabaseBackup","metadata":{"name":"orders-1"},"spec":{"database":"orders"}}'
+    kubectl get dbbackup orders-1 -o wide
+
+EOF
+  fi
 fi
 cat <<EOF
   Controller log:   $CONTROLLER_LOG

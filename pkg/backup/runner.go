@@ -72,8 +72,9 @@ type Config struct {
 	Jobs   batchlisters.JobLister
 	Pods   corelisters.PodLister
 	Claims corelisters.PersistentVolumeClaimLister
-	// Target is where the backups go; the backup volume when nil.
-	Target Target
+	// ToolsImage is the controller's own image, whose binary the pods of
+	// the backups in an object store run; without it they cannot be taken.
+	ToolsImage string
 	// Recorder emits events on DatabaseBackups.
 	Recorder record.EventRecorder
 	// Clock reads the schedule and stamps the status.
@@ -86,18 +87,35 @@ type Config struct {
 // concurrent use by several workers, each on its own Database.
 type Runner struct {
 	cfg     Config
-	target  Target
+	volume  *VolumeTarget
+	store   *StoreTarget
 	created *createdSet
 }
 
 // New returns a Runner over cfg.
 func New(cfg Config) *Runner {
 	created := newCreatedSet(cfg.Clock)
-	target := cfg.Target
-	if target == nil {
-		target = &VolumeTarget{client: cfg.KubeClient, claims: cfg.Claims, fieldManager: cfg.FieldManager, created: created}
+	return &Runner{cfg: cfg, created: created,
+		volume: &VolumeTarget{client: cfg.KubeClient, claims: cfg.Claims, fieldManager: cfg.FieldManager, created: created},
+		store:  &StoreTarget{toolsImage: cfg.ToolsImage},
 	}
-	return &Runner{cfg: cfg, target: target, created: created}
+}
+
+// targetFor is where the next backups of db go: its object store, or its
+// backup volume.
+func (r *Runner) targetFor(db *dbv1alpha1.Database) Target {
+	if db.Spec.Backup != nil && db.Spec.Backup.ObjectStore != nil {
+		return r.store
+	}
+	return r.volume
+}
+
+// targetOf is where b's file was written.
+func (r *Runner) targetOf(b *dbv1alpha1.DatabaseBackup) Target {
+	if b.Status.ObjectStore != nil {
+		return r.store
+	}
+	return r.volume
 }
 
 // List returns the DatabaseBackups of the Database namespace/name, oldest first.
@@ -142,7 +160,7 @@ func (r *Runner) Sync(ctx context.Context, namespace, name string, db *dbv1alpha
 	if db != nil && db.Spec.Backup != nil && db.DeletionTimestamp == nil {
 		// The volume is made with spec.backup, so that a volume that cannot
 		// be provisioned shows before the first backup needs it.
-		if err := r.target.Ensure(ctx, db); err != nil {
+		if err := r.targetFor(db).Ensure(ctx, db); err != nil {
 			return 0, err
 		}
 	}
@@ -195,13 +213,21 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 		}
 		return r.wait(ctx, b, why)
 	}
-	if err := r.target.Ensure(ctx, db); err != nil {
+	target := r.targetFor(db)
+	if why := target.Unusable(); why != "" {
+		return r.finish(ctx, b, dbv1alpha1.BackupFailed, why, nil)
+	}
+	if err := target.Ensure(ctx, db); err != nil {
 		return err
 	}
 	if err := r.addFinalizer(ctx, b); err != nil {
 		return err
 	}
-	job, err := jobObject(r.target.BackupJob(b, db, e, image))
+	st := b.Status.DeepCopy()
+	target.Record(st, b, db, e)
+	recorded := b.DeepCopy()
+	recorded.Status = *st
+	job, err := jobObject(target.BackupJob(recorded, db, e, image))
 	if err != nil {
 		return err
 	}
@@ -211,14 +237,12 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 	}
 	r.created.add(b.Namespace + "/" + job.Name)
 	logger.V(2).Info("Started backup", "backup", klog.KObj(b))
-	st := b.Status.DeepCopy()
 	st.Phase = dbv1alpha1.BackupRunning
 	now := metav1.NewTime(r.cfg.Clock.Now())
 	st.StartTime = &now
 	st.Engine = db.Spec.Engine
 	st.Version = db.Spec.Version
 	st.Image = image
-	st.Volume, st.Path = r.target.Where(b, db, e)
 	st.Message = ""
 	if err := r.writeStatus(ctx, b, st); err != nil {
 		return err
@@ -278,7 +302,16 @@ func (r *Runner) follow(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error
 	}
 	finished, succeeded, why := builder.JobFinished(job)
 	if !finished {
-		return nil
+		stuck, err := r.cannotStart(b, builder.JobBackup)
+		if err != nil || stuck == "" {
+			return err
+		}
+		// Such as the store's credentials Secret missing: the kubelet would
+		// try for ever, and the backup would stay Running.
+		if err := r.deleteJob(ctx, job); err != nil {
+			return err
+		}
+		return r.finish(ctx, b, dbv1alpha1.BackupFailed, stuck, nil)
 	}
 	message, err := r.terminationMessage(b, succeeded)
 	if err != nil {
@@ -296,6 +329,25 @@ func (r *Runner) follow(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error
 		message = why
 	}
 	return r.finish(ctx, b, dbv1alpha1.BackupFailed, message, nil)
+}
+
+// cannotStart says why a pod of b's Job job cannot start its containers,
+// for a cause that waiting does not mend (a Secret or a key of it that is
+// missing), or "".
+func (r *Runner) cannotStart(b *dbv1alpha1.DatabaseBackup, job string) (string, error) {
+	pods, err := r.cfg.Pods.Pods(b.Namespace).List(labels.SelectorFromSet(labels.Set{
+		names.LabelBackup: names.BackupJobName(b.Name), builder.LabelJob: job}))
+	if err != nil {
+		return "", err
+	}
+	for _, p := range pods {
+		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil && w.Reason == "CreateContainerConfigError" {
+				return fmt.Sprintf("its pod %s cannot start container %s: %s", p.Name, cs.Name, w.Message), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // terminationMessage is the message of the newest pod of b's Job that
@@ -339,9 +391,9 @@ func (r *Runner) finish(ctx context.Context, b *dbv1alpha1.DatabaseBackup, phase
 	}
 	switch {
 	case phase == dbv1alpha1.BackupCompleted && size != nil:
-		r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonCompleted, "Backed up %d bytes to %s on volume %s", *size, st.Path, st.Volume)
+		r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonCompleted, "Backed up %d bytes to %s", *size, Where(st))
 	case phase == dbv1alpha1.BackupCompleted:
-		r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonCompleted, "Backed up to %s on volume %s (%s)", st.Path, st.Volume, message)
+		r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonCompleted, "Backed up to %s (%s)", Where(st), message)
 	default:
 		r.cfg.Recorder.Event(b, corev1.EventTypeWarning, ReasonFailed, message)
 	}
@@ -441,7 +493,8 @@ func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) e
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if holds, err := r.target.Holds(b); err != nil || !holds {
+	target := r.targetOf(b)
+	if holds, err := target.Holds(b); err != nil || !holds {
 		if err != nil {
 			return err
 		}
@@ -458,7 +511,10 @@ func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) e
 		if e, err := registry.Lookup(string(b.Status.Engine)); err == nil {
 			uid = e.Runtime().UID
 		}
-		obj, err := jobObject(r.target.DeleteJob(b, uid))
+		if why := target.Unusable(); why != "" {
+			return fmt.Errorf("cannot delete the file of DatabaseBackup %s: %s", b.Name, why)
+		}
+		obj, err := jobObject(target.DeleteJob(b, uid))
 		if err != nil {
 			return err
 		}
@@ -482,17 +538,37 @@ func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) e
 	finished, succeeded, why := builder.JobFinished(job)
 	switch {
 	case !finished:
-		return nil
+		// A pod that cannot start (the store's Secret deleted first) is
+		// said once; the file is never given up for it: the deletion
+		// waits until the Secret is back, or a person removes the
+		// finalizer, knowing the file stays.
+		stuck, err := r.cannotStart(b, builder.JobBackupDelete)
+		if err != nil || stuck == "" || b.Status.Message == stuck {
+			return err
+		}
+		r.cfg.Recorder.Eventf(b, corev1.EventTypeWarning, ReasonFileDeleteFailed, "Cannot delete %s: %s; the DatabaseBackup is kept until it can be (or remove its finalizer %s, and the file stays)",
+			Where(&b.Status), stuck, dbv1alpha1.FinalizerBackupFile)
+		st := b.Status.DeepCopy()
+		st.Message = stuck
+		return r.writeStatus(ctx, b, st)
 	case succeeded:
 		return r.removeFinalizer(ctx, b)
 	default:
 		r.cfg.Recorder.Eventf(b, corev1.EventTypeWarning, ReasonFileDeleteFailed,
-			"Job %s could not delete %s from volume %s (%s); it is made again", name, b.Status.Path, b.Status.Volume, why)
+			"Job %s could not delete %s (%s); it is made again", name, Where(&b.Status), why)
 		if err := r.deleteJob(ctx, job); err != nil {
 			return err
 		}
 		return fmt.Errorf("deleting the file of DatabaseBackup %s failed: %s", b.Name, why)
 	}
+}
+
+// Where says where the file of a backup whose status is st is.
+func Where(st *dbv1alpha1.DatabaseBackupStatus) string {
+	if s := st.ObjectStore; s != nil {
+		return fmt.Sprintf("%s in bucket %s of %s", st.Path, s.Bucket, s.Endpoint)
+	}
+	return fmt.Sprintf("%s on volume %s", st.Path, st.Volume)
 }
 
 func (r *Runner) deleteJob(ctx context.Context, job *batchv1.Job) error {

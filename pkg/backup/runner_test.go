@@ -54,6 +54,8 @@ type fixture struct {
 	events      []string
 	// wantNext is the schedule's next tick Sync must return.
 	wantNext time.Duration
+	// toolsImage is the controller's --tools-image.
+	toolsImage string
 }
 
 func (f *fixture) seed(objs ...runtime.Object) {
@@ -108,6 +110,7 @@ func (f *fixture) run(db *dbv1alpha1.Database) {
 		Jobs:    kI.Batch().V1().Jobs().Lister(), Pods: kI.Core().V1().Pods().Lister(),
 		Claims:   kI.Core().V1().PersistentVolumeClaims().Lister(),
 		Recorder: recorder, Clock: testclock.NewFakePassiveClock(now), FieldManager: "database-controller",
+		ToolsImage: f.toolsImage,
 	})
 	next, err := r.Sync(ctx, "default", "orders", db)
 	if err != nil {

@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"fmt"
+	"path"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,19 +17,22 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/objectstore"
 )
 
 // Target is where the backups of a Database are kept, and how its Jobs
-// reach it. The backup volume (VolumeTarget) is the one target today: it
-// works on every cluster. An S3-compatible store would be another, whose
-// Jobs stream the dump to it and delete it there.
+// reach it: the backup volume (VolumeTarget), which works on every
+// cluster, or an S3-compatible store (StoreTarget), whose Jobs stream the
+// dump to it and delete it there.
 type Target interface {
+	// Unusable says why the target cannot take backups, or "".
+	Unusable() string
 	// Ensure makes the target ready to take db's backups.
 	Ensure(ctx context.Context, db *dbv1alpha1.Database) error
-	// Where is where b's file goes, as recorded in its status: the volume
-	// and the path on it.
-	Where(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine) (volume, path string)
-	// BackupJob is the Job that takes b to the target with image.
+	// Record writes where b's file goes into its status st.
+	Record(st *dbv1alpha1.DatabaseBackupStatus, b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine)
+	// BackupJob is the Job that takes b, whose status is recorded, to the
+	// target with image.
 	BackupJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine, image string) *batchv1ac.JobApplyConfiguration
 	// Holds reports whether b's file may still be at the target.
 	Holds(b *dbv1alpha1.DatabaseBackup) (bool, error)
@@ -69,9 +73,12 @@ func (t *VolumeTarget) Ensure(ctx context.Context, db *dbv1alpha1.Database) erro
 	return nil
 }
 
-// Where is the backup volume, and the file named after b on it.
-func (t *VolumeTarget) Where(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine) (string, string) {
-	return names.BackupClaimName(db), names.BackupFilePath(b.Name, e.Runtime().Backup.Extension)
+// Unusable is "": a volume can always be asked for.
+func (t *VolumeTarget) Unusable() string { return "" }
+
+// Record records the backup volume, and the file named after b on it.
+func (t *VolumeTarget) Record(st *dbv1alpha1.DatabaseBackupStatus, b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine) {
+	st.Volume, st.Path, st.ObjectStore = names.BackupClaimName(db), names.BackupFilePath(b.Name, e.Runtime().Backup.Extension), nil
 }
 
 // BackupJob writes the dump to the backup volume (builder.NewBackupJob).
@@ -95,6 +102,55 @@ func (t *VolumeTarget) Holds(b *dbv1alpha1.DatabaseBackup) (bool, error) {
 // DeleteJob deletes the file from the volume (builder.NewBackupDeleteJob).
 func (t *VolumeTarget) DeleteJob(b *dbv1alpha1.DatabaseBackup, uid int64) *batchv1ac.JobApplyConfiguration {
 	return builder.NewBackupDeleteJob(b, uid)
+}
+
+// StoreTarget keeps a Database's backups in the bucket of
+// spec.backup.objectStore, each under
+// <prefix>/<namespace>/<name>/<uid>/dumps/: a Database made again under a
+// deleted one's name never shares a file with it. Its Jobs run the
+// controller's binary from toolsImage; the controller never reads the
+// store's keys.
+type StoreTarget struct {
+	toolsImage string
+}
+
+var _ Target = (*StoreTarget)(nil)
+
+// Unusable says so when the controller has no tools image.
+func (t *StoreTarget) Unusable() string {
+	if t.toolsImage == "" {
+		return "spec.backup.objectStore needs the controller's own image in its pods, and this controller runs without --tools-image: start it with --tools-image=<its image>"
+	}
+	return ""
+}
+
+// Ensure does nothing: the bucket must exist, and nothing else is made.
+func (t *StoreTarget) Ensure(context.Context, *dbv1alpha1.Database) error { return nil }
+
+// Record records the store and the key of b's file in it.
+func (t *StoreTarget) Record(st *dbv1alpha1.DatabaseBackupStatus, b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine) {
+	s := db.Spec.Backup.ObjectStore.DeepCopy()
+	st.Volume, st.ObjectStore = "", s
+	st.Path = path.Join(s.Prefix, objectstore.DatabaseDir(db.Namespace, db.Name, db.UID), DumpsDir, names.BackupFilePath(b.Name, e.Runtime().Backup.Extension))
+}
+
+// DumpsDir is the directory, under a Database's in the store, of its dumps.
+const DumpsDir = "dumps"
+
+// BackupJob streams the dump to the store (builder.NewObjectStoreBackupJob).
+func (t *StoreTarget) BackupJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine, image string) *batchv1ac.JobApplyConfiguration {
+	return builder.NewObjectStoreBackupJob(b, db, e, image, t.toolsImage, b.Status.ObjectStore, b.Status.Path)
+}
+
+// Holds reports whether b was ever started: the store outlives the
+// cluster, so a file there may always be.
+func (t *StoreTarget) Holds(b *dbv1alpha1.DatabaseBackup) (bool, error) {
+	return b.Status.ObjectStore != nil && b.Status.Path != "", nil
+}
+
+// DeleteJob deletes the file from the store (builder.NewObjectStoreDeleteJob).
+func (t *StoreTarget) DeleteJob(b *dbv1alpha1.DatabaseBackup, _ int64) *batchv1ac.JobApplyConfiguration {
+	return builder.NewObjectStoreDeleteJob(b, t.toolsImage)
 }
 
 // jobObject is the Job to create from its apply configuration.

@@ -2,6 +2,7 @@ package builder
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -82,21 +83,27 @@ cat /tmp/dump.err >&2
 mv "$OUT" %[1]s
 echo "size=$(wc -c < %[1]s)" > /dev/termination-log
 echo "backed up to %[1]s"`, shellQuote(file), rt.Backup.Dump)
+	container := toolContainer(JobBackup, image, script).WithEnv(dumpEnv(db, rt)...)
+	return backupJob(b, names.BackupJobName(b.Name), JobBackup).
+		WithSpec(backupJobSpec(b, JobBackup, rt.UID, names.BackupClaimName(db), container, 2))
+}
+
+// dumpEnv is what a backup's dump tool reads: the server of
+// names.BackupSourcePod through the headless Service, and the credentials
+// Secret's user, password and database.
+func dumpEnv(db *dbv1alpha1.Database, rt *engine.Runtime) []*corev1ac.EnvVarApplyConfiguration {
 	secret := func(key string) *corev1ac.EnvVarSourceApplyConfiguration {
 		return corev1ac.EnvVarSource().WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(names.SecretName(db)).WithKey(key))
 	}
 	host := fmt.Sprintf("%s.%s.%s.svc", names.BackupSourcePod(db), names.HeadlessServiceName(db), db.Namespace)
-	container := toolContainer(JobBackup, image, script).
-		WithEnv(
-			corev1ac.EnvVar().WithName("HOME").WithValue("/tmp"),
-			corev1ac.EnvVar().WithName("HOST").WithValue(host),
-			corev1ac.EnvVar().WithName("PORT").WithValue(strconv.Itoa(int(rt.Port))),
-			corev1ac.EnvVar().WithName("USERNAME").WithValueFrom(secret(engine.SecretKeyUsername)),
-			corev1ac.EnvVar().WithName("PASSWORD").WithValueFrom(secret(engine.SecretKeyPassword)),
-			corev1ac.EnvVar().WithName("DATABASE").WithValueFrom(secret(engine.SecretKeyDatabase)),
-		)
-	return backupJob(b, names.BackupJobName(b.Name), JobBackup).
-		WithSpec(backupJobSpec(b, JobBackup, rt.UID, names.BackupClaimName(db), container, 2))
+	return []*corev1ac.EnvVarApplyConfiguration{
+		corev1ac.EnvVar().WithName("HOME").WithValue("/tmp"),
+		corev1ac.EnvVar().WithName("HOST").WithValue(host),
+		corev1ac.EnvVar().WithName("PORT").WithValue(strconv.Itoa(int(rt.Port))),
+		corev1ac.EnvVar().WithName("USERNAME").WithValueFrom(secret(engine.SecretKeyUsername)),
+		corev1ac.EnvVar().WithName("PASSWORD").WithValueFrom(secret(engine.SecretKeyPassword)),
+		corev1ac.EnvVar().WithName("DATABASE").WithValueFrom(secret(engine.SecretKeyDatabase)),
+	}
 }
 
 // NewBackupDeleteJob builds the Job that deletes b's file from its volume,
@@ -184,6 +191,11 @@ type RestoreSource struct {
 	Claim          string
 	Path           string
 	SourceDatabase string
+	// ObjectStore, when set, is the store that holds the file under the
+	// key Path (and Claim is empty); an init container of ToolsImage
+	// brings the controller's binary, which fetches it.
+	ObjectStore *dbv1alpha1.ObjectStore
+	ToolsImage  string
 }
 
 // The restore's parts of a StatefulSet's pod.
@@ -227,27 +239,70 @@ func withRestore(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.Cont
   exit 1
 fi
 printf '%%s' "$DBC_RESTORE_SCRIPT" > %s/%s`, tool.Initialised, marker, src.Backup, restoreScriptsWorkDir, restoreScriptName)
+	file := restoreBackupPath + "/" + src.Path
+	if src.ObjectStore != nil {
+		// The file comes from the store into the pod's scratch space, once:
+		// not again once the data directory is initialised, and deleted
+		// when the restore is done.
+		file = restoreBackupPath + "/" + path.Base(src.Path)
+		script += "rm -f \"$DBC_RESTORE_FILE\"\n"
+		guard += fmt.Sprintf(`
+if ! %[1]s; then
+  if ! %[2]s objectstore get %[3]s > %[4]s.partial 2>/tmp/fetch.err; then
+    echo "could not fetch backup %[5]s from bucket %[6]s: $(tail -n 1 /tmp/fetch.err)" | tee /dev/termination-log >&2
+    rm -f %[4]s.partial
+    exit 1
+  fi
+  mv %[4]s.partial %[4]s
+fi`, tool.Initialised, toolsBinary, shellQuote(src.Path), shellQuote(file), src.Backup, shellQuote(src.ObjectStore.Bucket))
+	}
 	initEnv := append(append([]*corev1ac.EnvVarApplyConfiguration(nil), env...),
 		corev1ac.EnvVar().WithName("DBC_RESTORE_SCRIPT").WithValue(script))
-	initContainer := corev1ac.Container().
+	initMounts := []*corev1ac.VolumeMountApplyConfiguration{dataMount,
+		corev1ac.VolumeMount().WithName(restoreScriptsVolume).WithMountPath(restoreScriptsWorkDir)}
+	backupVolume := corev1ac.Volume().WithName(restoreBackupVolume).WithPersistentVolumeClaim(
+		corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(src.Claim).WithReadOnly(true))
+	// The server reads the file from the claim, read-only, or from the
+	// scratch space, which it empties once restored.
+	backupMount := corev1ac.VolumeMount().WithName(restoreBackupVolume).WithMountPath(restoreBackupPath)
+	if src.ObjectStore == nil {
+		backupMount.WithReadOnly(true)
+	}
+	var extraVolumes []*corev1ac.VolumeApplyConfiguration
+	var initContainers []*corev1ac.ContainerApplyConfiguration
+	if s := src.ObjectStore; s != nil {
+		initEnv = append(initEnv, objectStoreEnv(s)...)
+		initMounts = append(initMounts,
+			corev1ac.VolumeMount().WithName(toolsVolume).WithMountPath(toolsPath).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(restoreBackupVolume).WithMountPath(restoreBackupPath),
+			corev1ac.VolumeMount().WithName("dbc-restore-tmp").WithMountPath("/tmp"))
+		backupVolume = corev1ac.Volume().WithName(restoreBackupVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource())
+		extraVolumes = append(extraVolumes,
+			corev1ac.Volume().WithName(toolsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+			corev1ac.Volume().WithName("dbc-restore-tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+		if v, m := objectStoreCA(s); v != nil {
+			initMounts = append(initMounts, m)
+			extraVolumes = append(extraVolumes, v)
+		}
+		initContainers = append(initContainers, installTools(src.ToolsImage))
+	}
+	initContainers = append(initContainers, corev1ac.Container().
 		WithName(restoreContainer).
 		WithImage(image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand("sh", "-c", guard).
 		WithEnv(initEnv...).
-		WithVolumeMounts(dataMount,
-			corev1ac.VolumeMount().WithName(restoreScriptsVolume).WithMountPath(restoreScriptsWorkDir)).
-		WithSecurityContext(containerSecurity())
+		WithVolumeMounts(initMounts...).
+		WithSecurityContext(containerSecurity()))
 	server.WithEnv(
-		corev1ac.EnvVar().WithName("DBC_RESTORE_FILE").WithValue(restoreBackupPath+"/"+src.Path),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_FILE").WithValue(file),
 		corev1ac.EnvVar().WithName("DBC_RESTORE_SOURCE_DATABASE").WithValue(src.SourceDatabase),
 	).WithVolumeMounts(
 		corev1ac.VolumeMount().WithName(restoreScriptsVolume).WithMountPath(restoreScriptsPath).WithReadOnly(true),
-		corev1ac.VolumeMount().WithName(restoreBackupVolume).WithMountPath(restoreBackupPath).WithReadOnly(true),
+		backupMount,
 	)
-	spec.WithInitContainers(initContainer).WithVolumes(
+	spec.WithInitContainers(initContainers...).WithVolumes(
 		corev1ac.Volume().WithName(restoreScriptsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
-		corev1ac.Volume().WithName(restoreBackupVolume).WithPersistentVolumeClaim(
-			corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(src.Claim).WithReadOnly(true)),
-	)
+		backupVolume,
+	).WithVolumes(extraVolumes...)
 }

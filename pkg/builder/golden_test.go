@@ -150,3 +150,32 @@ func TestBackupGolden(t *testing.T) {
 	}
 	compareGolden(t, filepath.Join("testdata", "job-backup-delete.golden.yaml"), del)
 }
+
+// TestObjectStoreGolden renders the Jobs that stream a MySQL dump to an
+// object store with a private CA and delete it there, and a PostgreSQL
+// StatefulSet that restores a dump from a store.
+func TestObjectStoreGolden(t *testing.T) {
+	store := &dbv1alpha1.ObjectStore{Endpoint: "https://s3.example:9000", Bucket: "backups", Prefix: "team-a", Region: "eu-west-1",
+		CredentialsSecret: dbv1alpha1.LocalSecretReference{Name: "store-keys"}, CA: &dbv1alpha1.SecretKeySelector{Name: "store-ca", Key: "ca.pem"}}
+	const tools = "registry.example/database-controller:v1"
+	my := newDatabase(dbv1alpha1.EngineMySQL, "8.4")
+	b := backupOf(my, "nightly")
+	b.Status = dbv1alpha1.DatabaseBackupStatus{Image: "mysql:8.4", ObjectStore: store, Path: "team-a/default/orders/uid/dumps/nightly.sql"}
+	pg := newDatabase(dbv1alpha1.EnginePostgreSQL, "16")
+	src := &RestoreSource{Backup: "nightly", Path: "team-a/default/orders/uid/dumps/nightly.pgdump", SourceDatabase: "orders",
+		ObjectStore: &dbv1alpha1.ObjectStore{Endpoint: "http://10.0.0.1:7070", Bucket: "backups", CredentialsSecret: dbv1alpha1.LocalSecretReference{Name: "store-keys"}},
+		ToolsImage:  tools}
+	for name, ac := range map[string]any{
+		"job-backup-objectstore-mysql":               NewObjectStoreBackupJob(b, my, lookup(t, my.Spec.Engine), "mysql:8.4", tools, store, b.Status.Path),
+		"job-backup-delete-objectstore":              NewObjectStoreDeleteJob(b, tools),
+		"statefulset-restore-objectstore-postgresql": NewStatefulSet(pg, lookup(t, pg.Spec.Engine), "postgres:16", StorageOf(pg), src, false),
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := yaml.Marshal(ac)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, filepath.Join("testdata", name+".golden.yaml"), got)
+		})
+	}
+}

@@ -89,6 +89,9 @@ type Config struct {
 	// Logins logs in to the servers with the Secrets' credentials
 	// (credentials_check.go); nil for none.
 	Logins *login.Checker
+	// ToolsImage is the controller's own image, whose binary the pods run
+	// beside the server to reach an object store (package podtools).
+	ToolsImage string
 }
 
 // Reconciler runs sync passes. It is safe for concurrent use by several
@@ -125,6 +128,8 @@ type Reconciler struct {
 	// logins logs in to the servers with the Secrets' credentials; nil
 	// when they are not checked.
 	logins *login.Checker
+	// toolsImage is Config.ToolsImage.
+	toolsImage string
 	// written remembers the status last written to each Database until
 	// the cache shows it (written.go).
 	written *ttlSet[types.UID, writtenStatus]
@@ -157,6 +162,7 @@ func New(cfg Config) *Reconciler {
 		creds:         newTTLSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),
 		written:       newTTLSet[types.UID, writtenStatus](cfg.Clock, writtenTTL),
 		logins:        cfg.Logins,
+		toolsImage:    cfg.ToolsImage,
 	}
 }
 

@@ -61,8 +61,16 @@ func (p *pass) restoreSource() (*builder.RestoreSource, error) {
 		return nil, &status.Problem{Reason: status.ReasonRestoreRefused, Message: fmt.Sprintf(
 			"DatabaseBackup %s cannot be restored into version %s: %v", name, db.Spec.Version, err)}
 	}
-	return &builder.RestoreSource{Backup: name, Claim: b.Status.Volume, Path: b.Status.Path,
-		SourceDatabase: engine.DatabaseName(b.Spec.Database)}, nil
+	src := &builder.RestoreSource{Backup: name, Claim: b.Status.Volume, Path: b.Status.Path,
+		SourceDatabase: engine.DatabaseName(b.Spec.Database)}
+	if b.Status.ObjectStore != nil {
+		if p.r.toolsImage == "" {
+			return nil, &status.Problem{Reason: status.ReasonRestoreRefused, Message: fmt.Sprintf(
+				"DatabaseBackup %s is in an object store, and this controller runs without --tools-image, whose binary fetches it: start the controller with --tools-image=<its image>", name)}
+		}
+		src.Claim, src.ObjectStore, src.ToolsImage = "", b.Status.ObjectStore, p.r.toolsImage
+	}
+	return src, nil
 }
 
 func phaseOrPending(p dbv1alpha1.BackupPhase) dbv1alpha1.BackupPhase {

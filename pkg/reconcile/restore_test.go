@@ -109,6 +109,15 @@ func TestRestore(t *testing.T) {
 			sourceBackup("17"), true, needsPerson},
 		{"another engine: refused", "RestoreRefused", "DatabaseBackup nightly is a backup of mysql, and this Database runs postgresql",
 			func() *dbv1alpha1.DatabaseBackup { b := sourceBackup("16"); b.Status.Engine = "mysql"; return b }(), true, needsPerson},
+		{"in an object store, without --tools-image: refused", "RestoreRefused",
+			"DatabaseBackup nightly is in an object store, and this controller runs without --tools-image, whose binary fetches it: start the controller with --tools-image=<its image>",
+			func() *dbv1alpha1.DatabaseBackup {
+				b := sourceBackup("16")
+				b.Status.Volume, b.Status.Path = "", "default/source/source-uid/dumps/nightly.pgdump"
+				b.Status.ObjectStore = &dbv1alpha1.ObjectStore{Endpoint: "https://s3.example", Bucket: "backups",
+					CredentialsSecret: dbv1alpha1.LocalSecretReference{Name: "store-keys"}}
+				return b
+			}(), true, needsPerson},
 		{"still running: waits", "RestoreBackupNotReady", "DatabaseBackup nightly is Running; the restore waits until it has Completed",
 			func() *dbv1alpha1.DatabaseBackup {
 				b := sourceBackup("16")

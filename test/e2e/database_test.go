@@ -161,12 +161,20 @@ func TestDriftIsRepaired(t *testing.T) {
 	}
 }
 
+// objectStoreYAML is a spec.backup with an object store at endpoint, with
+// extra fields of objectStore.
+func objectStoreYAML(endpoint, extra string) string {
+	return "  backup:\n    objectStore:\n      endpoint: " + endpoint + "\n      bucket: backups\n      credentialsSecret: {name: store}\n" + extra
+}
+
 func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
 	createDB(t, ns, dbYAML("valid", "postgresql", "16", 1, "  storage:\n    size: 2Gi\n"))
 	createDB(t, ns, dbYAML("one-mongo", "mongodb", "7.0", 1, ""))
 	createDB(t, ns, dbYAML("chosen", "postgresql", "16", 3, "  replication:\n    primary: chosen-2\n"))
+	createDB(t, ns, dbYAML("stored", "postgresql", "16", 1,
+		objectStoreYAML("https://s3.example:9000", "      prefix: team-a/prod.v2\n      region: eu-west-1\n      ca: {name: store-ca}\n")))
 	tests := []struct {
 		name    string
 		args    []string
@@ -195,6 +203,15 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 			stdin: dbYAML("beyond", "postgresql", "16", 3, "  replication:\n    primary: beyond-7\n"), wantErr: "spec.replication.primary must be one of the pods spec.replicas asks for"},
 		{name: "scaled below the chosen primary", args: []string{"scale", "db/chosen", "--replicas=2"},
 			wantErr: "spec.replication.primary must be one of the pods spec.replicas asks for"},
+		{name: "an object store endpoint with a path", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("store-path", "postgresql", "16", 1, objectStoreYAML("https://s3.example/backups", "")),
+			wantErr: "spec.backup.objectStore.endpoint in body should match"},
+		{name: "an object store prefix that climbs out", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("store-climb", "postgresql", "16", 1, objectStoreYAML("https://s3.example", "      prefix: team-a/../team-b\n")),
+			wantErr: "spec.backup.objectStore.prefix in body should match"},
+		{name: "an object store CA for an http endpoint", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("store-ca", "postgresql", "16", 1, objectStoreYAML("http://10.0.0.1:7070", "      ca: {name: store-ca}\n")),
+			wantErr: "objectStore.ca is only for an https:// endpoint"},
 	}
 	for _, tt := range tests {
 		out, err := e2eutil.KubectlRun(tt.stdin, append([]string{"-n", ns}, tt.args...)...)

@@ -43,6 +43,8 @@ const (
 	installNamespace = "database-controller-system"
 	serviceAccount   = "database-controller"
 	saDir            = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// toolsImage is the controller's --tools-image.
+	toolsImage = "localhost/dbc/controller:dev"
 )
 
 func TestMain(m *testing.M) {
@@ -246,6 +248,8 @@ func tryStartController(t testing.TB, o controllerOptions) (p *controllerProcess
 	args := []string{
 		"--metrics-bind-address=" + p.metricsAddr,
 		"--health-probe-bind-address=" + p.healthAddr,
+		// kwok's pods never run it: the name is what the Jobs must carry.
+		"--tools-image=" + toolsImage,
 		"-v=2",
 	}
 	if o.namespace != "" {

@@ -114,15 +114,22 @@ func TestDeployment(t *testing.T) {
 				}
 			}
 
-			// POD_NAMESPACE: the default of --leader-elect-namespace.
-			podNamespace := false
-			for _, e := range c.Env {
-				if e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
-					podNamespace = true
+			// POD_NAMESPACE: the default of --leader-elect-namespace; with
+			// POD_NAME, the pod whose controller image is the default of
+			// --tools-image, which the container must be named for.
+			for name, path := range map[string]string{"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"} {
+				found := false
+				for _, e := range c.Env {
+					if e.Name == name && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == path {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no %s from the downward API (%s)", name, path)
 				}
 			}
-			if !podNamespace {
-				t.Error("no POD_NAMESPACE from the downward API (metadata.namespace)")
+			if c.Name != "controller" {
+				t.Errorf("the container is named %q; --tools-image reads the image of the container named controller", c.Name)
 			}
 
 			// Requests, and a memory limit at least the request.

@@ -52,6 +52,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.DivergenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("InstanceStatus"):
 		return &dbcontrollerv1alpha1.InstanceStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LocalSecretReference"):
+		return &dbcontrollerv1alpha1.LocalSecretReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ObjectStore"):
+		return &dbcontrollerv1alpha1.ObjectStoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationSpec"):
 		return &dbcontrollerv1alpha1.ReplicationSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationStatus"):
@@ -60,6 +64,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.RestoreSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RestoreStatus"):
 		return &dbcontrollerv1alpha1.RestoreStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeySelector"):
+		return &dbcontrollerv1alpha1.SecretKeySelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageSpec"):
 		return &dbcontrollerv1alpha1.StorageSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SynchronousReplication"):

@@ -3,12 +3,14 @@
 package realnode
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/objectstore"
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
@@ -35,6 +37,9 @@ type engineCase struct {
 	// write adds rows numbered from, to; count prints "count:sum".
 	write func(from, to int) string
 	count string
+	// objectStore sends the backups to the local object store instead of
+	// the backup volume.
+	objectStore bool
 }
 
 var backupCases = []engineCase{
@@ -47,22 +52,42 @@ var backupCases = []engineCase{
 		write: func(from, to int) string {
 			return waitMariaDB + fmt.Sprintf(`mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -p"$PASSWORD" "$DATABASE" -N -e "CREATE TABLE IF NOT EXISTS rows_ (n INT, label VARCHAR(20)); INSERT INTO rows_ SELECT seq, CONCAT('row ', seq) FROM seq_%d_to_%d"`, from, to)
 		},
-		count: waitMariaDB + `mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -p"$PASSWORD" "$DATABASE" -N -e "SELECT CONCAT(COUNT(*), ':', SUM(n), ':', MD5(GROUP_CONCAT(label ORDER BY n))) FROM rows_"`},
+		count:       waitMariaDB + `mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -p"$PASSWORD" "$DATABASE" -N -e "SELECT CONCAT(COUNT(*), ':', SUM(n), ':', MD5(GROUP_CONCAT(label ORDER BY n))) FROM rows_"`,
+		objectStore: true},
 }
 
 // Rows written, an on-demand backup, more rows, a delete that takes the
 // final backup, a restore of it into a new Database: the rows are equal,
 // all of them. Then the on-demand backup restores the rows it held.
+// PostgreSQL's backups go to the backup volume; MariaDB's to the local
+// object store (no backup volume is made; the files are under the
+// Database's UID; the restores read them with no Database to ask; deleting
+// a DatabaseBackup deletes its file from the store).
 func TestBackupDeleteAndRestore(t *testing.T) {
 	t.Parallel()
 	for _, tc := range backupCases {
-		t.Run(tc.engine, func(t *testing.T) {
+		name := tc.engine
+		if tc.objectStore {
+			name += " to an object store"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ns := e2eutil.NewNamespace(t)
-			withBackups := func(name string, extra string) string {
-				return dbYAML(name, tc.engine, tc.version, tc.image, 1) + "  backup: {}\n" + extra
+			backup := "  backup: {}\n"
+			var store *objectstore.Store
+			if tc.objectStore {
+				cfg := e2eutil.LocalObjectStore(t, localDir)
+				e2eutil.Kubectl(t, "-n", ns, "create", "secret", "generic", "store",
+					"--from-literal=accessKeyID="+cfg.AccessKeyID, "--from-literal=secretAccessKey="+cfg.SecretAccessKey)
+				backup = fmt.Sprintf("  backup:\n    objectStore:\n      endpoint: %s\n      bucket: %s\n      prefix: realnode/%s\n      region: %s\n      credentialsSecret: {name: store}\n",
+					cfg.Endpoint, cfg.Bucket, ns, cfg.Region)
+				cfg.Prefix = "realnode/" + ns
+				var err error
+				if store, err = objectstore.New(cfg); err != nil {
+					t.Fatal(err)
+				}
 			}
-			e2eutil.KubectlIn(t, withBackups("shop", ""), "-n", ns, "create", "-f", "-")
+			e2eutil.KubectlIn(t, dbYAML("shop", tc.engine, tc.version, tc.image, 1)+backup, "-n", ns, "create", "-f", "-")
 			db := e2eutil.WaitRunning(t, ns, "shop", converge)
 			runClient(t, ns, "shop", tc.image, tc.write(1, 500))
 			early := strings.TrimSpace(runClient(t, ns, "shop", tc.image, tc.count))
@@ -71,6 +96,24 @@ func TestBackupDeleteAndRestore(t *testing.T) {
 			now := waitBackupCompleted(t, ns, "shop-now")
 			if now.Status.SizeBytes == nil || *now.Status.SizeBytes <= 0 {
 				t.Errorf("on-demand backup size %v", now.Status.SizeBytes)
+			}
+			if store != nil {
+				// The file is where the status says, of the size it says,
+				// under the Database's UID; and no backup volume was made.
+				want := fmt.Sprintf("realnode/%s/%s/shop/%s/dumps/shop-now.sql", ns, ns, db.UID)
+				if now.Status.Path != want || now.Status.Volume != "" || now.Status.ObjectStore == nil {
+					t.Errorf("status: path %q, volume %q, objectStore %+v; want path %q in the store", now.Status.Path, now.Status.Volume, now.Status.ObjectStore, want)
+				}
+				objects, err := store.List(context.Background(), "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(objects) != 1 || "realnode/"+ns+"/"+objects[0].Key != want || now.Status.SizeBytes == nil || objects[0].Size != *now.Status.SizeBytes {
+					t.Errorf("the store holds %+v; want %s alone, of %v bytes", objects, want, now.Status.SizeBytes)
+				}
+				if out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pvc", "shop-backups"); err == nil {
+					t.Errorf("a backup volume was made for a Database with an object store: %s", out)
+				}
 			}
 			runClient(t, ns, "shop", tc.image, tc.write(501, 1200))
 			full := strings.TrimSpace(runClient(t, ns, "shop", tc.image, tc.count))
@@ -106,6 +149,18 @@ func TestBackupDeleteAndRestore(t *testing.T) {
 			e2eutil.WaitRunning(t, ns, "early", converge)
 			if got := strings.TrimSpace(runClient(t, ns, "early", tc.image, tc.count)); got != early {
 				t.Errorf("rows restored from the on-demand backup %q, want %q", got, early)
+			}
+			if store != nil {
+				// Deleting a DatabaseBackup deletes its file from the store,
+				// and the other backup's stays.
+				e2eutil.Kubectl(t, "-n", ns, "delete", "databasebackup", "shop-now", "--timeout=2m")
+				objects, err := store.List(context.Background(), "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(objects) != 1 || !strings.HasSuffix(objects[0].Key, "/dumps/"+final+".sql") {
+					t.Errorf("after deleting shop-now, the store holds %+v; want %s.sql alone", objects, final)
+				}
 			}
 		})
 	}

@@ -163,7 +163,7 @@ func runSuite(m *testing.M) (code int) {
 	defer logFile.Close()
 	controller.start = func() (*exec.Cmd, error) {
 		ctrl := exec.Command(controllerBin, "--kubeconfig="+filepath.Join(localDir, "kubeconfig"),
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "-v=2")
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--tools-image="+controllerImage, "-v=2")
 		ctrl.Stdout, ctrl.Stderr = logFile, logFile
 		return ctrl, ctrl.Start()
 	}

@@ -308,9 +308,18 @@ type BackupSpec struct {
 	Retention *int32 `json:"retention,omitempty"`
 
 	// Storage is the backup volume, <name>-backups. It outlives the
-	// Database: deleting the Database never deletes it.
+	// Database: deleting the Database never deletes it. Not made when
+	// objectStore is set.
 	// +optional
 	Storage BackupStorageSpec `json:"storage,omitempty"`
+
+	// ObjectStore keeps the backups in a bucket of an S3-compatible store
+	// instead of the backup volume, which is then not made: they survive
+	// the loss of the cluster, its storage or the namespace. Changing it
+	// sends the next backups to the new store; each DatabaseBackup keeps
+	// the store it was written to.
+	// +optional
+	ObjectStore *ObjectStore `json:"objectStore,omitempty"`
 
 	// FinalBackup takes a backup before the Database is deleted; the
 	// deletion waits for it to complete. Default true.
@@ -332,6 +341,81 @@ type BackupStorageSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// ObjectStore is a bucket of an S3-compatible object store. One store may
+// hold the backups of many Databases: those of a Database are under
+// <prefix>/<namespace>/<name>/<uid>/, so that a Database deleted and made
+// again under its name never shares a file with the old one.
+// +kubebuilder:validation:XValidation:rule="!has(self.ca) || self.endpoint.startsWith('https://')",message="objectStore.ca is only for an https:// endpoint"
+type ObjectStore struct {
+	// Endpoint is the store's URL, https://host[:port], or http://host[:port]
+	// for a store without TLS. The bucket is addressed by path
+	// (https://host/bucket/key), which every S3-compatible store serves.
+	// +required
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://[^/?#@\s]+/?$`
+	Endpoint string `json:"endpoint"`
+
+	// Bucket is the bucket's name. It must exist: the controller never
+	// creates or deletes one.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
+	Bucket string `json:"bucket"`
+
+	// Prefix is the directory of the bucket that holds the backups, such
+	// as "team-a" or "team-a/prod"; the bucket's top when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$`
+	Prefix string `json:"prefix,omitempty"`
+
+	// Region is the bucket's region; the store's default when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9-]*$`
+	Region string `json:"region,omitempty"`
+
+	// CredentialsSecret names a Secret of the Database's namespace with
+	// the keys accessKeyID and secretAccessKey. Only the backup and restore
+	// pods read it; the controller never does.
+	// +required
+	CredentialsSecret LocalSecretReference `json:"credentialsSecret"`
+
+	// CA is a key of a Secret of the Database's namespace that holds the
+	// PEM certificates of the authority that signed the endpoint's
+	// certificate, for a store with a private one; the image's system
+	// authorities when unset. Only for an https endpoint.
+	// +optional
+	CA *SecretKeySelector `json:"ca,omitempty"`
+}
+
+// LocalSecretReference names a Secret of the same namespace.
+type LocalSecretReference struct {
+	// Name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// SecretKeySelector is a key of a Secret of the same namespace.
+type SecretKeySelector struct {
+	// Name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+	// Key of the Secret's data; ca.crt when unset.
+	// +optional
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
 }
 
 // RestoreSpec names the backup a new Database starts from.
@@ -515,7 +599,7 @@ const (
 	BackupPending BackupPhase = "Pending"
 	// BackupRunning: the backup Job runs.
 	BackupRunning BackupPhase = "Running"
-	// BackupCompleted: the file is on the backup volume.
+	// BackupCompleted: the file is on the backup volume or in the object store.
 	BackupCompleted BackupPhase = "Completed"
 	// BackupFailed: the Job failed after its retries, or the backup could not start.
 	BackupFailed BackupPhase = "Failed"
@@ -537,7 +621,8 @@ const (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 
 // DatabaseBackup is one backup of a Database: a dump file on the Database's
-// backup volume. Create one to back up now; deleting it deletes its file.
+// backup volume, or in its object store. Create one to back up now;
+// deleting it deletes its file.
 type DatabaseBackup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -577,10 +662,15 @@ type DatabaseBackupStatus struct {
 	// Image is the image that took the backup; it restores and deletes it too.
 	// +optional
 	Image string `json:"image,omitempty"`
-	// Volume is the claim that holds the file.
+	// Volume is the claim that holds the file, when it is on the backup volume.
 	// +optional
 	Volume string `json:"volume,omitempty"`
-	// Path is the file's path on that volume.
+	// ObjectStore is the store that holds the file, as spec.backup.objectStore
+	// was when the backup started, when it is in an object store: a restore
+	// and the deletion of the file need no Database.
+	// +optional
+	ObjectStore *ObjectStore `json:"objectStore,omitempty"`
+	// Path is the file's path on the volume, or its key in the store's bucket.
 	// +optional
 	Path string `json:"path,omitempty"`
 	// SizeBytes is the file's size.

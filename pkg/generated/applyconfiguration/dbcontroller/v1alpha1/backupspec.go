@@ -32,8 +32,15 @@ type BackupSpecApplyConfiguration struct {
 	// never deleted by the controller.
 	Retention *int32 `json:"retention,omitempty"`
 	// Storage is the backup volume, <name>-backups. It outlives the
-	// Database: deleting the Database never deletes it.
+	// Database: deleting the Database never deletes it. Not made when
+	// objectStore is set.
 	Storage *BackupStorageSpecApplyConfiguration `json:"storage,omitempty"`
+	// ObjectStore keeps the backups in a bucket of an S3-compatible store
+	// instead of the backup volume, which is then not made: they survive
+	// the loss of the cluster, its storage or the namespace. Changing it
+	// sends the next backups to the new store; each DatabaseBackup keeps
+	// the store it was written to.
+	ObjectStore *ObjectStoreApplyConfiguration `json:"objectStore,omitempty"`
 	// FinalBackup takes a backup before the Database is deleted; the
 	// deletion waits for it to complete. Default true.
 	FinalBackup *bool `json:"finalBackup,omitempty"`
@@ -66,6 +73,14 @@ func (b *BackupSpecApplyConfiguration) WithRetention(value int32) *BackupSpecApp
 // If called multiple times, the Storage field is set to the value of the last call.
 func (b *BackupSpecApplyConfiguration) WithStorage(value *BackupStorageSpecApplyConfiguration) *BackupSpecApplyConfiguration {
 	b.Storage = value
+	return b
+}
+
+// WithObjectStore sets the ObjectStore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ObjectStore field is set to the value of the last call.
+func (b *BackupSpecApplyConfiguration) WithObjectStore(value *ObjectStoreApplyConfiguration) *BackupSpecApplyConfiguration {
+	b.ObjectStore = value
 	return b
 }
 

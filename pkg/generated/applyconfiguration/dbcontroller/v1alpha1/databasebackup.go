@@ -28,7 +28,8 @@ import (
 // with apply.
 //
 // DatabaseBackup is one backup of a Database: a dump file on the Database's
-// backup volume. Create one to back up now; deleting it deletes its file.
+// backup volume, or in its object store. Create one to back up now;
+// deleting it deletes its file.
 type DatabaseBackupApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

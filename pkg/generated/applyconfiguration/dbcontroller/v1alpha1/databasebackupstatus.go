@@ -39,9 +39,13 @@ type DatabaseBackupStatusApplyConfiguration struct {
 	Version *string                      `json:"version,omitempty"`
 	// Image is the image that took the backup; it restores and deletes it too.
 	Image *string `json:"image,omitempty"`
-	// Volume is the claim that holds the file.
+	// Volume is the claim that holds the file, when it is on the backup volume.
 	Volume *string `json:"volume,omitempty"`
-	// Path is the file's path on that volume.
+	// ObjectStore is the store that holds the file, as spec.backup.objectStore
+	// was when the backup started, when it is in an object store: a restore
+	// and the deletion of the file need no Database.
+	ObjectStore *ObjectStoreApplyConfiguration `json:"objectStore,omitempty"`
+	// Path is the file's path on the volume, or its key in the store's bucket.
 	Path *string `json:"path,omitempty"`
 	// SizeBytes is the file's size.
 	SizeBytes *int64 `json:"sizeBytes,omitempty"`
@@ -109,6 +113,14 @@ func (b *DatabaseBackupStatusApplyConfiguration) WithImage(value string) *Databa
 // If called multiple times, the Volume field is set to the value of the last call.
 func (b *DatabaseBackupStatusApplyConfiguration) WithVolume(value string) *DatabaseBackupStatusApplyConfiguration {
 	b.Volume = &value
+	return b
+}
+
+// WithObjectStore sets the ObjectStore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ObjectStore field is set to the value of the last call.
+func (b *DatabaseBackupStatusApplyConfiguration) WithObjectStore(value *ObjectStoreApplyConfiguration) *DatabaseBackupStatusApplyConfiguration {
+	b.ObjectStore = value
 	return b
 }
 

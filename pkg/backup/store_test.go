@@ -1,0 +1,165 @@
+package backup
+
+import (
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/engine/registry"
+)
+
+const toolsImage = "registry.example/database-controller:v1"
+
+func store() *dbv1alpha1.ObjectStore {
+	return &dbv1alpha1.ObjectStore{Endpoint: "https://s3.example", Bucket: "backups", Prefix: "team-a",
+		CredentialsSecret: dbv1alpha1.LocalSecretReference{Name: "store-keys"}}
+}
+
+// startedInStore is b as the runner leaves it once its Job is made, for
+// the Database's object store.
+func startedInStore(b *dbv1alpha1.DatabaseBackup) *dbv1alpha1.DatabaseBackup {
+	s := started(b)
+	s.Status.Volume = ""
+	s.Status.ObjectStore = store()
+	s.Status.Path = "team-a/default/orders/orders-uid/dumps/" + b.Name + ".pgdump"
+	return s
+}
+
+func storeJob(t *testing.T, b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database) *batchv1.Job {
+	e, err := registry.Lookup("postgresql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &batchv1.Job{}
+	if err := builder.Convert(builder.NewObjectStoreBackupJob(b, db, e, "postgres:16", toolsImage, b.Status.ObjectStore, b.Status.Path), j); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// A backup of a Database with an object store: no backup volume, the
+// finalizer, the Job that streams to the store, and the store and key in
+// the status, under the Database's namespace, name and UID.
+func TestObjectStoreBackupStarts(t *testing.T) {
+	f := &fixture{t: t, toolsImage: toolsImage}
+	db := database(&dbv1alpha1.BackupSpec{ObjectStore: store()})
+	b := onDemand("mine", "")
+	f.seed(b, serving())
+	f.actions = append(f.actions, core.NewPatchAction(backupsResource, "default", "mine", types.JSONPatchType,
+		finalizerPatch("5", nil, []string{dbv1alpha1.FinalizerBackupFile})))
+	s := startedInStore(b)
+	f.kubeactions = append(f.kubeactions, core.NewCreateAction(jobsResource, "default", storeJob(t, s, db)))
+	s.Finalizers = nil
+	f.expectUpdateStatus(s)
+	f.events = []string{"Normal Started Backing up postgresql 16 orders with Job mine"}
+	f.run(db)
+}
+
+// Without --tools-image, a backup to an object store fails at once, saying
+// what to do, and nothing is made.
+func TestObjectStoreBackupWithoutToolsImage(t *testing.T) {
+	f := &fixture{t: t}
+	db := database(&dbv1alpha1.BackupSpec{ObjectStore: store()})
+	b := onDemand("mine", "")
+	f.seed(b, serving())
+	failed := b.DeepCopy()
+	msg := "spec.backup.objectStore needs the controller's own image in its pods, and this controller runs without --tools-image: start it with --tools-image=<its image>"
+	failed.Status = dbv1alpha1.DatabaseBackupStatus{Phase: dbv1alpha1.BackupFailed, CompletionTime: ptr.To(metav1.NewTime(now)), Message: msg}
+	f.expectUpdateStatus(failed)
+	f.events = []string{"Warning BackupFailed " + msg}
+	f.run(db)
+}
+
+// Completed in the store: the event names the bucket and the key.
+func TestObjectStoreBackupCompletes(t *testing.T) {
+	f := &fixture{t: t, toolsImage: toolsImage}
+	db := database(&dbv1alpha1.BackupSpec{ObjectStore: store()})
+	b := startedInStore(onDemand("mine", ""))
+	job := finished(storeJob(t, b, db), true)
+	f.seed(b, job, jobPod(job, corev1.PodSucceeded, "size=42"))
+	done := b.DeepCopy()
+	done.Status.Phase = dbv1alpha1.BackupCompleted
+	done.Status.CompletionTime = ptr.To(metav1.NewTime(now))
+	done.Status.SizeBytes = ptr.To[int64](42)
+	f.expectUpdateStatus(done)
+	f.events = []string{"Normal Completed Backed up 42 bytes to team-a/default/orders/orders-uid/dumps/mine.pgdump in bucket backups of https://s3.example"}
+	f.run(db)
+}
+
+// A Job whose pod cannot start (the store's Secret is missing) would wait
+// for ever: the backup fails with the kubelet's words, and the Job goes.
+func TestObjectStoreBackupWhosePodCannotStart(t *testing.T) {
+	f := &fixture{t: t, toolsImage: toolsImage}
+	db := database(&dbv1alpha1.BackupSpec{ObjectStore: store()})
+	b := startedInStore(onDemand("mine", ""))
+	job := storeJob(t, b, db)
+	job.UID = "job-uid"
+	pod := jobPod(job, corev1.PodPending, "")
+	pod.Status.ContainerStatuses = nil
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "install-tools", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "CreateContainerConfigError", Message: `secret "store-keys" not found`}}}}
+	f.seed(b, job, pod)
+	bg := metav1.DeletePropagationBackground
+	f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(jobsResource, "default", "mine",
+		metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: ptr.To[types.UID]("job-uid")}}))
+	failed := b.DeepCopy()
+	failed.Status.Phase = dbv1alpha1.BackupFailed
+	failed.Status.CompletionTime = ptr.To(metav1.NewTime(now))
+	failed.Status.Message = `its pod mine-x cannot start container install-tools: secret "store-keys" not found`
+	f.expectUpdateStatus(failed)
+	f.events = []string{"Warning BackupFailed " + failed.Status.Message}
+	f.run(db)
+}
+
+// Deleting a DatabaseBackup in a store deletes its file with a Job of the
+// tools image, even with its Database gone, and only then lets it go.
+func TestDeletedObjectStoreBackupDeletesItsFile(t *testing.T) {
+	db := database(&dbv1alpha1.BackupSpec{ObjectStore: store()})
+	b := startedInStore(onDemand("mine", ""))
+	b.Status.Phase = dbv1alpha1.BackupCompleted
+	b.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+	del := &batchv1.Job{}
+	if err := builder.Convert(builder.NewObjectStoreDeleteJob(b, toolsImage), del); err != nil {
+		t.Fatal(err)
+	}
+	if c := del.Spec.Template.Spec.Containers[0]; c.Image != toolsImage || len(c.Args) != 3 || c.Args[2] != b.Status.Path {
+		t.Fatalf("delete Job runs %s %v", c.Image, c.Args)
+	}
+
+	f := &fixture{t: t, toolsImage: toolsImage}
+	f.seed(b, finished(storeJob(t, b, db), true))
+	f.kubeactions = append(f.kubeactions, core.NewCreateAction(jobsResource, "default", del))
+	f.run(nil)
+
+	t.Run("the file is deleted: the finalizer goes", func(t *testing.T) {
+		f := &fixture{t: t, toolsImage: toolsImage}
+		f.seed(b, finished(del, true))
+		f.actions = append(f.actions, core.NewPatchAction(backupsResource, "default", "mine", types.JSONPatchType,
+			finalizerPatch("5", []string{dbv1alpha1.FinalizerBackupFile}, nil)))
+		f.run(nil)
+	})
+	t.Run("its pod cannot start: said once, and the file is not given up", func(t *testing.T) {
+		f := &fixture{t: t, toolsImage: toolsImage}
+		pod := jobPod(del, corev1.PodPending, "")
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "backup-delete", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason: "CreateContainerConfigError", Message: `secret "store-keys" not found`}}}}
+		f.seed(b, del, pod)
+		said := b.DeepCopy()
+		said.Status.Message = `its pod mine-delete-x cannot start container backup-delete: secret "store-keys" not found`
+		f.expectUpdateStatus(said)
+		f.events = []string{"Warning FileDeleteFailed Cannot delete team-a/default/orders/orders-uid/dumps/mine.pgdump in bucket backups of https://s3.example: " +
+			said.Status.Message + "; the DatabaseBackup is kept until it can be (or remove its finalizer dbcontroller.io/backup-file, and the file stays)"}
+		f.run(nil)
+
+		f = &fixture{t: t, toolsImage: toolsImage}
+		f.seed(said, del, pod)
+		f.run(nil)
+	})
+}

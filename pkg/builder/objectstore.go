@@ -1,0 +1,163 @@
+package builder
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/objectstore"
+	"github.com/dbcontroller/database-controller/pkg/podtools"
+)
+
+// The keys of the Secret that spec.backup.objectStore.credentialsSecret names.
+const (
+	ObjectStoreAccessKeyIDKey     = "accessKeyID"
+	ObjectStoreSecretAccessKeyKey = "secretAccessKey"
+)
+
+// Where a pod that reaches an object store finds the controller's binary,
+// which an init container of the tools image (the controller's own)
+// copies in, and the store's CA.
+const (
+	toolsVolume         = "dbc-tools"
+	toolsPath           = "/dbc-tools"
+	toolsBinary         = toolsPath + "/" + podtools.Binary
+	objectStoreCAVolume = "dbc-objectstore-ca"
+	objectStoreCAPath   = "/dbc-objectstore-ca"
+	objectStoreCAFile   = "ca.crt"
+)
+
+// toolsUID runs the tools image alone (the Dockerfile's user).
+const toolsUID = 65532
+
+// installTools is the init container that copies the controller's binary
+// from toolsImage into the tools volume (podtools.Install).
+func installTools(toolsImage string) *corev1ac.ContainerApplyConfiguration {
+	return corev1ac.Container().
+		WithName("install-tools").
+		WithImage(toolsImage).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithArgs("install-tools", toolsPath).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(toolsVolume).WithMountPath(toolsPath)).
+		WithSecurityContext(containerSecurity())
+}
+
+// objectStoreEnv is the environment of `controller objectstore` for the
+// store s (package objectstore): the keys come from the Secret s names,
+// never through an argument or the controller.
+func objectStoreEnv(s *dbv1alpha1.ObjectStore) []*corev1ac.EnvVarApplyConfiguration {
+	secret := func(key string) *corev1ac.EnvVarSourceApplyConfiguration {
+		return corev1ac.EnvVarSource().WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(s.CredentialsSecret.Name).WithKey(key))
+	}
+	env := []*corev1ac.EnvVarApplyConfiguration{
+		corev1ac.EnvVar().WithName(objectstore.EnvEndpoint).WithValue(s.Endpoint),
+		corev1ac.EnvVar().WithName(objectstore.EnvBucket).WithValue(s.Bucket),
+	}
+	if s.Region != "" {
+		env = append(env, corev1ac.EnvVar().WithName(objectstore.EnvRegion).WithValue(s.Region))
+	}
+	if s.CA != nil {
+		env = append(env, corev1ac.EnvVar().WithName(objectstore.EnvCAFile).WithValue(objectStoreCAPath+"/"+objectStoreCAFile))
+	}
+	return append(env,
+		corev1ac.EnvVar().WithName(objectstore.EnvAccessKeyID).WithValueFrom(secret(ObjectStoreAccessKeyIDKey)),
+		corev1ac.EnvVar().WithName(objectstore.EnvSecretAccessKey).WithValueFrom(secret(ObjectStoreSecretAccessKeyKey)),
+	)
+}
+
+// objectStoreCA is the volume and the mount of s's CA, or nils.
+func objectStoreCA(s *dbv1alpha1.ObjectStore) (*corev1ac.VolumeApplyConfiguration, *corev1ac.VolumeMountApplyConfiguration) {
+	if s.CA == nil {
+		return nil, nil
+	}
+	key := s.CA.Key
+	if key == "" {
+		key = "ca.crt"
+	}
+	return corev1ac.Volume().WithName(objectStoreCAVolume).WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(s.CA.Name).
+			WithItems(corev1ac.KeyToPath().WithKey(key).WithPath(objectStoreCAFile))),
+		corev1ac.VolumeMount().WithName(objectStoreCAVolume).WithMountPath(objectStoreCAPath).WithReadOnly(true)
+}
+
+// NewObjectStoreBackupJob builds the Job that streams the dump of db's
+// database to key in the store s (b's status), as NewBackupJob does to the
+// volume: the engine's own tool from the Database's image writes to its
+// standard output, which `controller objectstore put-output` uploads in
+// parts with no copy on disk. A dump that fails leaves nothing under key.
+// It ends with "size=<bytes>" in its termination message, or with the
+// tool's (or the store's) last error line.
+func NewObjectStoreBackupJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine, image, toolsImage string, s *dbv1alpha1.ObjectStore, key string) *batchv1ac.JobApplyConfiguration {
+	rt := e.Runtime()
+	// put-output's own line for a dump that failed is "...: sh: exit
+	// status N"; the line before it, the tool's, says why.
+	script := fmt.Sprintf(`set -u
+if ! %[1]s objectstore put-output %[2]s sh -c "$DBC_DUMP" >/tmp/size 2>/tmp/dump.err; then
+  grep -v '^controller objectstore put-output: sh: ' /tmp/dump.err | tail -n 1 > /dev/termination-log
+  cat /tmp/dump.err >&2
+  exit 1
+fi
+cat /tmp/dump.err >&2
+cat /tmp/size > /dev/termination-log
+echo "backed up to %[2]s in bucket %[3]s"`, toolsBinary, shellQuote(key), shellQuote(s.Bucket))
+	env := append(append(dumpEnv(db, rt),
+		corev1ac.EnvVar().WithName("OUT").WithValue("/dev/stdout"),
+		corev1ac.EnvVar().WithName("DBC_DUMP").WithValue(rt.Backup.Dump),
+	), objectStoreEnv(s)...)
+	container := corev1ac.Container().
+		WithName(JobBackup).
+		WithImage(image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand("sh", "-c", script).
+		WithEnv(env...).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(toolsVolume).WithMountPath(toolsPath).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"),
+		).
+		WithSecurityContext(containerSecurity())
+	volumes := []*corev1ac.VolumeApplyConfiguration{
+		corev1ac.Volume().WithName(toolsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+	}
+	if v, m := objectStoreCA(s); v != nil {
+		container.WithVolumeMounts(m)
+		volumes = append(volumes, v)
+	}
+	return backupJob(b, names.BackupJobName(b.Name), JobBackup).
+		WithSpec(objectStoreJobSpec(b, JobBackup, rt.UID, 2,
+			jobPodSpec(rt.UID).WithInitContainers(installTools(toolsImage)).WithContainers(container).WithVolumes(volumes...)))
+}
+
+// NewObjectStoreDeleteJob builds the Job that deletes b's file from its
+// store with the tools image: the controller never reads the store's keys.
+func NewObjectStoreDeleteJob(b *dbv1alpha1.DatabaseBackup, toolsImage string) *batchv1ac.JobApplyConfiguration {
+	s := b.Status.ObjectStore
+	container := corev1ac.Container().
+		WithName(JobBackupDelete).
+		WithImage(toolsImage).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithArgs("objectstore", "delete", b.Status.Path).
+		WithEnv(objectStoreEnv(s)...).
+		WithSecurityContext(containerSecurity())
+	spec := jobPodSpec(toolsUID).WithContainers(container)
+	if v, m := objectStoreCA(s); v != nil {
+		container.WithVolumeMounts(m)
+		spec.WithVolumes(v)
+	}
+	return backupJob(b, names.BackupDeleteJobName(b.Name), JobBackupDelete).
+		WithSpec(objectStoreJobSpec(b, JobBackupDelete, toolsUID, 3, spec))
+}
+
+// objectStoreJobSpec is backupJobSpec for a pod with no backup volume.
+func objectStoreJobSpec(b *dbv1alpha1.DatabaseBackup, job string, uid int64, backoff int32, spec *corev1ac.PodSpecApplyConfiguration) *batchv1ac.JobSpecApplyConfiguration {
+	return batchv1ac.JobSpec().
+		WithBackoffLimit(backoff).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(backupJobLabels(b, job)).
+			WithSpec(withFSGroup(spec, uid)))
+}
