@@ -24,6 +24,12 @@ const (
 	EnvCAFile          = "DBC_OBJECTSTORE_CA_FILE"
 	EnvAccessKeyID     = "DBC_OBJECTSTORE_ACCESS_KEY_ID"
 	EnvSecretAccessKey = "DBC_OBJECTSTORE_SECRET_ACCESS_KEY"
+	// EnvArchiveFailureFile, when set, is a file wal-push writes its error
+	// to when it fails, and removes when it succeeds: the words of the last
+	// failure, which PostgreSQL's own statistics (pg_stat_archiver) lack,
+	// for the controller to read (relative to the data directory, where
+	// PostgreSQL runs archive_command).
+	EnvArchiveFailureFile = "DBC_ARCHIVE_FAILURE_FILE"
 )
 
 // Exit codes of Command besides 0: a failure, a usage error, and a key the
@@ -39,8 +45,12 @@ const (
 	ExitAbortRecovery = 255
 )
 
-// WALDir is the directory, under the Database's, of its archived WAL.
-const WALDir = "wal"
+// The directories, under a Database's (DatabaseDir), of its archived WAL
+// and of its dumps.
+const (
+	WALDir   = "wal"
+	DumpsDir = "dumps"
+)
 
 const usage = `usage: controller objectstore put KEY   (writes standard input to KEY)
        controller objectstore get KEY   (writes KEY to standard output; exit 3 when the store does not hold it)
@@ -93,6 +103,11 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 			err = run(ctx, s, verb, args[1:], stdin, stdout, stderr)
 		}
 	}
+	if verb == "wal-push" {
+		if f := getenv(EnvArchiveFailureFile); f != "" {
+			recordArchiveFailure(f, err, stderr)
+		}
+	}
 	if err == nil {
 		return 0
 	}
@@ -140,6 +155,25 @@ func run(ctx context.Context, s *Store, verb string, args []string, stdin io.Rea
 			}
 		}
 		return nil
+	}
+}
+
+// recordArchiveFailure writes err to file (through a temporary name, so
+// that a reader never sees half of it), or removes file when err is nil.
+func recordArchiveFailure(file string, err error, stderr io.Writer) {
+	if err == nil {
+		if rerr := os.Remove(file); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "controller objectstore wal-push: %v\n", rerr)
+		}
+		return
+	}
+	tmp := file + ".partial"
+	if werr := os.WriteFile(tmp, []byte(err.Error()), 0o600); werr != nil {
+		fmt.Fprintf(stderr, "controller objectstore wal-push: %v\n", werr)
+		return
+	}
+	if rerr := os.Rename(tmp, file); rerr != nil {
+		fmt.Fprintf(stderr, "controller objectstore wal-push: %v\n", rerr)
 	}
 }
 

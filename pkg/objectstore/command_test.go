@@ -3,6 +3,7 @@ package objectstore
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,25 @@ func TestCommand(t *testing.T) {
 				t.Errorf("stdout %q, want nothing", stdout.String())
 			}
 		})
+	}
+}
+
+// wal-push writes why it failed to $DBC_ARCHIVE_FAILURE_FILE, for the
+// controller to read, and a success removes it.
+func TestWALPushRecordsItsFailure(t *testing.T) {
+	file := t.TempDir() + "/dbc-archive-failure"
+	env := map[string]string{EnvEndpoint: "http://127.0.0.1:7070", EnvBucket: "backups", EnvArchiveFailureFile: file}
+	var stdout, stderr bytes.Buffer
+	if code := Command(context.Background(), []string{"wal-push", "pg_wal/000000010000000000000001"}, func(k string) string { return env[k] },
+		strings.NewReader(""), &stdout, &stderr); code != ExitFailed {
+		t.Fatalf("exit %d, want %d: %s", code, ExitFailed, stderr.String())
+	}
+	got, err := os.ReadFile(file)
+	if err != nil || string(got) != "object store: no access key id or secret access key" {
+		t.Fatalf("the failure file holds %q (%v)", got, err)
+	}
+	recordArchiveFailure(file, nil, &stderr)
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("after a success the failure file is still there: %v", err)
 	}
 }
