@@ -75,12 +75,15 @@ func Engine(t testing.TB, db *dbv1alpha1.Database) engine.Engine {
 // the controller creates them.
 func Desired(t testing.TB, db *dbv1alpha1.Database) *plan.Plan {
 	t.Helper()
-	p := plan.Compute(db, plan.Observed{})
+	p := plan.Compute(db, plan.Observed{ToolsImage: ToolsImage})
 	if p.Problem != nil {
 		t.Fatal(p.Problem)
 	}
 	return p
 }
+
+// ToolsImage is the controller's --tools-image in the fixtures.
+const ToolsImage = "registry.example/database-controller:v1"
 
 // Object is the object an apply configuration (or any value) converts to.
 func Object[T any](t testing.TB, from any) *T {

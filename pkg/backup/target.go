@@ -131,11 +131,8 @@ func (t *StoreTarget) Ensure(context.Context, *dbv1alpha1.Database) error { retu
 func (t *StoreTarget) Record(st *dbv1alpha1.DatabaseBackupStatus, b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine) {
 	s := db.Spec.Backup.ObjectStore.DeepCopy()
 	st.Volume, st.ObjectStore = "", s
-	st.Path = path.Join(s.Prefix, objectstore.DatabaseDir(db.Namespace, db.Name, db.UID), DumpsDir, names.BackupFilePath(b.Name, e.Runtime().Backup.Extension))
+	st.Path = path.Join(s.Prefix, objectstore.DatabaseDir(db.Namespace, db.Name, db.UID), objectstore.DumpsDir, names.BackupFilePath(b.Name, e.Runtime().Backup.Extension))
 }
-
-// DumpsDir is the directory, under a Database's in the store, of its dumps.
-const DumpsDir = "dumps"
 
 // BackupJob streams the dump to the store (builder.NewObjectStoreBackupJob).
 func (t *StoreTarget) BackupJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine, image string) *batchv1ac.JobApplyConfiguration {

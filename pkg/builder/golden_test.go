@@ -165,10 +165,23 @@ func TestObjectStoreGolden(t *testing.T) {
 	src := &RestoreSource{Backup: "nightly", Path: "team-a/default/orders/uid/dumps/nightly.pgdump", SourceDatabase: "orders",
 		ObjectStore: &dbv1alpha1.ObjectStore{Endpoint: "http://10.0.0.1:7070", Bucket: "backups", CredentialsSecret: dbv1alpha1.LocalSecretReference{Name: "store-keys"}},
 		ToolsImage:  tools}
+	// A replicated Database that archives its WAL to a store with a
+	// private CA, and one that does while it restores from a store.
+	archiving := newDatabase(dbv1alpha1.EnginePostgreSQL, "16")
+	archiving.Spec.Replicas = ptr.To[int32](3)
+	archiving.Spec.Backup = &dbv1alpha1.BackupSpec{ObjectStore: store, Continuous: &dbv1alpha1.ContinuousArchiving{ArchiveTimeoutSeconds: ptr.To[int32](60)}}
+	archivingSts := NewStatefulSet(archiving, lookup(t, archiving.Spec.Engine), "postgres:16", StorageOf(archiving), nil, true)
+	WithArchiving(archivingSts, archiving, lookup(t, archiving.Spec.Engine), tools)
+	restoring := pg.DeepCopy()
+	restoring.Spec.Backup = &dbv1alpha1.BackupSpec{ObjectStore: store, Continuous: &dbv1alpha1.ContinuousArchiving{}}
+	restoringSts := NewStatefulSet(restoring, lookup(t, restoring.Spec.Engine), "postgres:16", StorageOf(restoring), src, false)
+	WithArchiving(restoringSts, restoring, lookup(t, restoring.Spec.Engine), tools)
 	for name, ac := range map[string]any{
-		"job-backup-objectstore-mysql":               NewObjectStoreBackupJob(b, my, lookup(t, my.Spec.Engine), "mysql:8.4", tools, store, b.Status.Path),
-		"job-backup-delete-objectstore":              NewObjectStoreDeleteJob(b, tools),
-		"statefulset-restore-objectstore-postgresql": NewStatefulSet(pg, lookup(t, pg.Spec.Engine), "postgres:16", StorageOf(pg), src, false),
+		"statefulset-archiving-replicated-postgresql": archivingSts,
+		"statefulset-archiving-restore-postgresql":    restoringSts,
+		"job-backup-objectstore-mysql":                NewObjectStoreBackupJob(b, my, lookup(t, my.Spec.Engine), "mysql:8.4", tools, store, b.Status.Path),
+		"job-backup-delete-objectstore":               NewObjectStoreDeleteJob(b, tools),
+		"statefulset-restore-objectstore-postgresql":  NewStatefulSet(pg, lookup(t, pg.Spec.Engine), "postgres:16", StorageOf(pg), src, false),
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := yaml.Marshal(ac)

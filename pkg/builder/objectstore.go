@@ -30,6 +30,10 @@ const (
 	objectStoreCAVolume = "dbc-objectstore-ca"
 	objectStoreCAPath   = "/dbc-objectstore-ca"
 	objectStoreCAFile   = "ca.crt"
+	// The CA of the store the server archives to, which may not be the
+	// store of the backup it restores.
+	archiveCAVolume = "dbc-archive-ca"
+	archiveCAPath   = "/dbc-archive-ca"
 )
 
 // toolsUID runs the tools image alone (the Dockerfile's user).
@@ -50,7 +54,7 @@ func installTools(toolsImage string) *corev1ac.ContainerApplyConfiguration {
 // objectStoreEnv is the environment of `controller objectstore` for the
 // store s (package objectstore): the keys come from the Secret s names,
 // never through an argument or the controller.
-func objectStoreEnv(s *dbv1alpha1.ObjectStore) []*corev1ac.EnvVarApplyConfiguration {
+func objectStoreEnv(s *dbv1alpha1.ObjectStore, caPath string) []*corev1ac.EnvVarApplyConfiguration {
 	secret := func(key string) *corev1ac.EnvVarSourceApplyConfiguration {
 		return corev1ac.EnvVarSource().WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(s.CredentialsSecret.Name).WithKey(key))
 	}
@@ -62,7 +66,7 @@ func objectStoreEnv(s *dbv1alpha1.ObjectStore) []*corev1ac.EnvVarApplyConfigurat
 		env = append(env, corev1ac.EnvVar().WithName(objectstore.EnvRegion).WithValue(s.Region))
 	}
 	if s.CA != nil {
-		env = append(env, corev1ac.EnvVar().WithName(objectstore.EnvCAFile).WithValue(objectStoreCAPath+"/"+objectStoreCAFile))
+		env = append(env, corev1ac.EnvVar().WithName(objectstore.EnvCAFile).WithValue(caPath+"/"+objectStoreCAFile))
 	}
 	return append(env,
 		corev1ac.EnvVar().WithName(objectstore.EnvAccessKeyID).WithValueFrom(secret(ObjectStoreAccessKeyIDKey)),
@@ -70,8 +74,8 @@ func objectStoreEnv(s *dbv1alpha1.ObjectStore) []*corev1ac.EnvVarApplyConfigurat
 	)
 }
 
-// objectStoreCA is the volume and the mount of s's CA, or nils.
-func objectStoreCA(s *dbv1alpha1.ObjectStore) (*corev1ac.VolumeApplyConfiguration, *corev1ac.VolumeMountApplyConfiguration) {
+// objectStoreCA is the volume and the mount at path of s's CA, or nils.
+func objectStoreCA(s *dbv1alpha1.ObjectStore, volume, path string) (*corev1ac.VolumeApplyConfiguration, *corev1ac.VolumeMountApplyConfiguration) {
 	if s.CA == nil {
 		return nil, nil
 	}
@@ -79,10 +83,10 @@ func objectStoreCA(s *dbv1alpha1.ObjectStore) (*corev1ac.VolumeApplyConfiguratio
 	if key == "" {
 		key = "ca.crt"
 	}
-	return corev1ac.Volume().WithName(objectStoreCAVolume).WithSecret(corev1ac.SecretVolumeSource().
+	return corev1ac.Volume().WithName(volume).WithSecret(corev1ac.SecretVolumeSource().
 			WithSecretName(s.CA.Name).
 			WithItems(corev1ac.KeyToPath().WithKey(key).WithPath(objectStoreCAFile))),
-		corev1ac.VolumeMount().WithName(objectStoreCAVolume).WithMountPath(objectStoreCAPath).WithReadOnly(true)
+		corev1ac.VolumeMount().WithName(volume).WithMountPath(path).WithReadOnly(true)
 }
 
 // NewObjectStoreBackupJob builds the Job that streams the dump of db's
@@ -108,7 +112,7 @@ echo "backed up to %[2]s in bucket %[3]s"`, toolsBinary, shellQuote(key), shellQ
 	env := append(append(dumpEnv(db, rt),
 		corev1ac.EnvVar().WithName("OUT").WithValue("/dev/stdout"),
 		corev1ac.EnvVar().WithName("DBC_DUMP").WithValue(rt.Backup.Dump),
-	), objectStoreEnv(s)...)
+	), objectStoreEnv(s, objectStoreCAPath)...)
 	container := corev1ac.Container().
 		WithName(JobBackup).
 		WithImage(image).
@@ -124,7 +128,7 @@ echo "backed up to %[2]s in bucket %[3]s"`, toolsBinary, shellQuote(key), shellQ
 		corev1ac.Volume().WithName(toolsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 		corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 	}
-	if v, m := objectStoreCA(s); v != nil {
+	if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath); v != nil {
 		container.WithVolumeMounts(m)
 		volumes = append(volumes, v)
 	}
@@ -142,10 +146,10 @@ func NewObjectStoreDeleteJob(b *dbv1alpha1.DatabaseBackup, toolsImage string) *b
 		WithImage(toolsImage).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithArgs("objectstore", "delete", b.Status.Path).
-		WithEnv(objectStoreEnv(s)...).
+		WithEnv(objectStoreEnv(s, objectStoreCAPath)...).
 		WithSecurityContext(containerSecurity())
 	spec := jobPodSpec(toolsUID).WithContainers(container)
-	if v, m := objectStoreCA(s); v != nil {
+	if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath); v != nil {
 		container.WithVolumeMounts(m)
 		spec.WithVolumes(v)
 	}

@@ -91,6 +91,23 @@ type Runtime struct {
 	// has more than one replica; nil for an engine whose replicas are
 	// still independent servers.
 	Replication *Replication
+	// Archiving is how the engine's primary archives its change log as it
+	// writes it; nil for an engine that does not (yet).
+	Archiving *Archiving
+}
+
+// Archiving is how a server archives each completed file of its change
+// log by running a command.
+type Archiving struct {
+	// Server is the server container's first argument, when the
+	// container has no arguments of its own.
+	Server string
+	// ServerArgs are the settings that archive each completed file with
+	// command (the file's path in it as the server spells it), and
+	// complete a file early after timeoutSeconds with writes.
+	ServerArgs func(command string, timeoutSeconds int32) []string
+	// CommandArg is how command names the file to archive.
+	CommandArg string
 }
 
 // Replication is how an engine runs one primary and replicas that stream

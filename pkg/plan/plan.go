@@ -35,6 +35,10 @@ type Observed struct {
 	// Restore, when set, is the backup the pods initialise their data
 	// from: the restore has not completed yet.
 	Restore *builder.RestoreSource
+	// ToolsImage is the controller's own image, whose binary the servers
+	// that archive to an object store run; "" when it is not known, and
+	// they cannot archive.
+	ToolsImage string
 }
 
 // Plan is what one sync pass of a Database should bring about.
@@ -139,6 +143,9 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 		// Scaling down never removes the primary: the StatefulSet keeps it
 		// until a switchover has moved the role to a lower ordinal.
 		sts.Spec.WithReplicas(keep)
+	}
+	if observed.ToolsImage != "" {
+		builder.WithArchiving(sts, db, e, observed.ToolsImage)
 	}
 	p.StatefulSet = stamp(sts)
 	p.Grow = claimsToGrow(db, observed.Claims)

@@ -74,6 +74,13 @@ type fixture struct {
 	sql *actiontest.Servers
 	// logins, when set, checks the Secrets' credentials.
 	logins *login.Checker
+	// archive is what a primary says of its archiving, or archiveErr its
+	// failure to answer; archived lists the hosts asked.
+	archive    *dbv1alpha1.ArchiveStatus
+	archiveErr error
+	archived   []string
+	// noToolsImage runs the reconciler without --tools-image.
+	noToolsImage bool
 
 	// Once newReconciler ran: the caches a pass reads (caches), what was
 	// read of them (raw), and the Databases by key.
@@ -192,6 +199,10 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		ClaimEvents:  f.cache(srcClaimEvents, cache.Indexers{IndexClaim: IndexByClaim}, f.claimEventLister),
 	}
 	recorder := record.NewFakeRecorder(100)
+	toolsImage := actiontest.ToolsImage
+	if f.noToolsImage {
+		toolsImage = ""
+	}
 	r := New(Config{
 		KubeClient:  f.kubeclient,
 		DBClient:    f.client,
@@ -201,6 +212,11 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		Random:      actiontest.PasswordSource(),
 		Replication: map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: f.sql},
 		Logins:      f.logins,
+		ToolsImage:  toolsImage,
+		Archiver: func(_ context.Context, host string, _ int32, _ ha.Credentials) (*dbv1alpha1.ArchiveStatus, error) {
+			f.archived = append(f.archived, host)
+			return f.archive.DeepCopy(), f.archiveErr
+		},
 	})
 	return r, recorder
 }

@@ -47,6 +47,7 @@ import (
 	"k8s.io/utils/clock"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	"github.com/dbcontroller/database-controller/pkg/ha"
@@ -92,6 +93,9 @@ type Config struct {
 	// ToolsImage is the controller's own image, whose binary the pods run
 	// beside the server to reach an object store (package podtools).
 	ToolsImage string
+	// Archiver asks a primary how its WAL archiving goes; package pgsql's
+	// Archiver when nil.
+	Archiver Archiver
 }
 
 // Reconciler runs sync passes. It is safe for concurrent use by several
@@ -130,6 +134,7 @@ type Reconciler struct {
 	logins *login.Checker
 	// toolsImage is Config.ToolsImage.
 	toolsImage string
+	archiver   Archiver
 	// written remembers the status last written to each Database until
 	// the cache shows it (written.go).
 	written *ttlSet[types.UID, writtenStatus]
@@ -143,6 +148,9 @@ const memoryTTL = time.Hour
 func New(cfg Config) *Reconciler {
 	if cfg.Replication == nil {
 		cfg.Replication = map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: pgsql.New(), dbv1alpha1.EngineMySQL: mysqlsql.New()}
+	}
+	if cfg.Archiver == nil {
+		cfg.Archiver = pgsql.Archiver
 	}
 	return &Reconciler{
 		kube:         cfg.KubeClient,
@@ -163,6 +171,7 @@ func New(cfg Config) *Reconciler {
 		written:       newTTLSet[types.UID, writtenStatus](cfg.Clock, writtenTTL),
 		logins:        cfg.Logins,
 		toolsImage:    cfg.ToolsImage,
+		archiver:      cfg.Archiver,
 	}
 }
 
@@ -197,6 +206,8 @@ type findings struct {
 	// replication is what the replication step found of a replicated
 	// Database; nil when the pass did not reach it.
 	replication *replicationFindings
+	// archive is what the archiving step found.
+	archive archiveFindings
 	// featureCompatibility is what the featureCompatibilityVersion step did.
 	featureCompatibility featureCompatibilityFindings
 	// termination, when set, is the state of a deletion the controller
@@ -266,7 +277,13 @@ func (p *pass) converge(ctx context.Context) error {
 	case recheck != "":
 		return &RecheckError{Why: recheck}
 	case f.replication != nil && f.replication.pollAfter > 0:
-		return &RecheckError{Why: "asking the replicated servers again", After: f.replication.pollAfter}
+		after := f.replication.pollAfter
+		if a := f.archive.pollAfter; a > 0 && a < after {
+			after = a
+		}
+		return &RecheckError{Why: "asking the replicated servers again", After: after}
+	case f.archive.pollAfter > 0:
+		return &RecheckError{Why: "asking the primary how its archiving goes", After: f.archive.pollAfter}
 	}
 	return nil
 }
@@ -276,7 +293,8 @@ func (p *pass) converge(ctx context.Context) error {
 // then what follows a rollout. It stops at the first step that does not
 // succeed, touching nothing after it, and returns what the steps found.
 func (p *pass) run(ctx context.Context) (*findings, error) {
-	f := &findings{}
+	// Until the step asks the primary, the status keeps what it last said.
+	f := &findings{archive: archiveFindings{wanted: archiveWanted(p.db)}}
 	observed, err := p.observe()
 	if err != nil {
 		return f, err
@@ -335,6 +353,9 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	if f.replication, err = p.ensureReplication(ctx, sts, f.pods, p.recordTarget(f)); err != nil {
 		return f, err
 	}
+	if f.archive, err = p.archiving(ctx, observed.ToolsImage, f.pods, f.replication); err != nil {
+		return f, err
+	}
 	if err := p.replaceUnscheduledPods(ctx, sts, f.pods); err != nil {
 		return f, err
 	}
@@ -362,11 +383,14 @@ func (p *pass) recordTarget(f *findings) func(context.Context, *replicationFindi
 
 // observe reads what the plan needs.
 func (p *pass) observe() (plan.Observed, error) {
-	var observed plan.Observed
+	observed := plan.Observed{ToolsImage: p.r.toolsImage}
 	sts, err := p.read.statefulSet(p.db.Namespace, names.StatefulSetName(p.db))
 	switch {
 	case err == nil && metav1.IsControlledBy(sts, p.db):
 		observed.StatefulSet = sts
+		if observed.ToolsImage == "" {
+			observed.ToolsImage = builder.ToolsImageOf(sts)
+		}
 	case err != nil && !apierrors.IsNotFound(err):
 		return observed, err
 	}

@@ -127,6 +127,7 @@ func TestRestore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
+			f.noToolsImage = tc.backup != nil && tc.backup.Status.ObjectStore != nil
 			db := restoring(newDatabase("copy", "postgresql", "16", 1))
 			f.seed(db)
 			if tc.backup != nil {

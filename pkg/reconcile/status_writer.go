@@ -120,6 +120,9 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 		LastScheduleTime:               backups.LastScheduleTime,
 		Replication:                    replication,
 		Replicating:                    replicating,
+		Archiving:                      f.archive.wanted,
+		Archive:                        f.archive.archive,
+		Archived:                       f.archive.condition,
 	})
 	if equality.Semantic.DeepEqual(db.Status, newStatus) || onlyPodCountChanged(db.Status, newStatus) {
 		return recheck, nil
@@ -147,6 +150,11 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	if bc := backups.Condition; bc != nil && bc.Status == metav1.ConditionFalse {
 		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionBackup); old == nil || old.Reason != bc.Reason || old.Message != bc.Message {
 			r.recorder.Event(db, corev1.EventTypeWarning, bc.Reason, bc.Message)
+		}
+	}
+	if ac := f.archive.condition; ac != nil && ac.Status == metav1.ConditionFalse {
+		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionContinuousArchiving); old == nil || old.Reason != ac.Reason {
+			r.recorder.Event(db, corev1.EventTypeWarning, ac.Reason, ac.Message)
 		}
 	}
 	if t := f.termination; t != nil && t.Warning && (oldReady == nil || oldReady.Reason != t.Reason) {

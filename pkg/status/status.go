@@ -141,6 +141,13 @@ type Input struct {
 	// is not Running, whatever its pods' readiness.
 	Replication *dbv1alpha1.ReplicationStatus
 	Replicating *metav1.Condition
+	// Archiving says the spec asks for continuous archiving; without it,
+	// status.archive and the ContinuousArchiving condition go. Archive and
+	// Archived are what the primary said and its condition; nil keeps the
+	// last ones (the primary did not answer this time).
+	Archiving bool
+	Archive   *dbv1alpha1.ArchiveStatus
+	Archived  *metav1.Condition
 	// Now stamps conditions whose status changes.
 	Now metav1.Time
 }
@@ -304,6 +311,18 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		conditions = append(conditions, *in.Replicating)
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, dbv1alpha1.ConditionReplicating)
+	}
+	switch {
+	case !in.Archiving:
+		meta.RemoveStatusCondition(&st.Conditions, dbv1alpha1.ConditionContinuousArchiving)
+	case in.Archived != nil:
+		conditions = append(conditions, *in.Archived)
+		fallthrough
+	default:
+		st.Archive = old.Archive
+		if in.Archive != nil {
+			st.Archive = in.Archive
+		}
 	}
 	for _, c := range conditions {
 		c.ObservedGeneration = db.Generation

@@ -174,7 +174,10 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 	createDB(t, ns, dbYAML("one-mongo", "mongodb", "7.0", 1, ""))
 	createDB(t, ns, dbYAML("chosen", "postgresql", "16", 3, "  replication:\n    primary: chosen-2\n"))
 	createDB(t, ns, dbYAML("stored", "postgresql", "16", 1,
-		objectStoreYAML("https://s3.example:9000", "      prefix: team-a/prod.v2\n      region: eu-west-1\n      ca: {name: store-ca}\n")))
+		objectStoreYAML("https://s3.example:9000", "      prefix: team-a/prod.v2\n      region: eu-west-1\n      ca: {name: store-ca}\n    continuous: {}\n")))
+	if got := e2eutil.Kubectl(t, "-n", ns, "get", "db", "stored", "-o", "jsonpath={.spec.backup.continuous.archiveTimeoutSeconds}"); got != "300" {
+		t.Errorf("archiveTimeoutSeconds defaults to %q, want 300", got)
+	}
 	tests := []struct {
 		name    string
 		args    []string
@@ -209,6 +212,12 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 		{name: "an object store prefix that climbs out", args: []string{"create", "-f", "-"},
 			stdin:   dbYAML("store-climb", "postgresql", "16", 1, objectStoreYAML("https://s3.example", "      prefix: team-a/../team-b\n")),
 			wantErr: "spec.backup.objectStore.prefix in body should match"},
+		{name: "continuous archiving without an object store", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("archive-nowhere", "postgresql", "16", 1, "  backup:\n    continuous: {}\n"),
+			wantErr: "backup.continuous archives to backup.objectStore, which is not set"},
+		{name: "continuous archiving of MySQL", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("archive-mysql", "mysql", "8.4", 1, objectStoreYAML("https://s3.example", "    continuous: {}\n")),
+			wantErr: "spec.backup.continuous is for PostgreSQL"},
 		{name: "an object store CA for an http endpoint", args: []string{"create", "-f", "-"},
 			stdin:   dbYAML("store-ca", "postgresql", "16", 1, objectStoreYAML("http://10.0.0.1:7070", "      ca: {name: store-ca}\n")),
 			wantErr: "objectStore.ca is only for an https:// endpoint"},

@@ -4,6 +4,7 @@ package postgresql
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/dbcontroller/database-controller/pkg/engine"
 )
@@ -66,6 +67,16 @@ echo "$out"; exit 1`},
 			Initialised:   `[ -s "$PGDATA/PG_VERSION" ]`,
 		},
 		Replication: &replication,
+		// archive_mode=on: the primary archives; a replica does not, until
+		// it is promoted, when it archives its new timeline's segments and
+		// history file. The command runs in the data directory.
+		Archiving: &engine.Archiving{
+			Server:     "postgres",
+			CommandArg: "%p",
+			ServerArgs: func(command string, timeoutSeconds int32) []string {
+				return []string{"-c", "archive_mode=on", "-c", "archive_command=" + command, "-c", "archive_timeout=" + strconv.Itoa(int(timeoutSeconds))}
+			},
+		},
 	},
 }
 

@@ -32,10 +32,14 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=dbcontroller.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("ArchiveStatus"):
+		return &dbcontrollerv1alpha1.ArchiveStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BackupSpec"):
 		return &dbcontrollerv1alpha1.BackupSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BackupStorageSpec"):
 		return &dbcontrollerv1alpha1.BackupStorageSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContinuousArchiving"):
+		return &dbcontrollerv1alpha1.ContinuousArchivingApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Database"):
 		return &dbcontrollerv1alpha1.DatabaseApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DatabaseBackup"):

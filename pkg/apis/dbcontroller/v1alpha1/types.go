@@ -74,6 +74,12 @@ const (
 	// Completed, False when the schedule is not valid or the last scheduled
 	// backup failed; it is absent when spec.backup is not set.
 	ConditionBackup = "Backup"
+	// ConditionContinuousArchiving is, for a PostgreSQL Database with
+	// spec.backup.continuous, True while its primary archives its WAL to
+	// the object store, False with the cause when it cannot (the Database
+	// serves on, and the server keeps the segments until they are
+	// archived), Unknown before a first segment is archived.
+	ConditionContinuousArchiving = "ContinuousArchiving"
 	// ConditionReplicating is, for a replicated PostgreSQL Database, True
 	// when a primary serves and every other replica streams from it, and
 	// False with the reason otherwise (a failover or a switchover in
@@ -152,6 +158,7 @@ type Database struct {
 // server checks a rule again only where the value it applies to changed.
 
 // DatabaseSpec is what the user asks for.
+// +kubebuilder:validation:XValidation:rule="!has(self.backup) || !has(self.backup.continuous) || self.engine == 'postgresql'",message="spec.backup.continuous is for PostgreSQL: MySQL's binlogs and MongoDB's oplog are not archived yet"
 // +kubebuilder:validation:XValidation:rule="self.engine != 'mongodb' || !has(self.replicas) || self.replicas <= 1",message="replicas above 1 are refused for MongoDB: the servers would be independent copies, not a replica set, and each connection would read and write another one. Use 1 (or 0 to stop): MongoDB replica sets are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.primary) || !has(self.replicas) || self.replicas == 0 || int(self.replication.primary.substring(self.replication.primary.lastIndexOf('-') + 1)) < self.replicas",message="spec.replication.primary must be one of the pods spec.replicas asks for, <name>-0 to <name>-<replicas-1>: change or unset it before scaling below it"
 type DatabaseSpec struct {
@@ -289,6 +296,7 @@ type SynchronousReplication struct {
 }
 
 // BackupSpec sets up backups of a Database.
+// +kubebuilder:validation:XValidation:rule="!has(self.continuous) || has(self.objectStore)",message="backup.continuous archives to backup.objectStore, which is not set"
 type BackupSpec struct {
 	// Schedule is a standard 5-field cron expression (minute hour
 	// day-of-month month day-of-week), in UTC, or a descriptor such as
@@ -321,11 +329,34 @@ type BackupSpec struct {
 	// +optional
 	ObjectStore *ObjectStore `json:"objectStore,omitempty"`
 
+	// Continuous archives PostgreSQL's write-ahead log (WAL) to objectStore
+	// as the primary writes it, for point-in-time restore. Setting it, or
+	// changing it, restarts the servers (a replicated Database's replicas
+	// first, then a switchover).
+	// +optional
+	Continuous *ContinuousArchiving `json:"continuous,omitempty"`
+
 	// FinalBackup takes a backup before the Database is deleted; the
 	// deletion waits for it to complete. Default true.
 	// +optional
 	// +kubebuilder:default=true
 	FinalBackup *bool `json:"finalBackup,omitempty"`
+}
+
+// ContinuousArchiving archives every WAL segment the primary completes.
+type ContinuousArchiving struct {
+	// ArchiveTimeoutSeconds bounds how long a quiet database may leave
+	// written WAL unarchived: after that long with any write, the server
+	// completes its segment early and archives it (PostgreSQL's
+	// archive_timeout). Default 300: at most 5 minutes of writes are
+	// only on the server, at the cost of up to 12 segments of 16 MiB an
+	// hour (mostly zeros) for a database that writes a little every few
+	// minutes; a database with no write archives nothing.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=86400
+	ArchiveTimeoutSeconds *int32 `json:"archiveTimeoutSeconds,omitempty"`
 }
 
 // BackupStorageSpec is the backup volume.
@@ -499,8 +530,14 @@ type DatabaseStatus struct {
 	// +optional
 	Replication *ReplicationStatus `json:"replication,omitempty"`
 
+	// Archive reports the continuous archiving of a PostgreSQL Database's
+	// WAL (spec.backup.continuous), as its primary last told it.
+	// +optional
+	Archive *ArchiveStatus `json:"archive,omitempty"`
+
 	// Conditions are the latest observations: Ready, Progressing,
-	// VersionSupported, FeatureCompatibility, Backup and Replicating.
+	// VersionSupported, FeatureCompatibility, Backup, Replicating and
+	// ContinuousArchiving.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -563,6 +600,25 @@ type InstanceStatus struct {
 	// replica has not replayed yet.
 	// +optional
 	LagBytes *int64 `json:"lagBytes,omitempty"`
+}
+
+// ArchiveStatus is what the primary says of its WAL archiving.
+type ArchiveStatus struct {
+	// LastArchivedWAL is the newest segment (or timeline history file)
+	// archived, and LastArchivedTime when: what is written after it is on
+	// the servers only.
+	// +optional
+	LastArchivedWAL string `json:"lastArchivedWAL,omitempty"`
+	// +optional
+	LastArchivedTime *metav1.Time `json:"lastArchivedTime,omitempty"`
+	// LastFailedWAL is the last segment whose archiving failed, when, and
+	// the store's words for why.
+	// +optional
+	LastFailedWAL string `json:"lastFailedWAL,omitempty"`
+	// +optional
+	LastFailedTime *metav1.Time `json:"lastFailedTime,omitempty"`
+	// +optional
+	LastFailure string `json:"lastFailure,omitempty"`
 }
 
 // RestoreStatus reports a restore.

@@ -41,6 +41,11 @@ type BackupSpecApplyConfiguration struct {
 	// sends the next backups to the new store; each DatabaseBackup keeps
 	// the store it was written to.
 	ObjectStore *ObjectStoreApplyConfiguration `json:"objectStore,omitempty"`
+	// Continuous archives PostgreSQL's write-ahead log (WAL) to objectStore
+	// as the primary writes it, for point-in-time restore. Setting it, or
+	// changing it, restarts the servers (a replicated Database's replicas
+	// first, then a switchover).
+	Continuous *ContinuousArchivingApplyConfiguration `json:"continuous,omitempty"`
 	// FinalBackup takes a backup before the Database is deleted; the
 	// deletion waits for it to complete. Default true.
 	FinalBackup *bool `json:"finalBackup,omitempty"`
@@ -81,6 +86,14 @@ func (b *BackupSpecApplyConfiguration) WithStorage(value *BackupStorageSpecApply
 // If called multiple times, the ObjectStore field is set to the value of the last call.
 func (b *BackupSpecApplyConfiguration) WithObjectStore(value *ObjectStoreApplyConfiguration) *BackupSpecApplyConfiguration {
 	b.ObjectStore = value
+	return b
+}
+
+// WithContinuous sets the Continuous field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Continuous field is set to the value of the last call.
+func (b *BackupSpecApplyConfiguration) WithContinuous(value *ContinuousArchivingApplyConfiguration) *BackupSpecApplyConfiguration {
+	b.Continuous = value
 	return b
 }
 

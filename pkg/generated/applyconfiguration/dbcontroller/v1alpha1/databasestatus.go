@@ -58,8 +58,12 @@ type DatabaseStatusApplyConfiguration struct {
 	// Replication reports a replicated PostgreSQL Database: which pod is the
 	// primary, a failover or switchover in progress, and each replica.
 	Replication *ReplicationStatusApplyConfiguration `json:"replication,omitempty"`
+	// Archive reports the continuous archiving of a PostgreSQL Database's
+	// WAL (spec.backup.continuous), as its primary last told it.
+	Archive *ArchiveStatusApplyConfiguration `json:"archive,omitempty"`
 	// Conditions are the latest observations: Ready, Progressing,
-	// VersionSupported, FeatureCompatibility, Backup and Replicating.
+	// VersionSupported, FeatureCompatibility, Backup, Replicating and
+	// ContinuousArchiving.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
@@ -162,6 +166,14 @@ func (b *DatabaseStatusApplyConfiguration) WithLastScheduleTime(value v1.Time) *
 // If called multiple times, the Replication field is set to the value of the last call.
 func (b *DatabaseStatusApplyConfiguration) WithReplication(value *ReplicationStatusApplyConfiguration) *DatabaseStatusApplyConfiguration {
 	b.Replication = value
+	return b
+}
+
+// WithArchive sets the Archive field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Archive field is set to the value of the last call.
+func (b *DatabaseStatusApplyConfiguration) WithArchive(value *ArchiveStatusApplyConfiguration) *DatabaseStatusApplyConfiguration {
+	b.Archive = value
 	return b
 }
 

@@ -1,0 +1,138 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/objectstore"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
+)
+
+// archivingYAML is a PostgreSQL Database that archives its WAL to the
+// local object store under prefix, with the keys of the Secret store.
+func archivingYAML(name string, cfg objectstore.Config, prefix string) string {
+	return dbYAML(name, "postgresql", "15", postgresImage, 1) + fmt.Sprintf(`  backup:
+    objectStore:
+      endpoint: %s
+      bucket: %s
+      prefix: %s
+      region: %s
+      credentialsSecret: {name: store}
+    continuous:
+      archiveTimeoutSeconds: 10
+`, cfg.Endpoint, cfg.Bucket, prefix, cfg.Region)
+}
+
+// waitArchiving waits until db's ContinuousArchiving condition has reason
+// and, for Archiving, status.archive names a file archived after after.
+func waitArchiving(t *testing.T, ns, name, reason string) *dbv1alpha1.Database {
+	t.Helper()
+	var db *dbv1alpha1.Database
+	e2eutil.Eventually(t, converge, "ContinuousArchiving "+reason, func() (bool, string) {
+		db = e2eutil.GetDB(t, ns, name)
+		c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionContinuousArchiving)
+		if c == nil {
+			return false, "no condition"
+		}
+		return c.Reason == reason, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+	})
+	return db
+}
+
+// A PostgreSQL Database archives each WAL file its primary completes to
+// the object store, and status.archive and the ContinuousArchiving
+// condition say so. With keys the store refuses, it serves on, and the
+// condition says why in the store's words; with the keys mended and the
+// server restarted, it archives what it kept, the file that failed first.
+func TestContinuousArchiving(t *testing.T) {
+	t.Parallel()
+	cfg := e2eutil.LocalObjectStore(t, localDir)
+	for _, wrongKeys := range []bool{false, true} {
+		name := "archives"
+		if wrongKeys {
+			name = "refused, then mended"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ns := e2eutil.NewNamespace(t)
+			secret := cfg.SecretAccessKey
+			if wrongKeys {
+				secret = "wrong"
+			}
+			e2eutil.Kubectl(t, "-n", ns, "create", "secret", "generic", "store",
+				"--from-literal=accessKeyID="+cfg.AccessKeyID, "--from-literal=secretAccessKey="+secret)
+			prefix := "realnode/" + ns
+			e2eutil.KubectlIn(t, archivingYAML("ledger", cfg, prefix), "-n", ns, "create", "-f", "-")
+			db := e2eutil.WaitRunning(t, ns, "ledger", converge)
+			// Writes, then a file completed at once (as archive_timeout would).
+			runClient(t, ns, "ledger", postgresImage, psql+`-c "CREATE TABLE entries AS SELECT g AS n FROM generate_series(1, 10000) g" -c "SELECT pg_switch_wal()"`)
+
+			if wrongKeys {
+				db = waitArchiving(t, ns, "ledger", "ArchivingFailed")
+				c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionContinuousArchiving)
+				t.Logf("refused: %s", c.Message)
+				if !strings.Contains(c.Message, "Access Denied") || db.Status.Archive == nil || db.Status.Archive.LastFailedWAL == "" {
+					t.Errorf("condition %q, archive %+v: want the store's refusal (Access Denied) and the file that failed", c.Message, db.Status.Archive)
+				}
+				if db.Status.Phase != dbv1alpha1.PhaseRunning {
+					t.Errorf("phase %s while archiving fails, want Running: the server serves", db.Status.Phase)
+				}
+				failed := db.Status.Archive.LastFailedWAL
+				e2eutil.KubectlIn(t, fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"store"},"stringData":{"accessKeyID":%q,"secretAccessKey":%q}}`,
+					cfg.AccessKeyID, cfg.SecretAccessKey), "-n", ns, "apply", "-f", "-")
+				// The keys are the server's environment: it reads them at its start.
+				e2eutil.Kubectl(t, "-n", ns, "delete", "pod", "ledger-0")
+				db = waitArchiving(t, ns, "ledger", "Archiving")
+				store, err := objectstore.New(withPrefix(cfg, prefix))
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := fmt.Sprintf("%s/ledger/%s/wal/%s", ns, db.UID, failed)
+				if r, err := store.Get(context.Background(), key); err != nil {
+					t.Errorf("the file that failed, %s, is not in the store once the keys are mended: %v", key, err)
+				} else {
+					r.Close()
+				}
+				return
+			}
+
+			db = waitArchiving(t, ns, "ledger", "Archiving")
+			a := db.Status.Archive
+			if a == nil || a.LastArchivedWAL == "" || a.LastArchivedTime == nil {
+				t.Fatalf("status.archive %+v", a)
+			}
+			store, err := objectstore.New(withPrefix(cfg, prefix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			objects, err := store.List(context.Background(), fmt.Sprintf("%s/ledger/%s/wal", ns, db.UID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var listed []string
+			found := false
+			for _, o := range objects {
+				listed = append(listed, fmt.Sprintf("%s (%d)", o.Key[strings.LastIndex(o.Key, "/")+1:], o.Size))
+				if strings.HasSuffix(o.Key, "/wal/"+a.LastArchivedWAL) && o.Size == 16<<20 {
+					found = true
+				}
+			}
+			t.Logf("archived: %s; the store holds %s", a.LastArchivedWAL, strings.Join(listed, ", "))
+			if !found {
+				t.Errorf("the store holds %v; want %s of 16 MiB", listed, a.LastArchivedWAL)
+			}
+		})
+	}
+}
+
+func withPrefix(cfg objectstore.Config, prefix string) objectstore.Config {
+	cfg.Prefix = prefix
+	return cfg
+}
