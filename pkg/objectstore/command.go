@@ -9,7 +9,10 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
+
+	"github.com/dbcontroller/database-controller/pkg/wal"
 )
 
 // The environment of Command: where the store is, and how to sign in.
@@ -61,6 +64,10 @@ const usage = `usage: controller objectstore put KEY   (writes standard input to
        controller objectstore delete KEY (a key the store does not hold is no error)
        controller objectstore wal-push PATH       (archive_command: the file PATH to wal/NAME, NAME being PATH's
                                                    last part, unless the store holds it; never over other bytes)
+       controller objectstore wal-check FROM [TIMELINE]
+                                         (checks that wal/ holds every segment a restore needs from the segment
+                                          FROM on, along TIMELINE (hexadecimal; the newest that follows FROM's
+                                          when unset), and prints the last one; exit 1 naming the first missing)
        controller objectstore wal-fetch NAME PATH (restore_command: wal/NAME to PATH; exit 1 when the store does
                                                    not hold it, 255 on any other failure, which stops recovery)
 The store is in the environment: ` + EnvEndpoint + `, ` + EnvBucket + `, ` + EnvPrefix + `, ` + EnvRegion + `,
@@ -90,8 +97,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 func Command(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The number of arguments of each verb; put-output's command has any
 	// number after the key and its name.
-	arity := map[string]int{"put": 1, "get": 1, "list": 1, "delete": 1, "wal-push": 1, "wal-fetch": 2, "put-output": 2}
-	if len(args) == 0 || arity[args[0]] == 0 || len(args)-1 != arity[args[0]] && (args[0] != "put-output" || len(args)-1 < arity[args[0]]) {
+	arity := map[string]int{"put": 1, "get": 1, "list": 1, "delete": 1, "wal-push": 1, "wal-fetch": 2, "put-output": 2, "wal-check": 1}
+	if len(args) == 0 || arity[args[0]] == 0 || len(args)-1 != arity[args[0]] &&
+		(args[0] != "put-output" || len(args)-1 < arity[args[0]]) && (args[0] != "wal-check" || len(args) != 3) {
 		fmt.Fprint(stderr, usage)
 		return ExitUsage
 	}
@@ -130,6 +138,8 @@ func run(ctx context.Context, s *Store, verb string, args []string, stdin io.Rea
 		return s.Put(ctx, args[0], stdin, -1)
 	case "put-output":
 		return putOutput(ctx, s, args[0], args[1:], stdout, stderr)
+	case "wal-check":
+		return walCheck(ctx, s, args[0], args[1:], stdout)
 	case "get":
 		r, err := s.Get(ctx, args[0])
 		if err != nil {
@@ -156,6 +166,73 @@ func run(ctx context.Context, s *Store, verb string, args []string, stdin io.Rea
 		}
 		return nil
 	}
+}
+
+// walCheck checks that the archive's WAL directory holds every segment a
+// restore from the segment from needs, along the timeline named in tl (or
+// the newest whose history the archive holds and which follows from's
+// timeline), up to the last it holds on that way, which it prints. A gap
+// is a *wal.MissingError naming the first missing segment.
+func walCheck(ctx context.Context, s *Store, from string, tl []string, stdout io.Writer) error {
+	start, ok := wal.ParseSegment(from, wal.DefaultSegmentSize)
+	if !ok {
+		return fmt.Errorf("%q is not a WAL segment's name", from)
+	}
+	objects, err := s.List(ctx, WALDir)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(objects))
+	histories := map[uint32]wal.History{start.Timeline: {Timeline: start.Timeline}}
+	for _, o := range objects {
+		name := path.Base(o.Key)
+		names = append(names, name)
+		if t, ok := wal.ParseHistoryName(name); ok && t > start.Timeline {
+			h, err := readHistory(ctx, s, t)
+			if err != nil {
+				return err
+			}
+			histories[t] = h
+		}
+	}
+	target := start.Timeline
+	if len(tl) == 1 {
+		n, err := strconv.ParseUint(tl[0], 16, 32)
+		if err != nil || histories[uint32(n)].Timeline != uint32(n) {
+			return fmt.Errorf("timeline %q: the archive holds no history of it", tl[0])
+		}
+		target = uint32(n)
+	} else {
+		for t, h := range histories {
+			if t > target && h.Follows(start.Timeline) {
+				target = t
+			}
+		}
+	}
+	h := histories[target]
+	if !h.Follows(start.Timeline) {
+		return fmt.Errorf("timeline %X does not come from timeline %X, the base backup's", target, start.Timeline)
+	}
+	last, err := wal.NewArchive(names, wal.DefaultSegmentSize).Chain(h, start.No)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "timeline %X: %s to %s\n", target, from, last.Name(wal.DefaultSegmentSize))
+	return err
+}
+
+// readHistory reads timeline tl's history file from the archive.
+func readHistory(ctx context.Context, s *Store, tl uint32) (wal.History, error) {
+	r, err := s.Get(ctx, path.Join(WALDir, wal.HistoryName(tl)))
+	if err != nil {
+		return wal.History{}, err
+	}
+	defer r.Close()
+	text, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return wal.History{}, err
+	}
+	return wal.ParseHistory(tl, string(text))
 }
 
 // recordArchiveFailure writes err to file (through a temporary name, so

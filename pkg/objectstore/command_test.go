@@ -40,6 +40,8 @@ func TestCommand(t *testing.T) {
 		{"a CA file it cannot read", []string{"get", "x"}, with(EnvCAFile, "/nonexistent/ca.crt"), ExitFailed, "object store CA: open /nonexistent/ca.crt"},
 		{"a key that climbs out", []string{"get", "../other/x"}, full, ExitFailed, `object key "../other/x": not a key`},
 		{"wal-fetch without a path", []string{"wal-fetch", "000000010000000000000001"}, full, ExitUsage, "usage:"},
+		{"wal-check without a segment", []string{"wal-check"}, full, ExitUsage, "usage:"},
+		{"wal-check with three arguments", []string{"wal-check", "000000010000000000000001", "1", "2"}, full, ExitUsage, "usage:"},
 		{"put-output without a command", []string{"put-output", "a"}, full, ExitUsage, "usage:"},
 		{"put-output with no bucket", []string{"put-output", "a", "true"}, with(EnvBucket, ""), ExitFailed, "controller objectstore put-output: object store: no bucket"},
 		{"wal-push with two paths", []string{"wal-push", "a", "b"}, full, ExitUsage, "usage:"},

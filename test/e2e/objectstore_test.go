@@ -202,6 +202,47 @@ func TestObjectStoreCommand(t *testing.T) {
 		t.Errorf("after a failed put-output to a new key, get exits %d, want %d: nothing may be written", code, objectstore.ExitNotFound)
 	}
 
+	// wal-check, a restore's check of its WAL chain: timeline 1's
+	// segments 1 to 3, timeline 2 from its switch in segment 3 on; a gap
+	// is refused, naming the first missing segment.
+	saved := env
+	env = append(append([]string(nil), env...), objectstore.EnvPrefix+"=e2e/"+t.Name()+"/chain")
+	for _, name := range []string{"000000010000000000000001", "000000010000000000000002", "000000010000000000000003",
+		"000000020000000000000003", "000000020000000000000004"} {
+		if _, stderr, code := run([]byte(name), "put", "wal/"+name); code != 0 {
+			t.Fatalf("put %s: exit %d: %s", name, code, stderr)
+		}
+	}
+	if _, stderr, code := run([]byte("1\t0/3000100\tno recovery target specified\n"), "put", "wal/00000002.history"); code != 0 {
+		t.Fatalf("put the history: exit %d: %s", code, stderr)
+	}
+	for _, tc := range []struct {
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{[]string{"000000010000000000000001"}, 0, "timeline 2: 000000010000000000000001 to 000000020000000000000004\n"},
+		{[]string{"000000010000000000000001", "1"}, 0, "timeline 1: 000000010000000000000001 to 000000010000000000000003\n"},
+		{[]string{"000000010000000000000001", "3"}, objectstore.ExitFailed, `timeline "3": the archive holds no history of it`},
+		{[]string{"00000001000000000000000X"}, objectstore.ExitFailed, "is not a WAL segment's name"},
+	} {
+		out, stderr, code := run(nil, append([]string{"wal-check"}, tc.args...)...)
+		if code != tc.wantCode || (code == 0 && string(out) != tc.want) || (code != 0 && !strings.Contains(stderr, tc.want)) {
+			t.Errorf("wal-check %v: exit %d, %q, %q; want exit %d and %q", tc.args, code, out, stderr, tc.wantCode, tc.want)
+		}
+	}
+	if _, stderr, code := run(nil, "delete", "wal/000000010000000000000002"); code != 0 {
+		t.Fatalf("delete: exit %d: %s", code, stderr)
+	}
+	if out, stderr, code := run(nil, "wal-check", "000000010000000000000001"); code != objectstore.ExitFailed ||
+		!strings.Contains(stderr, "lacks segment 000000010000000000000002 (it holds 000000020000000000000003") {
+		t.Errorf("wal-check across a gap: exit %d, %q, %q; want exit 1 naming 000000010000000000000002", code, out, stderr)
+	}
+	if out, stderr, code := run(nil, "wal-check", "000000010000000000000003"); code != 0 || string(out) != "timeline 2: 000000010000000000000003 to 000000020000000000000004\n" {
+		t.Errorf("wal-check after the gap: exit %d, %q, %q; want timeline 2 from the switch's segment on", code, out, stderr)
+	}
+	env = saved
+
 	env = append(env, objectstore.EnvSecretAccessKey+"=wrong")
 	if _, stderr, code := run(nil, "wal-fetch", "000000010000000000000003", fetched); code != objectstore.ExitAbortRecovery {
 		t.Errorf("wal-fetch with a wrong secret: exit %d (%s), want %d", code, stderr, objectstore.ExitAbortRecovery)
