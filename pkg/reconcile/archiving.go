@@ -81,8 +81,9 @@ func (p *pass) archiving(ctx context.Context, toolsImage string, pods []*corev1.
 		klog.FromContext(ctx).V(2).Info("The primary did not say how its archiving goes", "pod", klog.KObj(pod), "err", err)
 		return found, nil
 	}
-	c := status.ArchiveCondition(a)
-	found.archive, found.condition = a, &c
+	merged := status.MergeArchive(db.Status.Archive, a)
+	c := status.ArchiveCondition(merged)
+	found.archive, found.condition = merged, &c
 	return found, nil
 }
 

@@ -72,7 +72,10 @@ func TestArchivingStatus(t *testing.T) {
 			f.archive = tc.said
 			f.expectGet(secretsResource, "default", "orders-credentials")
 			st := *db.Status.DeepCopy()
-			st.Archive = tc.said
+			if *tc.said != (dbv1alpha1.ArchiveStatus{}) {
+				// An empty answer writes no status.archive.
+				st.Archive = tc.said
+			}
 			c := tc.condition
 			c.Type, c.ObservedGeneration, c.LastTransitionTime = dbv1alpha1.ConditionContinuousArchiving, db.Generation, metav1.NewTime(testNow)
 			st.Conditions = append(st.Conditions, c)
@@ -95,6 +98,18 @@ func TestArchivingStatus(t *testing.T) {
 		})
 	}
 
+	t.Run("a new primary has archived nothing yet: the status keeps the last file", func(t *testing.T) {
+		f := newFixture(t)
+		db, _ := archivingDatabase(t, f)
+		db.Status.Archive = archived
+		c := metav1.Condition{Type: dbv1alpha1.ConditionContinuousArchiving, Status: metav1.ConditionTrue, Reason: "Archiving",
+			Message: "WAL archived up to 000000010000000000000003 at " + archivedAt.UTC().Format(time.RFC3339), ObservedGeneration: db.Generation,
+			LastTransitionTime: metav1.NewTime(testNow.Add(-time.Hour))}
+		meta.SetStatusCondition(&db.Status.Conditions, c)
+		f.archive = &dbv1alpha1.ArchiveStatus{}
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.run(ctx, ref(db), pollServers)
+	})
 	t.Run("the primary does not answer: the status keeps what it said", func(t *testing.T) {
 		f := newFixture(t)
 		db, _ := archivingDatabase(t, f)

@@ -24,6 +24,9 @@ const (
 // archive and tries again; the Database serves on.
 func ArchiveCondition(a *dbv1alpha1.ArchiveStatus) metav1.Condition {
 	c := metav1.Condition{Type: dbv1alpha1.ConditionContinuousArchiving}
+	if a == nil {
+		a = &dbv1alpha1.ArchiveStatus{}
+	}
 	failing := a.LastFailedTime != nil && (a.LastArchivedTime == nil || a.LastFailedTime.After(a.LastArchivedTime.Time))
 	switch {
 	case failing:
@@ -48,4 +51,30 @@ func ArchiveCondition(a *dbv1alpha1.ArchiveStatus) metav1.Condition {
 // that cannot make the servers archive.
 func ArchiveUnavailable(why string) metav1.Condition {
 	return metav1.Condition{Type: dbv1alpha1.ConditionContinuousArchiving, Status: metav1.ConditionFalse, Reason: ReasonArchivingUnavailable, Message: why}
+}
+
+// MergeArchive is what the status says of the archiving, from what it
+// said (old) and what the primary says now (now): the newer archived file
+// and the newer failure of the two. A server's statistics are its own: a
+// new primary has archived nothing yet, and a crash resets them, while
+// the store holds what the servers before it archived. Nil when neither
+// says anything (an empty object is not written: the API server would
+// take it for null).
+func MergeArchive(old, now *dbv1alpha1.ArchiveStatus) *dbv1alpha1.ArchiveStatus {
+	var merged dbv1alpha1.ArchiveStatus
+	for _, a := range []*dbv1alpha1.ArchiveStatus{old, now} {
+		if a == nil {
+			continue
+		}
+		if a.LastArchivedTime != nil && (merged.LastArchivedTime == nil || !a.LastArchivedTime.Before(merged.LastArchivedTime)) {
+			merged.LastArchivedWAL, merged.LastArchivedTime = a.LastArchivedWAL, a.LastArchivedTime.DeepCopy()
+		}
+		if a.LastFailedTime != nil && (merged.LastFailedTime == nil || !a.LastFailedTime.Before(merged.LastFailedTime)) {
+			merged.LastFailedWAL, merged.LastFailedTime, merged.LastFailure = a.LastFailedWAL, a.LastFailedTime.DeepCopy(), a.LastFailure
+		}
+	}
+	if merged == (dbv1alpha1.ArchiveStatus{}) {
+		return nil
+	}
+	return &merged
 }
