@@ -58,7 +58,9 @@ func WithArchiving(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.D
 	}
 	server.Args = args
 	server.
-		WithEnv(objectStoreEnv(s, archiveCAPath)...).
+		// A Secret of the store that is missing must not keep the server
+		// from starting: archiving fails then, saying so, and it serves.
+		WithEnv(objectStoreEnv(s, archiveCAPath, true)...).
 		WithEnv(
 			corev1ac.EnvVar().WithName(objectstore.EnvPrefix).WithValue(ArchiveDir(db)),
 			corev1ac.EnvVar().WithName(objectstore.EnvArchiveFailureFile).WithValue(ArchiveFailureFile),
@@ -69,7 +71,7 @@ func WithArchiving(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.D
 		spec.InitContainers = append([]corev1ac.ContainerApplyConfiguration{*installTools(toolsImage)}, spec.InitContainers...)
 		spec.WithVolumes(corev1ac.Volume().WithName(toolsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
 	}
-	if v, m := objectStoreCA(s, archiveCAVolume, archiveCAPath); v != nil {
+	if v, m := objectStoreCA(s, archiveCAVolume, archiveCAPath, true); v != nil {
 		server.WithVolumeMounts(m)
 		spec.WithVolumes(v)
 	}

@@ -271,7 +271,7 @@ fi`, tool.Initialised, toolsBinary, shellQuote(src.Path), shellQuote(file), src.
 	var extraVolumes []*corev1ac.VolumeApplyConfiguration
 	var initContainers []*corev1ac.ContainerApplyConfiguration
 	if s := src.ObjectStore; s != nil {
-		initEnv = append(initEnv, objectStoreEnv(s, objectStoreCAPath)...)
+		initEnv = append(initEnv, objectStoreEnv(s, objectStoreCAPath, false)...)
 		initMounts = append(initMounts,
 			corev1ac.VolumeMount().WithName(toolsVolume).WithMountPath(toolsPath).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(restoreBackupVolume).WithMountPath(restoreBackupPath),
@@ -280,7 +280,7 @@ fi`, tool.Initialised, toolsBinary, shellQuote(src.Path), shellQuote(file), src.
 		extraVolumes = append(extraVolumes,
 			corev1ac.Volume().WithName(toolsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 			corev1ac.Volume().WithName("dbc-restore-tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
-		if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath); v != nil {
+		if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath, false); v != nil {
 			initMounts = append(initMounts, m)
 			extraVolumes = append(extraVolumes, v)
 		}

@@ -53,10 +53,16 @@ func installTools(toolsImage string) *corev1ac.ContainerApplyConfiguration {
 
 // objectStoreEnv is the environment of `controller objectstore` for the
 // store s (package objectstore): the keys come from the Secret s names,
-// never through an argument or the controller.
-func objectStoreEnv(s *dbv1alpha1.ObjectStore, caPath string) []*corev1ac.EnvVarApplyConfiguration {
+// never through an argument or the controller. Optional, a missing
+// Secret or key does not keep the container from starting: the command
+// then fails, saying so.
+func objectStoreEnv(s *dbv1alpha1.ObjectStore, caPath string, optional bool) []*corev1ac.EnvVarApplyConfiguration {
 	secret := func(key string) *corev1ac.EnvVarSourceApplyConfiguration {
-		return corev1ac.EnvVarSource().WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(s.CredentialsSecret.Name).WithKey(key))
+		ref := corev1ac.SecretKeySelector().WithName(s.CredentialsSecret.Name).WithKey(key)
+		if optional {
+			ref.WithOptional(true)
+		}
+		return corev1ac.EnvVarSource().WithSecretKeyRef(ref)
 	}
 	env := []*corev1ac.EnvVarApplyConfiguration{
 		corev1ac.EnvVar().WithName(objectstore.EnvEndpoint).WithValue(s.Endpoint),
@@ -74,8 +80,9 @@ func objectStoreEnv(s *dbv1alpha1.ObjectStore, caPath string) []*corev1ac.EnvVar
 	)
 }
 
-// objectStoreCA is the volume and the mount at path of s's CA, or nils.
-func objectStoreCA(s *dbv1alpha1.ObjectStore, volume, path string) (*corev1ac.VolumeApplyConfiguration, *corev1ac.VolumeMountApplyConfiguration) {
+// objectStoreCA is the volume and the mount at path of s's CA, or nils;
+// optional as objectStoreEnv.
+func objectStoreCA(s *dbv1alpha1.ObjectStore, volume, path string, optional bool) (*corev1ac.VolumeApplyConfiguration, *corev1ac.VolumeMountApplyConfiguration) {
 	if s.CA == nil {
 		return nil, nil
 	}
@@ -83,9 +90,13 @@ func objectStoreCA(s *dbv1alpha1.ObjectStore, volume, path string) (*corev1ac.Vo
 	if key == "" {
 		key = "ca.crt"
 	}
-	return corev1ac.Volume().WithName(volume).WithSecret(corev1ac.SecretVolumeSource().
-			WithSecretName(s.CA.Name).
-			WithItems(corev1ac.KeyToPath().WithKey(key).WithPath(objectStoreCAFile))),
+	source := corev1ac.SecretVolumeSource().
+		WithSecretName(s.CA.Name).
+		WithItems(corev1ac.KeyToPath().WithKey(key).WithPath(objectStoreCAFile))
+	if optional {
+		source.WithOptional(true)
+	}
+	return corev1ac.Volume().WithName(volume).WithSecret(source),
 		corev1ac.VolumeMount().WithName(volume).WithMountPath(path).WithReadOnly(true)
 }
 
@@ -112,7 +123,7 @@ echo "backed up to %[2]s in bucket %[3]s"`, toolsBinary, shellQuote(key), shellQ
 	env := append(append(dumpEnv(db, rt),
 		corev1ac.EnvVar().WithName("OUT").WithValue("/dev/stdout"),
 		corev1ac.EnvVar().WithName("DBC_DUMP").WithValue(rt.Backup.Dump),
-	), objectStoreEnv(s, objectStoreCAPath)...)
+	), objectStoreEnv(s, objectStoreCAPath, false)...)
 	container := corev1ac.Container().
 		WithName(JobBackup).
 		WithImage(image).
@@ -128,7 +139,7 @@ echo "backed up to %[2]s in bucket %[3]s"`, toolsBinary, shellQuote(key), shellQ
 		corev1ac.Volume().WithName(toolsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 		corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 	}
-	if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath); v != nil {
+	if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath, false); v != nil {
 		container.WithVolumeMounts(m)
 		volumes = append(volumes, v)
 	}
@@ -146,10 +157,10 @@ func NewObjectStoreDeleteJob(b *dbv1alpha1.DatabaseBackup, toolsImage string) *b
 		WithImage(toolsImage).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithArgs("objectstore", "delete", b.Status.Path).
-		WithEnv(objectStoreEnv(s, objectStoreCAPath)...).
+		WithEnv(objectStoreEnv(s, objectStoreCAPath, false)...).
 		WithSecurityContext(containerSecurity())
 	spec := jobPodSpec(toolsUID).WithContainers(container)
-	if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath); v != nil {
+	if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath, false); v != nil {
 		container.WithVolumeMounts(m)
 		spec.WithVolumes(v)
 	}

@@ -5,6 +5,7 @@ package realnode
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,10 +16,10 @@ import (
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
-// archivingYAML is a PostgreSQL Database that archives its WAL to the
-// local object store under prefix, with the keys of the Secret store.
-func archivingYAML(name string, cfg objectstore.Config, prefix string) string {
-	return dbYAML(name, "postgresql", "15", postgresImage, 1) + fmt.Sprintf(`  backup:
+// archivingYAML is a PostgreSQL Database of replicas that archives its WAL
+// to the local object store under prefix, with the keys of the Secret store.
+func archivingYAML(name string, replicas int, cfg objectstore.Config, prefix string) string {
+	return dbYAML(name, "postgresql", "15", postgresImage, replicas) + fmt.Sprintf(`  backup:
     objectStore:
       endpoint: %s
       bucket: %s
@@ -51,14 +52,14 @@ func waitArchiving(t *testing.T, ns, name, reason string) *dbv1alpha1.Database {
 // condition say so. With keys the store refuses, it serves on, and the
 // condition says why in the store's words; with the keys mended and the
 // server restarted, it archives what it kept, the file that failed first.
+// With no Secret at all, the server starts and serves all the same, and the
+// condition says what is missing. After a switchover, the new primary
+// archives its timeline's history file and its files.
 func TestContinuousArchiving(t *testing.T) {
 	t.Parallel()
 	cfg := e2eutil.LocalObjectStore(t, localDir)
-	for _, wrongKeys := range []bool{false, true} {
-		name := "archives"
-		if wrongKeys {
-			name = "refused, then mended"
-		}
+	for _, name := range []string{"archives", "refused, then mended", "no Secret", "after a switchover"} {
+		wrongKeys := name == "refused, then mended"
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ns := e2eutil.NewNamespace(t)
@@ -66,14 +67,50 @@ func TestContinuousArchiving(t *testing.T) {
 			if wrongKeys {
 				secret = "wrong"
 			}
-			e2eutil.Kubectl(t, "-n", ns, "create", "secret", "generic", "store",
-				"--from-literal=accessKeyID="+cfg.AccessKeyID, "--from-literal=secretAccessKey="+secret)
+			if name != "no Secret" {
+				e2eutil.Kubectl(t, "-n", ns, "create", "secret", "generic", "store",
+					"--from-literal=accessKeyID="+cfg.AccessKeyID, "--from-literal=secretAccessKey="+secret)
+			}
 			prefix := "realnode/" + ns
-			e2eutil.KubectlIn(t, archivingYAML("ledger", cfg, prefix), "-n", ns, "create", "-f", "-")
+			if name == "after a switchover" {
+				e2eutil.KubectlIn(t, archivingYAML("ledger", 2, cfg, prefix), "-n", ns, "create", "-f", "-")
+				db := waitReplicating(t, ns, "ledger", "two replicas, one primary and one streaming")
+				runClient(t, ns, "ledger", postgresImage, psql+`-c "CREATE TABLE entries AS SELECT g AS n FROM generate_series(1, 1000) g"`)
+				switchOver(t, ns, db)
+				// The new primary's first file of its timeline, completed at once.
+				runClient(t, ns, "ledger", postgresImage, psql+`-c "INSERT INTO entries SELECT generate_series(1001, 2000)" -c "SELECT pg_switch_wal()"`)
+				store, err := objectstore.New(withPrefix(cfg, prefix))
+				if err != nil {
+					t.Fatal(err)
+				}
+				e2eutil.Eventually(t, converge, "the history file of timeline 2 in the store, and a file of timeline 2 archived", func() (bool, string) {
+					objects, err := store.List(context.Background(), fmt.Sprintf("%s/ledger/%s/wal", ns, db.UID))
+					if err != nil {
+						return false, err.Error()
+					}
+					var names []string
+					for _, o := range objects {
+						names = append(names, o.Key[strings.LastIndex(o.Key, "/")+1:])
+					}
+					a := e2eutil.GetDB(t, ns, "ledger").Status.Archive
+					return slices.Contains(names, "00000002.history") && a != nil && strings.HasPrefix(a.LastArchivedWAL, "00000002") &&
+						!strings.HasSuffix(a.LastArchivedWAL, ".history"), fmt.Sprintf("status.archive %+v; the store holds %v", a, names)
+				})
+				return
+			}
+			e2eutil.KubectlIn(t, archivingYAML("ledger", 1, cfg, prefix), "-n", ns, "create", "-f", "-")
 			db := e2eutil.WaitRunning(t, ns, "ledger", converge)
 			// Writes, then a file completed at once (as archive_timeout would).
 			runClient(t, ns, "ledger", postgresImage, psql+`-c "CREATE TABLE entries AS SELECT g AS n FROM generate_series(1, 10000) g" -c "SELECT pg_switch_wal()"`)
 
+			if name == "no Secret" {
+				db = waitArchiving(t, ns, "ledger", "ArchivingFailed")
+				c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionContinuousArchiving)
+				if !strings.Contains(c.Message, "no access key id or secret access key") || db.Status.Phase != dbv1alpha1.PhaseRunning {
+					t.Errorf("phase %s, condition %q: want Running, and the keys named as missing", db.Status.Phase, c.Message)
+				}
+				return
+			}
 			if wrongKeys {
 				db = waitArchiving(t, ns, "ledger", "ArchivingFailed")
 				c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionContinuousArchiving)
