@@ -3,12 +3,9 @@
 package realnode
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,7 +15,6 @@ import (
 	"time"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-	"github.com/dbcontroller/database-controller/pkg/objectstore"
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
@@ -187,15 +183,10 @@ func waitReplicating(t testing.TB, ns, name, why string) *dbv1alpha1.Database {
 // primary's pod is deleted, a replica is promoted and the client Service
 // follows it, and the old primary comes back as a replica; a switchover to
 // a named replica loses no acknowledged write; and no two pods are ever
-// labelled primary at once. It archives its WAL all along: each new
-// primary archives its timeline's history file and its files.
+// labelled primary at once.
 func TestReplicationFailoverAndSwitchover(t *testing.T) {
 	ns := e2eutil.NewNamespace(t)
-	cfg := e2eutil.LocalObjectStore(t, localDir)
-	e2eutil.Kubectl(t, "-n", ns, "create", "secret", "generic", "store",
-		"--from-literal=accessKeyID="+cfg.AccessKeyID, "--from-literal=secretAccessKey="+cfg.SecretAccessKey)
-	archiving := strings.TrimPrefix(archivingYAML("ha", cfg, "realnode/"+ns), dbYAML("ha", "postgresql", "15", postgresImage, 1))
-	e2eutil.KubectlIn(t, dbYAML("ha", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n"+archiving, "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, dbYAML("ha", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
 	start := time.Now()
 	db := waitReplicating(t, ns, "ha", "three replicas, one primary and two streaming")
 	t.Logf("3 replicas Running and replicating after %s; primary %s", time.Since(start).Round(time.Second), db.Status.Replication.Primary)
@@ -253,28 +244,6 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 	if len(lost) > 0 {
 		t.Errorf("acknowledged writes lost across a graceful failover and a switchover: %v", lost)
 	}
-
-	// Two promotions, two new timelines: each new primary archived its
-	// history file, and the primary archives on the third.
-	store, err := objectstore.New(withPrefix(cfg, "realnode/"+ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := fmt.Sprintf("%s/ha/%s/wal", ns, db.UID)
-	e2eutil.Eventually(t, converge, "the history files in the store, and a file of timeline 3 archived", func() (bool, string) {
-		objects, err := store.List(context.Background(), dir)
-		if err != nil {
-			return false, err.Error()
-		}
-		var names []string
-		for _, o := range objects {
-			names = append(names, path.Base(o.Key))
-		}
-		a := e2eutil.GetDB(t, ns, "ha").Status.Archive
-		return slices.Contains(names, "00000002.history") && slices.Contains(names, "00000003.history") &&
-				a != nil && strings.HasPrefix(a.LastArchivedWAL, "00000003"),
-			fmt.Sprintf("status.archive %+v; the store holds %v", a, names)
-	})
 }
 
 // writer is a client pod that runs writerScript.
