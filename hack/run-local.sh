@@ -457,6 +457,9 @@ EOF
     kubectl patch db orders --type=merge -p '{"spec":{"backup":{"objectStore":{"endpoint":"$STORE_ENDPOINT","bucket":"backups","credentialsSecret":{"name":"local-objectstore"}}}}}'
     kubectl create -f - <<<'{"apiVersion":"dbcontroller.io/v1alpha1","kind":"DatabaseBackup","metadata":{"name":"orders-1"},"spec":{"database":"orders"}}'
     kubectl get dbbackup orders-1 -o wide
+  and orders' WAL, archived as it is written (the server restarts once):
+    kubectl patch db orders --type=merge -p '{"spec":{"backup":{"continuous":{"archiveTimeoutSeconds":60}}}}'
+    kubectl get db orders -o jsonpath='{.status.archive}'
 
 EOF
   fi
