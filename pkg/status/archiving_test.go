@@ -14,7 +14,10 @@ import (
 // the newer failure of what it said and what the primary says: a new
 // primary's statistics start empty.
 func TestMergeArchive(t *testing.T) {
-	at := func(m int) *metav1.Time { v := metav1.NewTime(time.Date(2026, 11, 25, 10, m, 0, 0, time.UTC)); return &v }
+	at := func(m int) *metav1.Time {
+		v := metav1.NewTime(time.Date(2026, 11, 25, 10, m, 0, 0, time.UTC))
+		return &v
+	}
 	archived := func(wal string, m int) *dbv1alpha1.ArchiveStatus {
 		return &dbv1alpha1.ArchiveStatus{LastArchivedWAL: wal, LastArchivedTime: at(m)}
 	}
