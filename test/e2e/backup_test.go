@@ -79,12 +79,22 @@ func TestOnDemandBackup(t *testing.T) {
 	}
 
 	e2eutil.Kubectl(t, "-n", ns, "delete", "dbbackup", "now", "--wait=false")
+	// The delete Job is read while it exists: once the DatabaseBackup has
+	// gone, the garbage collector deletes it, its owner's Job, at any time.
+	var del *batchv1.Job
 	e2eutil.Eventually(t, converge, "the DatabaseBackup to go, after its file", func() (bool, string) {
+		if del == nil {
+			var job batchv1.Job
+			if out, err := e2eutil.KubectlRun("", "-n", ns, "get", "job", "now-delete", "-o", "json"); err == nil && json.Unmarshal(out, &job) == nil {
+				del = &job
+			}
+		}
 		_, err := e2eutil.KubectlRun("", "-n", ns, "get", "dbbackup", "now")
 		return err != nil, "still there"
 	})
-	var del batchv1.Job
-	e2eutil.GetJSON(t, &del, "-n", ns, "get", "job", "now-delete")
+	if del == nil {
+		t.Fatal("the DatabaseBackup went, and no delete Job now-delete was seen while it existed")
+	}
 	if cmd := strings.Join(del.Spec.Template.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "now.pgdump") {
 		t.Errorf("the delete Job runs %q, not a delete of now.pgdump", cmd)
 	}
