@@ -66,7 +66,7 @@ func WithArchiving(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.D
 			corev1ac.EnvVar().WithName(objectstore.EnvArchiveFailureFile).WithValue(ArchiveFailureFile),
 		).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName(toolsVolume).WithMountPath(toolsPath).WithReadOnly(true))
-	if !hasInitContainer(spec, "install-tools") {
+	if !hasInitContainer(spec, installToolsContainer) {
 		// A restore from a store has put them in already.
 		spec.InitContainers = append([]corev1ac.ContainerApplyConfiguration{*installTools(toolsImage)}, spec.InitContainers...)
 		spec.WithVolumes(corev1ac.Volume().WithName(toolsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
@@ -85,7 +85,7 @@ func ToolsImageOf(sts *appsv1.StatefulSet) string {
 		return ""
 	}
 	for _, c := range sts.Spec.Template.Spec.InitContainers {
-		if c.Name == "install-tools" {
+		if c.Name == installToolsContainer {
 			return c.Image
 		}
 	}

@@ -149,18 +149,23 @@ func backupJobLabels(b *dbv1alpha1.DatabaseBackup, job string) map[string]string
 // backup's labels but not the Database's selector, so that no Service
 // sends clients to it.
 func backupJobSpec(b *dbv1alpha1.DatabaseBackup, job string, uid int64, claim string, container *corev1ac.ContainerApplyConfiguration, backoff int32) *batchv1ac.JobSpecApplyConfiguration {
+	return jobSpecOf(b, job, uid, backoff, jobPodSpec(uid).
+		WithContainers(container).
+		WithVolumes(
+			corev1ac.Volume().WithName("backups").WithPersistentVolumeClaim(
+				corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(claim)),
+			corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		))
+}
+
+// jobSpecOf is the spec of a backup's Job whose pod, run as uid, is spec.
+func jobSpecOf(b *dbv1alpha1.DatabaseBackup, job string, uid int64, backoff int32, spec *corev1ac.PodSpecApplyConfiguration) *batchv1ac.JobSpecApplyConfiguration {
 	return batchv1ac.JobSpec().
 		// The Job controller retries a failed pod after 10 s, 20 s, ...
 		WithBackoffLimit(backoff).
 		WithTemplate(corev1ac.PodTemplateSpec().
 			WithLabels(backupJobLabels(b, job)).
-			WithSpec(withFSGroup(jobPodSpec(uid), uid).
-				WithContainers(container).
-				WithVolumes(
-					corev1ac.Volume().WithName("backups").WithPersistentVolumeClaim(
-						corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(claim)),
-					corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
-				)))
+			WithSpec(withFSGroup(spec, uid)))
 }
 
 // withFSGroup gives the pod's volumes to group uid, so that it can write

@@ -36,6 +36,9 @@ const (
 	archiveCAPath   = "/dbc-archive-ca"
 )
 
+// installToolsContainer is the init container that copies the binary in.
+const installToolsContainer = "install-tools"
+
 // toolsUID runs the tools image alone (the Dockerfile's user).
 const toolsUID = 65532
 
@@ -43,7 +46,7 @@ const toolsUID = 65532
 // from toolsImage into the tools volume (podtools.Install).
 func installTools(toolsImage string) *corev1ac.ContainerApplyConfiguration {
 	return corev1ac.Container().
-		WithName("install-tools").
+		WithName(installToolsContainer).
 		WithImage(toolsImage).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithArgs("install-tools", toolsPath).
@@ -144,7 +147,7 @@ echo "backed up to %[2]s in bucket %[3]s"`, toolsBinary, shellQuote(key), shellQ
 		volumes = append(volumes, v)
 	}
 	return backupJob(b, names.BackupJobName(b.Name), JobBackup).
-		WithSpec(objectStoreJobSpec(b, JobBackup, rt.UID, 2,
+		WithSpec(jobSpecOf(b, JobBackup, rt.UID, 2,
 			jobPodSpec(rt.UID).WithInitContainers(installTools(toolsImage)).WithContainers(container).WithVolumes(volumes...)))
 }
 
@@ -165,14 +168,5 @@ func NewObjectStoreDeleteJob(b *dbv1alpha1.DatabaseBackup, toolsImage string) *b
 		spec.WithVolumes(v)
 	}
 	return backupJob(b, names.BackupDeleteJobName(b.Name), JobBackupDelete).
-		WithSpec(objectStoreJobSpec(b, JobBackupDelete, toolsUID, 3, spec))
-}
-
-// objectStoreJobSpec is backupJobSpec for a pod with no backup volume.
-func objectStoreJobSpec(b *dbv1alpha1.DatabaseBackup, job string, uid int64, backoff int32, spec *corev1ac.PodSpecApplyConfiguration) *batchv1ac.JobSpecApplyConfiguration {
-	return batchv1ac.JobSpec().
-		WithBackoffLimit(backoff).
-		WithTemplate(corev1ac.PodTemplateSpec().
-			WithLabels(backupJobLabels(b, job)).
-			WithSpec(withFSGroup(spec, uid)))
+		WithSpec(jobSpecOf(b, JobBackupDelete, toolsUID, 3, spec))
 }
