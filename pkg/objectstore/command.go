@@ -48,11 +48,12 @@ const (
 	ExitAbortRecovery = 255
 )
 
-// The directories, under a Database's (DatabaseDir), of its archived WAL
-// and of its dumps.
+// The directories, under a Database's (DatabaseDir), of its archived WAL,
+// of its dumps and of its base backups.
 const (
 	WALDir   = "wal"
 	DumpsDir = "dumps"
+	BaseDir  = "base"
 )
 
 const usage = `usage: controller objectstore put KEY   (writes standard input to KEY)
@@ -60,6 +61,10 @@ const usage = `usage: controller objectstore put KEY   (writes standard input to
        controller objectstore put-output KEY CMD [ARG...]
                                          (runs CMD and writes its standard output to KEY, then prints size=BYTES;
                                           when CMD fails, the upload is abandoned and KEY is not written)
+       controller objectstore put-base-backup KEY CMD [ARG...]
+                                         (as put-output, for a command that writes a PostgreSQL base backup as a tar
+                                          stream; prints size=BYTES timeline=T start=LSN stop=LSN, the WAL range of
+                                          its backup_manifest; a stream with none is abandoned as a failure)
        controller objectstore list DIR  (prints each key under DIR, its size and time, one per line)
        controller objectstore delete KEY (a key the store does not hold is no error)
        controller objectstore wal-push PATH       (archive_command: the file PATH to wal/NAME, NAME being PATH's
@@ -97,9 +102,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 func Command(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The number of arguments of each verb; put-output's command has any
 	// number after the key and its name.
-	arity := map[string]int{"put": 1, "get": 1, "list": 1, "delete": 1, "wal-push": 1, "wal-fetch": 2, "put-output": 2, "wal-check": 1}
+	arity := map[string]int{"put": 1, "get": 1, "list": 1, "delete": 1, "wal-push": 1, "wal-fetch": 2, "put-output": 2, "put-base-backup": 2, "wal-check": 1}
 	if len(args) == 0 || arity[args[0]] == 0 || len(args)-1 != arity[args[0]] &&
-		(args[0] != "put-output" || len(args)-1 < arity[args[0]]) && (args[0] != "wal-check" || len(args) != 3) {
+		(args[0] != "put-output" && args[0] != "put-base-backup" || len(args)-1 < arity[args[0]]) && (args[0] != "wal-check" || len(args) != 3) {
 		fmt.Fprint(stderr, usage)
 		return ExitUsage
 	}
@@ -137,7 +142,9 @@ func run(ctx context.Context, s *Store, verb string, args []string, stdin io.Rea
 	case "put":
 		return s.Put(ctx, args[0], stdin, -1)
 	case "put-output":
-		return putOutput(ctx, s, args[0], args[1:], stdout, stderr)
+		return putOutput(ctx, s, args[0], args[1:], nil, stdout, stderr)
+	case "put-base-backup":
+		return putOutput(ctx, s, args[0], args[1:], newBaseBackupReader, stdout, stderr)
 	case "wal-check":
 		return walCheck(ctx, s, args[0], args[1:], stdout)
 	case "get":
@@ -258,8 +265,11 @@ func recordArchiveFailure(file string, err error, stderr io.Writer) {
 // its size. A command that fails ends the stream with its error, on which
 // the upload is abandoned (an unfinished multipart upload is aborted): key
 // never holds the output of a command that did not succeed. An upload that
-// fails closes the command's output, so it stops.
-func putOutput(ctx context.Context, s *Store, key string, argv []string, stdout, stderr io.Writer) error {
+// fails closes the command's output, so it stops. With base, the output
+// is a base backup's tar stream, read as it passes (baseBackupReader):
+// one that is not is abandoned too, and the WAL range is printed after
+// the size.
+func putOutput(ctx context.Context, s *Store, key string, argv []string, base func(io.Reader) *baseBackupReader, stdout, stderr io.Writer) error {
 	pr, pw := io.Pipe()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = pw, stderr
@@ -282,7 +292,13 @@ func putOutput(ctx context.Context, s *Store, key string, argv []string, stdout,
 		ended <- err
 	}()
 	counted := &countingReader{r: pr}
-	putErr := s.Put(ctx, key, counted, -1)
+	var upload io.Reader = counted
+	var br *baseBackupReader
+	if base != nil {
+		br = base(counted)
+		upload = br
+	}
+	putErr := s.Put(ctx, key, upload, -1)
 	if putErr != nil && failed.Load() == nil {
 		// The store failed first: the command's output goes nowhere, and
 		// its error (a broken pipe) is not the cause.
@@ -295,6 +311,10 @@ func putOutput(ctx context.Context, s *Store, key string, argv []string, stdout,
 	}
 	if putErr != nil {
 		return putErr
+	}
+	if br != nil {
+		_, err := fmt.Fprintf(stdout, "size=%d %s\n", counted.n, br.base)
+		return err
 	}
 	_, err := fmt.Fprintf(stdout, "size=%d\n", counted.n)
 	return err

@@ -3,11 +3,13 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -202,6 +204,36 @@ func TestObjectStoreCommand(t *testing.T) {
 		t.Errorf("after a failed put-output to a new key, get exits %d, want %d: nothing may be written", code, objectstore.ExitNotFound)
 	}
 
+	// put-base-backup, the base backup Jobs' upload: as put-output, and it
+	// reads the WAL range from the stream's manifest as it passes; a
+	// stream with none is no base backup, and leaves nothing.
+	baseTar := filepath.Join(dir, "base.tar")
+	writeTar(t, baseTar, "backup_label", "START WAL LOCATION: 0/D000028 (file 00000001000000000000000D)\n",
+		"base/5/16384", string(wal[:3<<20]),
+		"backup_manifest", "{ \"PostgreSQL-Backup-Manifest-Version\": 1,\n\"Files\": [\n],\n\"WAL-Ranges\": [\n"+
+			"{ \"Timeline\": 1, \"Start-LSN\": \"0/D000028\", \"End-LSN\": \"0/D000100\" }\n],\n\"Manifest-Checksum\": \"00\"}\n")
+	noManifest := filepath.Join(dir, "no-manifest.tar")
+	writeTar(t, noManifest, "base/5/16384", string(wal[:3<<20]))
+	base := "shop/orders/uid-1/base/a.tar"
+	want, err := os.ReadFile(baseTar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := run(nil, "put-base-backup", base, "cat", baseTar); code != 0 ||
+		string(out) != fmt.Sprintf("size=%d timeline=1 start=0/D000028 stop=0/D000100\n", len(want)) {
+		t.Errorf("put-base-backup: exit %d (%s), printed %q; want exit 0, the size and the WAL range", code, stderr, out)
+	}
+	if got, stderr, code := run(nil, "get", base); code != 0 || !bytes.Equal(got, want) {
+		t.Errorf("get of put-base-backup's key: exit %d (%s), %d bytes; want the %d bytes of the stream", code, stderr, len(got), len(want))
+	}
+	if out, stderr, code := run(nil, "put-base-backup", "shop/orders/uid-1/base/b.tar", "cat", noManifest); code != objectstore.ExitFailed ||
+		len(out) != 0 || !strings.Contains(stderr, "holds no backup_manifest") {
+		t.Errorf("put-base-backup of a stream with no manifest: exit %d, printed %q, stderr %q; want exit 1, nothing printed, and why", code, out, stderr)
+	}
+	if _, _, code := run(nil, "get", "shop/orders/uid-1/base/b.tar"); code != objectstore.ExitNotFound {
+		t.Errorf("after put-base-backup of no base backup, get exits %d, want %d: nothing may be written", code, objectstore.ExitNotFound)
+	}
+
 	// wal-check, a restore's check of its WAL chain: timeline 1's
 	// segments 1 to 3, timeline 2 from its switch in segment 3 on; a gap
 	// is refused, naming the first missing segment.
@@ -246,5 +278,27 @@ func TestObjectStoreCommand(t *testing.T) {
 	env = append(env, objectstore.EnvSecretAccessKey+"=wrong")
 	if _, stderr, code := run(nil, "wal-fetch", "000000010000000000000003", fetched); code != objectstore.ExitAbortRecovery {
 		t.Errorf("wal-fetch with a wrong secret: exit %d (%s), want %d", code, stderr, objectstore.ExitAbortRecovery)
+	}
+}
+
+// writeTar writes a tar file of the files given (name, content, ...).
+func writeTar(t *testing.T, file string, files ...string) {
+	t.Helper()
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	for i := 0; i < len(files); i += 2 {
+		if err := tw.WriteHeader(&tar.Header{Name: files[i], Mode: 0o600, Size: int64(len(files[i+1]))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(tw, files[i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
