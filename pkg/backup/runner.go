@@ -35,6 +35,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/engine/registry"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/objectstore"
 )
 
 // Reasons of the events on DatabaseBackups.
@@ -213,6 +214,10 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 		}
 		return r.wait(ctx, b, why)
 	}
+	method := MethodFor(b)
+	if why := baseBackupRefused(method, b, db, e); why != "" {
+		return r.finish(ctx, b, dbv1alpha1.BackupFailed, why, nil)
+	}
 	target := r.targetFor(db)
 	if why := target.Unusable(); why != "" {
 		return r.finish(ctx, b, dbv1alpha1.BackupFailed, why, nil)
@@ -224,6 +229,7 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 		return err
 	}
 	st := b.Status.DeepCopy()
+	st.Method = method
 	target.Record(st, b, db, e)
 	recorded := b.DeepCopy()
 	recorded.Status = *st
@@ -320,6 +326,15 @@ func (r *Runner) follow(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error
 	if succeeded {
 		// The Job's script exits 0 only once the file is in place; the size
 		// is a report. (kwok's fake pods complete without one.)
+		if b.Status.Method == dbv1alpha1.BackupMethodBaseBackup && b.Status.BaseBackup != nil {
+			if size, base, ok := objectstore.ParseBaseBackupLine(message); ok {
+				done := b.DeepCopy()
+				done.Status.BaseBackup.Timeline = int64(base.Timeline)
+				done.Status.BaseBackup.StartLSN, done.Status.BaseBackup.StopLSN = base.Start.String(), base.Stop.String()
+				return r.finish(ctx, done, dbv1alpha1.BackupCompleted, "", &size)
+			}
+			return r.finish(ctx, b, dbv1alpha1.BackupCompleted, "the Job succeeded but did not report the base backup's size and WAL range", nil)
+		}
 		if size, ok := builder.ParseBackupTerminationMessage(message); ok {
 			return r.finish(ctx, b, dbv1alpha1.BackupCompleted, "", &size)
 		}

@@ -157,7 +157,7 @@ func started(b *dbv1alpha1.DatabaseBackup) *dbv1alpha1.DatabaseBackup {
 	s.Finalizers = []string{dbv1alpha1.FinalizerBackupFile}
 	s.Status = dbv1alpha1.DatabaseBackupStatus{Phase: dbv1alpha1.BackupRunning,
 		StartTime: ptr.To(metav1.NewTime(now)), Engine: "postgresql", Version: "16", Image: "postgres:16",
-		Volume: "orders-backups", Path: b.Name + ".pgdump"}
+		Volume: "orders-backups", Path: b.Name + ".pgdump", Method: dbv1alpha1.BackupMethodDump}
 	return s
 }
 

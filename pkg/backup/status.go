@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
@@ -117,4 +118,30 @@ func Final(db *dbv1alpha1.Database, b *dbv1alpha1.DatabaseBackup) (FinalStep, *s
 	default:
 		return FinalWait, taking("")
 	}
+}
+
+// MethodFor is how b is taken: its spec.method, or a dump.
+func MethodFor(b *dbv1alpha1.DatabaseBackup) dbv1alpha1.BackupMethod {
+	if b.Spec.Method != "" {
+		return b.Spec.Method
+	}
+	return dbv1alpha1.BackupMethodDump
+}
+
+// baseBackupRefused says why b, taken by method, cannot be taken of db
+// with engine e, or "": a base backup needs an engine that takes one, and
+// a Database that archives its WAL, without which it would not restore.
+func baseBackupRefused(method dbv1alpha1.BackupMethod, b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine) string {
+	if method != dbv1alpha1.BackupMethodBaseBackup {
+		return ""
+	}
+	if a := e.Runtime().Archiving; a == nil || a.BaseBackup == "" {
+		return fmt.Sprintf("DatabaseBackup %s asks for a base backup (spec.method), which only PostgreSQL takes, and Database %s runs %s: back it up with method Dump",
+			b.Name, db.Name, db.Spec.Engine)
+	}
+	if db.Spec.Backup == nil || db.Spec.Backup.Continuous == nil || db.Spec.Backup.ObjectStore == nil {
+		return fmt.Sprintf("DatabaseBackup %s asks for a base backup (spec.method), which restores only with the WAL archived after it, and Database %s does not archive its WAL: set spec.backup.objectStore and spec.backup.continuous, or back it up with method Dump",
+			b.Name, db.Name)
+	}
+	return ""
 }

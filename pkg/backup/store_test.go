@@ -7,11 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/engine/registry"
 )
 
@@ -29,16 +31,28 @@ func startedInStore(b *dbv1alpha1.DatabaseBackup) *dbv1alpha1.DatabaseBackup {
 	s.Status.Volume = ""
 	s.Status.ObjectStore = store()
 	s.Status.Path = "team-a/default/orders/orders-uid/dumps/" + b.Name + ".pgdump"
+	s.Status.Method = dbv1alpha1.BackupMethodDump
 	return s
 }
 
+// storeJob is the Job that takes b, a dump, of db to the store;
+// baseJob, b's, a base backup.
 func storeJob(t *testing.T, b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database) *batchv1.Job {
+	return jobOf(t, builder.NewObjectStoreBackupJob, b, db)
+}
+
+func baseJob(t *testing.T, b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database) *batchv1.Job {
+	return jobOf(t, builder.NewBaseBackupJob, b, db)
+}
+
+func jobOf(t *testing.T, build func(*dbv1alpha1.DatabaseBackup, *dbv1alpha1.Database, engine.Engine, string, string, *dbv1alpha1.ObjectStore, string) *batchv1ac.JobApplyConfiguration,
+	b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database) *batchv1.Job {
 	e, err := registry.Lookup("postgresql")
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := &batchv1.Job{}
-	if err := builder.Convert(builder.NewObjectStoreBackupJob(b, db, e, "postgres:16", toolsImage, b.Status.ObjectStore, b.Status.Path), j); err != nil {
+	if err := builder.Convert(build(b, db, e, "postgres:16", toolsImage, b.Status.ObjectStore, b.Status.Path), j); err != nil {
 		t.Fatal(err)
 	}
 	return j
@@ -162,4 +176,88 @@ func TestDeletedObjectStoreBackupDeletesItsFile(t *testing.T) {
 		f.seed(said, del, pod)
 		f.run(nil)
 	})
+}
+
+// archiving is a Database that archives its WAL to the store.
+func archiving() *dbv1alpha1.Database {
+	return database(&dbv1alpha1.BackupSpec{ObjectStore: store(), Continuous: &dbv1alpha1.ContinuousArchiving{}})
+}
+
+// baseBackup is an on-demand base backup.
+func baseBackup(name string) *dbv1alpha1.DatabaseBackup {
+	b := onDemand(name, "")
+	b.Spec.Method = dbv1alpha1.BackupMethodBaseBackup
+	return b
+}
+
+// startedBase is b, a base backup, as the runner leaves it once its Job
+// is made: under base/, with the archive of its WAL.
+func startedBase(b *dbv1alpha1.DatabaseBackup) *dbv1alpha1.DatabaseBackup {
+	s := startedInStore(b)
+	s.Status.Method = dbv1alpha1.BackupMethodBaseBackup
+	s.Status.Path = "team-a/default/orders/orders-uid/base/" + b.Name + ".tar"
+	s.Status.BaseBackup = &dbv1alpha1.BaseBackupStatus{Archive: "team-a/default/orders/orders-uid"}
+	return s
+}
+
+// A base backup of a Database that archives: the Job that streams
+// pg_basebackup's copy to base/ in the store, and the archive its WAL is
+// in, in the status; completed, the WAL range its Job reports.
+func TestBaseBackup(t *testing.T) {
+	f := &fixture{t: t, toolsImage: toolsImage}
+	db := archiving()
+	b := baseBackup("mine")
+	f.seed(b, serving())
+	f.actions = append(f.actions, core.NewPatchAction(backupsResource, "default", "mine", types.JSONPatchType,
+		finalizerPatch("5", nil, []string{dbv1alpha1.FinalizerBackupFile})))
+	s := startedBase(b)
+	f.kubeactions = append(f.kubeactions, core.NewCreateAction(jobsResource, "default", baseJob(t, s, db)))
+	s.Finalizers = nil
+	f.expectUpdateStatus(s)
+	f.events = []string{"Normal Started Backing up postgresql 16 orders with Job mine"}
+	f.run(db)
+
+	t.Run("completed", func(t *testing.T) {
+		f := &fixture{t: t, toolsImage: toolsImage}
+		b := startedBase(baseBackup("mine"))
+		job := finished(baseJob(t, b, db), true)
+		f.seed(b, job, jobPod(job, corev1.PodSucceeded, "size=23758336 timeline=2 start=0/D000028 stop=0/D000100\n"))
+		done := b.DeepCopy()
+		done.Status.Phase = dbv1alpha1.BackupCompleted
+		done.Status.CompletionTime = ptr.To(metav1.NewTime(now))
+		done.Status.SizeBytes = ptr.To[int64](23758336)
+		done.Status.BaseBackup.Timeline, done.Status.BaseBackup.StartLSN, done.Status.BaseBackup.StopLSN = 2, "0/D000028", "0/D000100"
+		f.expectUpdateStatus(done)
+		f.events = []string{"Normal Completed Backed up 23758336 bytes to team-a/default/orders/orders-uid/base/mine.tar in bucket backups of https://s3.example"}
+		f.run(db)
+	})
+}
+
+// A base backup that cannot be taken fails at once, saying why and what
+// to do, and nothing is made: of a Database that does not archive its
+// WAL, and of an engine that takes none.
+func TestBaseBackupRefused(t *testing.T) {
+	mysql := archiving()
+	mysql.Spec.Engine, mysql.Spec.Version = "mysql", "8.4"
+	for _, tc := range []struct {
+		name string
+		db   *dbv1alpha1.Database
+		want string
+	}{
+		{"no archive", database(&dbv1alpha1.BackupSpec{ObjectStore: store()}),
+			"DatabaseBackup mine asks for a base backup (spec.method), which restores only with the WAL archived after it, and Database orders does not archive its WAL: set spec.backup.objectStore and spec.backup.continuous, or back it up with method Dump"},
+		{"MySQL", mysql,
+			"DatabaseBackup mine asks for a base backup (spec.method), which only PostgreSQL takes, and Database orders runs mysql: back it up with method Dump"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fixture{t: t, toolsImage: toolsImage}
+			b := baseBackup("mine")
+			f.seed(b, serving())
+			failed := b.DeepCopy()
+			failed.Status = dbv1alpha1.DatabaseBackupStatus{Phase: dbv1alpha1.BackupFailed, CompletionTime: ptr.To(metav1.NewTime(now)), Message: tc.want}
+			f.expectUpdateStatus(failed)
+			f.events = []string{"Warning BackupFailed " + tc.want}
+			f.run(tc.db)
+		})
+	}
 }

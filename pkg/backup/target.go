@@ -127,15 +127,26 @@ func (t *StoreTarget) Unusable() string {
 // Ensure does nothing: the bucket must exist, and nothing else is made.
 func (t *StoreTarget) Ensure(context.Context, *dbv1alpha1.Database) error { return nil }
 
-// Record records the store and the key of b's file in it.
+// Record records the store and the key of b's file in it, by the method
+// recorded in st: a dump under dumps/, a base backup under base/, with the
+// directory of the WAL archive it restores with.
 func (t *StoreTarget) Record(st *dbv1alpha1.DatabaseBackupStatus, b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine) {
 	s := db.Spec.Backup.ObjectStore.DeepCopy()
+	dir := path.Join(s.Prefix, objectstore.DatabaseDir(db.Namespace, db.Name, db.UID))
 	st.Volume, st.ObjectStore = "", s
-	st.Path = path.Join(s.Prefix, objectstore.DatabaseDir(db.Namespace, db.Name, db.UID), objectstore.DumpsDir, names.BackupFilePath(b.Name, e.Runtime().Backup.Extension))
+	st.Path = path.Join(dir, objectstore.DumpsDir, names.BackupFilePath(b.Name, e.Runtime().Backup.Extension))
+	if st.Method == dbv1alpha1.BackupMethodBaseBackup {
+		st.Path = path.Join(dir, objectstore.BaseDir, names.BackupFilePath(b.Name, "tar"))
+		st.BaseBackup = &dbv1alpha1.BaseBackupStatus{Archive: builder.ArchiveDir(db)}
+	}
 }
 
-// BackupJob streams the dump to the store (builder.NewObjectStoreBackupJob).
+// BackupJob streams the dump, or the base backup, to the store
+// (builder.NewObjectStoreBackupJob, builder.NewBaseBackupJob).
 func (t *StoreTarget) BackupJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine, image string) *batchv1ac.JobApplyConfiguration {
+	if b.Status.Method == dbv1alpha1.BackupMethodBaseBackup {
+		return builder.NewBaseBackupJob(b, db, e, image, t.toolsImage, b.Status.ObjectStore, b.Status.Path)
+	}
 	return builder.NewObjectStoreBackupJob(b, db, e, image, t.toolsImage, b.Status.ObjectStore, b.Status.Path)
 }
 

@@ -4,6 +4,7 @@ import (
 	"path"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
@@ -50,6 +51,9 @@ func WithArchiving(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.D
 			server = &spec.Containers[i]
 		}
 	}
+	if a.InitScript != "" && !hasInitContainer(spec, ReplicationContainer) {
+		withArchivingInit(spec, server, a.InitScript)
+	}
 	// After the server's name, before its other settings: a replicated
 	// server's cluster_name stays last, which ps shows.
 	args := append([]string{a.Server}, a.ServerArgs(toolsBinary+" objectstore wal-push "+a.CommandArg, timeout)...)
@@ -75,6 +79,55 @@ func WithArchiving(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.D
 		server.WithVolumeMounts(m)
 		spec.WithVolumes(v)
 	}
+}
+
+// The init container of a server that archives and is not replicated,
+// which lets base backups in (engine.Archiving.InitScript), and its
+// first-init script's volume.
+const (
+	AllowReplicationContainer = "allow-replication"
+	archivingScriptsVolume    = "archiving-scripts"
+	archivingScriptsDir       = "/archiving-scripts"
+)
+
+// withArchivingInit runs script before every start of server, in an init
+// container of its image with its environment and volumes, and the
+// first-init directory to write into: the restore's, when the pod
+// restores a dump, or else a directory of its own.
+func withArchivingInit(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.ContainerApplyConfiguration, script string) {
+	scriptsVolume, scriptsDir := archivingScriptsVolume, archivingScriptsDir
+	if hasVolume(spec, restoreScriptsVolume) {
+		scriptsVolume, scriptsDir = restoreScriptsVolume, restoreScriptsWorkDir
+	} else {
+		spec.WithVolumes(corev1ac.Volume().WithName(archivingScriptsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+		server.WithVolumeMounts(corev1ac.VolumeMount().WithName(archivingScriptsVolume).WithMountPath(restoreScriptsPath).WithReadOnly(true))
+	}
+	env := append(append([]corev1ac.EnvVarApplyConfiguration(nil), server.Env...),
+		*corev1ac.EnvVar().WithName("DBC_INITDB_DIR").WithValue(scriptsDir))
+	var mounts []corev1ac.VolumeMountApplyConfiguration
+	for _, m := range server.VolumeMounts {
+		if *m.MountPath != restoreScriptsPath {
+			mounts = append(mounts, m)
+		}
+	}
+	mounts = append(mounts, *corev1ac.VolumeMount().WithName(scriptsVolume).WithMountPath(scriptsDir))
+	init := corev1ac.Container().
+		WithName(AllowReplicationContainer).
+		WithImage(*server.Image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand("sh", "-c", script).
+		WithSecurityContext(containerSecurity())
+	init.Env, init.VolumeMounts = env, mounts
+	spec.WithInitContainers(init)
+}
+
+func hasVolume(spec *corev1ac.PodSpecApplyConfiguration, name string) bool {
+	for _, v := range spec.Volumes {
+		if v.Name != nil && *v.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // ToolsImageOf is the tools image the pods of sts copy the controller's

@@ -16,6 +16,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/objectstore"
 )
 
 // What the Jobs of backups do, in LabelJob.
@@ -201,6 +202,22 @@ type RestoreSource struct {
 	// brings the controller's binary, which fetches it.
 	ObjectStore *dbv1alpha1.ObjectStore
 	ToolsImage  string
+	// Base, when set, says the file is a base backup, which the pod
+	// recovers with the WAL of an archive in ObjectStore.
+	Base *BaseRestore
+}
+
+// BaseRestore is what the restore of a base backup needs besides its
+// file: the archive, and where to recover to.
+type BaseRestore struct {
+	// Archive is the store's directory of the archive
+	// (BaseBackupStatus.Archive); Key is the backup's key under it.
+	Archive, Key string
+	// From is the name of the WAL segment the backup's WAL begins in.
+	From string
+	// Target is the server options that set the point to recover to, ""
+	// for the latest point the archive holds; TargetText says it in words.
+	Target, TargetText string
 }
 
 // The restore's parts of a StatefulSet's pod.
@@ -225,6 +242,72 @@ func Restores(sts *appsv1.StatefulSet) bool {
 		}
 	}
 	return false
+}
+
+// BaseRestoring is the base backup sts's pods restore, or "": the one the
+// controller picked for a restore to a point in time, while it restores.
+func BaseRestoring(sts *appsv1.StatefulSet) string {
+	if sts == nil {
+		return ""
+	}
+	for _, c := range sts.Spec.Template.Spec.InitContainers {
+		if c.Name != restoreContainer {
+			continue
+		}
+		for _, v := range c.Env {
+			if v.Name == "DBC_RESTORE_KEY" {
+				for _, w := range c.Env {
+					if w.Name == "DBC_RESTORE_BACKUP" {
+						return w.Value
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// withBaseRestore makes the first pod initialise its data from the base
+// backup src, in an init container of the Database's image that runs the
+// engine's restore (engine.Archiving.Restore) with the server's
+// environment and volumes, the store's environment for the archive, and
+// the controller's binary: the server starts only once the data is
+// recovered. The first-init directory a replicated pod's init container
+// writes into is there too, empty of any restore script.
+func withBaseRestore(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.ContainerApplyConfiguration,
+	e engine.Engine, image string, env []*corev1ac.EnvVarApplyConfiguration, mounts []*corev1ac.VolumeMountApplyConfiguration,
+	src *RestoreSource) {
+	b := src.Base
+	initEnv := append(append(append([]*corev1ac.EnvVarApplyConfiguration(nil), env...),
+		objectStoreEnv(src.ObjectStore, objectStoreCAPath, false)...),
+		corev1ac.EnvVar().WithName(objectstore.EnvPrefix).WithValue(b.Archive),
+		corev1ac.EnvVar().WithName("DBC_TOOLS").WithValue(toolsBinary),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_BACKUP").WithValue(src.Backup),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_KEY").WithValue(b.Key),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_FROM").WithValue(b.From),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_TARGET").WithValue(b.Target),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_TARGET_TEXT").WithValue(b.TargetText),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_SOURCE_DATABASE").WithValue(src.SourceDatabase),
+	)
+	initMounts := append(append([]*corev1ac.VolumeMountApplyConfiguration(nil), mounts...),
+		corev1ac.VolumeMount().WithName(toolsVolume).WithMountPath(toolsPath).WithReadOnly(true))
+	volumes := []*corev1ac.VolumeApplyConfiguration{
+		corev1ac.Volume().WithName(toolsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		corev1ac.Volume().WithName(restoreScriptsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+	}
+	if v, m := objectStoreCA(src.ObjectStore, objectStoreCAVolume, objectStoreCAPath, false); v != nil {
+		initMounts = append(initMounts, m)
+		volumes = append(volumes, v)
+	}
+	spec.WithInitContainers(installTools(src.ToolsImage), corev1ac.Container().
+		WithName(restoreContainer).
+		WithImage(image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand("sh", "-c", e.Runtime().Archiving.Restore).
+		WithEnv(initEnv...).
+		WithVolumeMounts(initMounts...).
+		WithSecurityContext(containerSecurity())).
+		WithVolumes(volumes...)
 }
 
 // withRestore makes the pod initialise its data from src: an init

@@ -151,9 +151,10 @@ func TestBackupGolden(t *testing.T) {
 	compareGolden(t, filepath.Join("testdata", "job-backup-delete.golden.yaml"), del)
 }
 
-// TestObjectStoreGolden renders the Jobs that stream a MySQL dump to an
-// object store with a private CA and delete it there, and a PostgreSQL
-// StatefulSet that restores a dump from a store.
+// TestObjectStoreGolden renders the Jobs that stream a MySQL dump and a
+// PostgreSQL base backup to an object store with a private CA and delete
+// it there, and the PostgreSQL StatefulSets that archive, alone and
+// replicated, and that restore a dump from a store.
 func TestObjectStoreGolden(t *testing.T) {
 	store := &dbv1alpha1.ObjectStore{Endpoint: "https://s3.example:9000", Bucket: "backups", Prefix: "team-a", Region: "eu-west-1",
 		CredentialsSecret: dbv1alpha1.LocalSecretReference{Name: "store-keys"}, CA: &dbv1alpha1.SecretKeySelector{Name: "store-ca", Key: "ca.pem"}}
@@ -176,7 +177,16 @@ func TestObjectStoreGolden(t *testing.T) {
 	restoring.Spec.Backup = &dbv1alpha1.BackupSpec{ObjectStore: store, Continuous: &dbv1alpha1.ContinuousArchiving{}}
 	restoringSts := NewStatefulSet(restoring, lookup(t, restoring.Spec.Engine), "postgres:16", StorageOf(restoring), src, false)
 	WithArchiving(restoringSts, restoring, lookup(t, restoring.Spec.Engine), tools)
+	alone := pg.DeepCopy()
+	alone.Spec.Backup = &dbv1alpha1.BackupSpec{ObjectStore: store, Continuous: &dbv1alpha1.ContinuousArchiving{}}
+	aloneSts := NewStatefulSet(alone, lookup(t, alone.Spec.Engine), "postgres:16", StorageOf(alone), nil, false)
+	WithArchiving(aloneSts, alone, lookup(t, alone.Spec.Engine), tools)
+	base := backupOf(alone, "hourly")
+	base.Status = dbv1alpha1.DatabaseBackupStatus{Image: "postgres:16", ObjectStore: store, Path: "team-a/default/orders/uid/base/hourly.tar",
+		Method: dbv1alpha1.BackupMethodBaseBackup}
 	for name, ac := range map[string]any{
+		"statefulset-archiving-postgresql":            aloneSts,
+		"job-basebackup-postgresql":                   NewBaseBackupJob(base, alone, lookup(t, alone.Spec.Engine), "postgres:16", tools, store, base.Status.Path),
 		"statefulset-archiving-replicated-postgresql": archivingSts,
 		"statefulset-archiving-restore-postgresql":    restoringSts,
 		"job-backup-objectstore-mysql":                NewObjectStoreBackupJob(b, my, lookup(t, my.Spec.Engine), "mysql:8.4", tools, store, b.Status.Path),

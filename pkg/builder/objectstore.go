@@ -112,20 +112,45 @@ func objectStoreCA(s *dbv1alpha1.ObjectStore, volume, path string, optional bool
 // tool's (or the store's) last error line.
 func NewObjectStoreBackupJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine, image, toolsImage string, s *dbv1alpha1.ObjectStore, key string) *batchv1ac.JobApplyConfiguration {
 	rt := e.Runtime()
-	// put-output's own line for a dump that failed is "...: sh: exit
+	env := append(dumpEnv(db, rt), corev1ac.EnvVar().WithName("OUT").WithValue("/dev/stdout"))
+	return objectStoreBackupJob(b, rt, image, toolsImage, s, key, "put-output", rt.Backup.Dump, env)
+}
+
+// NewBaseBackupJob builds the Job that streams a base backup of db's
+// primary (through the client Service) to key in the store s, with the
+// engine's tool (engine.Archiving.BaseBackup) from the Database's image,
+// under `controller objectstore put-base-backup`: as
+// NewObjectStoreBackupJob, and its termination message names the WAL
+// range too ("size=<bytes> timeline=<t> start=<lsn> stop=<lsn>").
+func NewBaseBackupJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine, image, toolsImage string, s *dbv1alpha1.ObjectStore, key string) *batchv1ac.JobApplyConfiguration {
+	rt := e.Runtime()
+	env := dumpEnv(db, rt)
+	for _, v := range env {
+		if *v.Name == "HOST" {
+			v.WithValue(names.Host(db))
+		}
+	}
+	env = append(env, corev1ac.EnvVar().WithName("DBC_BACKUP").WithValue(b.Name))
+	return objectStoreBackupJob(b, rt, image, toolsImage, s, key, "put-base-backup", rt.Archiving.BaseBackup, env)
+}
+
+// objectStoreBackupJob is the Job that runs command (a shell command) in
+// image under `controller objectstore verb key`, with env.
+func objectStoreBackupJob(b *dbv1alpha1.DatabaseBackup, rt *engine.Runtime, image, toolsImage string, s *dbv1alpha1.ObjectStore, key, verb, command string,
+	env []*corev1ac.EnvVarApplyConfiguration) *batchv1ac.JobApplyConfiguration {
+	// The command's own line for a tool that failed is "...: sh: exit
 	// status N"; the line before it, the tool's, says why.
 	script := fmt.Sprintf(`set -u
-if ! %[1]s objectstore put-output %[2]s sh -c "$DBC_DUMP" >/tmp/size 2>/tmp/dump.err; then
-  grep -v '^controller objectstore put-output: sh: ' /tmp/dump.err | tail -n 1 > /dev/termination-log
+if ! %[1]s objectstore %[4]s %[2]s sh -c "$DBC_DUMP" >/tmp/size 2>/tmp/dump.err; then
+  grep -v '^controller objectstore %[4]s: sh: ' /tmp/dump.err | tail -n 1 > /dev/termination-log
   cat /tmp/dump.err >&2
   exit 1
 fi
 cat /tmp/dump.err >&2
 cat /tmp/size > /dev/termination-log
-echo "backed up to %[2]s in bucket %[3]s"`, toolsBinary, shellQuote(key), shellQuote(s.Bucket))
-	env := append(append(dumpEnv(db, rt),
-		corev1ac.EnvVar().WithName("OUT").WithValue("/dev/stdout"),
-		corev1ac.EnvVar().WithName("DBC_DUMP").WithValue(rt.Backup.Dump),
+echo "backed up to %[2]s in bucket %[3]s"`, toolsBinary, shellQuote(key), shellQuote(s.Bucket), verb)
+	env = append(append(env,
+		corev1ac.EnvVar().WithName("DBC_DUMP").WithValue(command),
 	), objectStoreEnv(s, objectStoreCAPath, false)...)
 	container := corev1ac.Container().
 		WithName(JobBackup).

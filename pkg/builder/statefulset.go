@@ -137,7 +137,10 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 		// first, then a switchover, so that the primary restarts last, once.
 		update = appsv1.OnDeleteStatefulSetStrategyType
 	}
-	if restore != nil {
+	switch {
+	case restore != nil && restore.Base != nil:
+		withBaseRestore(podSpec, container, e, image, env, mounts, restore)
+	case restore != nil:
 		withRestore(podSpec, container, e, image, env, dataMount, restore)
 	}
 	podSpec.WithContainers(container)

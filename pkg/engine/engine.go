@@ -108,6 +108,31 @@ type Archiving struct {
 	ServerArgs func(command string, timeoutSeconds int32) []string
 	// CommandArg is how command names the file to archive.
 	CommandArg string
+	// BaseBackup writes a base backup of the primary at $HOST:$PORT, a
+	// copy of its data taken while it writes, as a tar stream to its
+	// standard output, connecting as $USERNAME with $PASSWORD and
+	// labelling it $DBC_BACKUP. It returns once the WAL that makes the
+	// copy consistent is archived.
+	BaseBackup string
+	// InitScript runs in an init container before every start of a server
+	// that is not replicated (Replication.InitScript does it for one that
+	// is), with the server's environment: it lets BaseBackup's connection
+	// in, in the data when it is there, or else with a first-init script
+	// it writes into $DBC_INITDB_DIR.
+	InitScript string
+	// Restore runs in an init container of the first pod of a new
+	// Database that restores a base backup, before every start until it
+	// completes, with the server's environment, and the store's, whose
+	// prefix is the directory of the archive: it checks that the archive
+	// holds the WAL from the segment $DBC_RESTORE_FROM on, fetches the
+	// backup's key $DBC_RESTORE_KEY into the data directory, recovers it
+	// with the archive's WAL to the target the server options
+	// $DBC_RESTORE_TARGET set ($DBC_RESTORE_TARGET_TEXT in words), with
+	// the binary $DBC_TOOLS, and gives it the Database's own credentials
+	// and database name (the data's is $DBC_RESTORE_SOURCE_DATABASE). No
+	// server serves until it has. It exits non-zero, with why in
+	// /dev/termination-log, when any of that fails.
+	Restore string
 }
 
 // Replication is how an engine runs one primary and replicas that stream

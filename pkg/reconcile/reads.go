@@ -276,3 +276,9 @@ func (r *reader) eventsOf(claim *corev1.PersistentVolumeClaim) ([]*corev1.Event,
 	noUID, err := indexedAs[*corev1.Event](r, srcClaimEvents, IndexClaim, claimEventsKey(name, ""), nil)
 	return append(events, noUID...), err
 }
+
+// backupsNamed are the DatabaseBackups of the Database namespace/name,
+// which may be gone.
+func (r *reader) backupsNamed(namespace, name string) ([]*dbv1alpha1.DatabaseBackup, error) {
+	return indexedAs[*dbv1alpha1.DatabaseBackup](r, srcBackups, backup.IndexDatabase, namespace+"/"+name, nil)
+}

@@ -304,7 +304,7 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 		return f, err
 	}
 	if p.db.DeletionTimestamp == nil {
-		if observed.Restore, err = p.restoreSource(); err != nil {
+		if observed.Restore, err = p.restoreSource(observed.StatefulSet); err != nil {
 			p.plan = plan.Compute(p.db, observed)
 			return f, err
 		}

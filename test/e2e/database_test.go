@@ -173,6 +173,7 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 	createDB(t, ns, dbYAML("valid", "postgresql", "16", 1, "  storage:\n    size: 2Gi\n"))
 	createDB(t, ns, dbYAML("one-mongo", "mongodb", "7.0", 1, ""))
 	createDB(t, ns, dbYAML("chosen", "postgresql", "16", 3, "  replication:\n    primary: chosen-2\n"))
+	createDB(t, ns, dbYAML("restoring", "postgresql", "16", 1, "  restore:\n    database: orders\n    targetLSN: 0/3000060\n"))
 	createDB(t, ns, dbYAML("stored", "postgresql", "16", 1,
 		objectStoreYAML("https://s3.example:9000", "      prefix: team-a/prod.v2\n      region: eu-west-1\n      ca: {name: store-ca}\n    continuous: {}\n")))
 	if got := e2eutil.Kubectl(t, "-n", ns, "get", "db", "stored", "-o", "jsonpath={.spec.backup.continuous.archiveTimeoutSeconds}"); got != "300" {
@@ -221,6 +222,26 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 		{name: "an object store CA for an http endpoint", args: []string{"create", "-f", "-"},
 			stdin:   dbYAML("store-ca", "postgresql", "16", 1, objectStoreYAML("http://10.0.0.1:7070", "      ca: {name: store-ca}\n")),
 			wantErr: "objectStore.ca is only for an https:// endpoint"},
+		{name: "a restore of a backup and of a Database", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("restore-both", "postgresql", "16", 1, "  restore:\n    backup: nightly\n    database: orders\n"),
+			wantErr: "spec.restore names one of backup and database"},
+		{name: "a restore of nothing", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("restore-none", "postgresql", "16", 1, "  restore:\n    targetLSN: 0/3000060\n"),
+			wantErr: "spec.restore names one of backup and database"},
+		{name: "a restore to a time and a position", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("restore-two", "postgresql", "16", 1, "  restore:\n    database: orders\n    targetTime: 2026-11-26T10:00:00Z\n    targetLSN: 0/3000060\n"),
+			wantErr: "spec.restore sets at most one of targetTime and targetLSN"},
+		{name: "a restore to a position that is none", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("restore-lsn", "postgresql", "16", 1, "  restore:\n    database: orders\n    targetLSN: 3000060\n"),
+			wantErr: "spec.restore.targetLSN in body should match"},
+		{name: "a restore to a time that is none", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("restore-time", "postgresql", "16", 1, "  restore:\n    database: orders\n    targetTime: yesterday\n"),
+			wantErr: "spec.restore.targetTime"},
+		{name: "a restore changed", args: []string{"patch", "db/restoring", "--type=merge", "-p", `{"spec":{"restore":{"targetLSN":"0/4000000"}}}`},
+			wantErr: "spec.restore is immutable"},
+		{name: "a backup of an unknown method", args: []string{"create", "-f", "-"},
+			stdin:   "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: by-hand\nspec:\n  database: valid\n  method: Snapshot\n",
+			wantErr: `spec.method: Unsupported value: "Snapshot"`},
 	}
 	for _, tt := range tests {
 		out, err := e2eutil.KubectlRun(tt.stdin, append([]string{"-n", ns}, tt.args...)...)

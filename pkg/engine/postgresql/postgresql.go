@@ -76,6 +76,13 @@ echo "$out"; exit 1`},
 			ServerArgs: func(command string, timeoutSeconds int32) []string {
 				return []string{"-c", "archive_mode=on", "-c", "archive_command=" + command, "-c", "archive_timeout=" + strconv.Itoa(int(timeoutSeconds))}
 			},
+			// --wal-method=none: the archive holds the WAL, and
+			// pg_basebackup returns only once the WAL up to the copy's
+			// consistent point is archived. The manifest that ends the
+			// stream names the WAL range (objectstore put-base-backup).
+			BaseBackup: `PGPASSWORD="$PASSWORD" pg_basebackup --dbname="host=$HOST port=$PORT user=$USERNAME" --pgdata=- --format=tar --wal-method=none --checkpoint=fast --label="$DBC_BACKUP" --verbose`,
+			InitScript: archivingInitScript,
+			Restore:    restoreScript,
 		},
 	},
 }

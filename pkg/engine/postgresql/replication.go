@@ -60,11 +60,11 @@ passfile="$root/dbc-replication.pgpass"
 printf '*:*:*:%s:%s\n' "$(esc "$POSTGRES_USER")" "$(esc "$POSTGRES_PASSWORD")" > "$passfile"
 export PGPASSFILE="$passfile" PGCONNECT_TIMEOUT=3
 conninfo="host=$DBC_PRIMARY_HOST port=5432 user=$POSTGRES_USER passfile=$passfile application_name=$POD_NAME"
-hba="host replication $POSTGRES_USER all scram-sha-256"
+` + hbaLine + `
 fenced="` + FenceMarker + `"
 
 # The first init (the entrypoint's, on ordinal 0) allows replication connections.
-printf 'printf "%%s\\n" "%s" >> "$PGDATA/pg_hba.conf"\n' "$hba" > "$DBC_INITDB_DIR/00-dbc-replication.sh"
+` + firstInitAllowsReplication + `
 
 primary() {
   psql -X -w -d "host=$DBC_PRIMARY_HOST port=5432 user=$POSTGRES_USER dbname=postgres" -tAc \
@@ -83,9 +83,7 @@ clone() {
   mv "$PGDATA.clone" "$PGDATA"
   follow
 }
-allow_replication() {
-  grep -qxF "$hba" "$PGDATA/pg_hba.conf" || printf '%s\n' "$hba" >> "$PGDATA/pg_hba.conf"
-}
+` + allowReplication + `
 
 waited=0
 while :; do
@@ -116,4 +114,30 @@ while :; do
   [ $((waited % 30)) -ne 0 ] || say "waiting for a primary to answer through $DBC_PRIMARY_HOST"
   sleep 2; waited=$((waited + 2))
 done
+`
+
+// The pg_hba.conf line that lets the superuser open replication
+// connections, with a password, from any address (a replica's clone and
+// pg_rewind, a base backup's pg_basebackup: the official image's
+// pg_hba.conf allows them only from the pod itself); the function that
+// adds it to the data's pg_hba.conf, once; and the line that writes the
+// first-init script that adds it to the data the entrypoint initialises.
+const (
+	hbaLine          = `hba="host replication $POSTGRES_USER all scram-sha-256"`
+	allowReplication = `allow_replication() {
+  grep -qxF "$hba" "$PGDATA/pg_hba.conf" || printf '%s\n' "$hba" >> "$PGDATA/pg_hba.conf"
+}`
+	firstInitAllowsReplication = `printf 'printf "%%s\\n" "%s" >> "$PGDATA/pg_hba.conf"\n' "$hba" > "$DBC_INITDB_DIR/00-dbc-replication.sh"`
+)
+
+// archivingInitScript runs before every start of a PostgreSQL server that
+// archives and is not replicated: it lets base backups in.
+const archivingInitScript = `set -eu
+` + hbaLine + `
+` + allowReplication + `
+if [ -s "$PGDATA/PG_VERSION" ]; then
+  allow_replication
+else
+  ` + firstInitAllowsReplication + `
+fi
 `

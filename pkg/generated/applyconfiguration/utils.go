@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.BackupSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BackupStorageSpec"):
 		return &dbcontrollerv1alpha1.BackupStorageSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BaseBackupStatus"):
+		return &dbcontrollerv1alpha1.BaseBackupStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContinuousArchiving"):
 		return &dbcontrollerv1alpha1.ContinuousArchivingApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Database"):

@@ -137,7 +137,7 @@ const (
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].message",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 52",message="metadata.name must be a DNS-1035 label of at most 52 characters (lowercase letters, digits and '-', starting with a letter), so that the Services and the StatefulSet's pods can carry it"
-// +kubebuilder:validation:XValidation:rule="has(self.spec.restore) == has(oldSelf.spec.restore) && (!has(self.spec.restore) || self.spec.restore.backup == oldSelf.spec.restore.backup)",message="spec.restore is immutable: it says where the data came from when the Database was created"
+// +kubebuilder:validation:XValidation:rule="has(self.spec.restore) == has(oldSelf.spec.restore) && (!has(self.spec.restore) || self.spec.restore == oldSelf.spec.restore)",message="spec.restore is immutable: it says where the data came from when the Database was created"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || self.spec.engine != 'mongodb'",message="spec.replication is for PostgreSQL and MySQL: MongoDB replica sets are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || !has(self.spec.replication.primary) || self.spec.replication.primary.startsWith(self.metadata.name + '-')",message="spec.replication.primary names a pod of this Database: <name>-<ordinal>"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || !has(self.spec.replication.synchronous) || !has(self.spec.replicas) || self.spec.replication.synchronous.number < self.spec.replicas",message="spec.replication.synchronous.number must be lower than spec.replicas: the primary is not one of the replicas a commit waits for"
@@ -449,14 +449,44 @@ type SecretKeySelector struct {
 	Key string `json:"key,omitempty"`
 }
 
-// RestoreSpec names the backup a new Database starts from.
+// RestoreSpec names the backup a new Database starts from: a
+// DatabaseBackup, or the archive of a PostgreSQL Database, to a point in
+// time.
+// +kubebuilder:validation:XValidation:rule="has(self.backup) != has(self.database)",message="spec.restore names one of backup and database"
+// +kubebuilder:validation:XValidation:rule="!(has(self.targetTime) && has(self.targetLSN))",message="spec.restore sets at most one of targetTime and targetLSN"
 type RestoreSpec struct {
 	// Backup is the name of a Completed DatabaseBackup in the same
-	// namespace, of the same engine and of the same or an older version.
-	// +required
+	// namespace: a dump, of the same engine and of the same or an older
+	// version, or a base backup, of the same major version, which
+	// restores to the point its copy became consistent, or to targetTime
+	// or targetLSN.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Backup string `json:"backup"`
+	Backup string `json:"backup,omitempty"`
+
+	// Database restores the archive of the PostgreSQL Database of this
+	// name in the same namespace (spec.backup.continuous), which may have
+	// been deleted: the controller picks the newest of its Completed base
+	// backups that became consistent before the target, and replays the
+	// archived WAL from it to targetTime, to targetLSN, or, with neither,
+	// to the latest point the archive holds. Of Databases made again under
+	// the name, the one with the newest base backup.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=52
+	Database string `json:"database,omitempty"`
+
+	// TargetTime is the point in time to restore to (RFC 3339): the last
+	// transaction committed before it is the last one restored.
+	// +optional
+	TargetTime *metav1.Time `json:"targetTime,omitempty"`
+
+	// TargetLSN is the position in the WAL to restore to, as PostgreSQL
+	// prints it (pg_current_wal_lsn(): 0/3000060).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$`
+	TargetLSN string `json:"targetLSN,omitempty"`
 }
 
 // StorageSpec is the persistent volume of each replica.
@@ -623,7 +653,8 @@ type ArchiveStatus struct {
 
 // RestoreStatus reports a restore.
 type RestoreStatus struct {
-	// Backup is the DatabaseBackup restored.
+	// Backup is the DatabaseBackup restored: spec.restore.backup, or the
+	// base backup the controller picked for spec.restore.database.
 	Backup string `json:"backup"`
 	// CompletionTime is when every replica first served the restored data.
 	// +optional
@@ -668,6 +699,7 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Database",type=string,JSONPath=".spec.database"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Method",type=string,JSONPath=".status.method",priority=1
 // +kubebuilder:printcolumn:name="Trigger",type=string,JSONPath=".metadata.labels.dbcontroller\\.io/backup-trigger"
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=".status.sizeBytes"
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".status.version",priority=1
@@ -697,7 +729,26 @@ type DatabaseBackupSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=52
 	Database string `json:"database"`
+
+	// Method is how the backup is taken. Dump: the engine's logical dump
+	// of the database (pg_dump, mysqldump, mongodump), which restores into
+	// the same or a newer version. BaseBackup: a copy of a PostgreSQL
+	// Database's data directory, taken while it writes (pg_basebackup),
+	// into its object store; it needs spec.backup.continuous, whose
+	// archived WAL makes it consistent. Unset: Dump.
+	// +optional
+	Method BackupMethod `json:"method,omitempty"`
 }
+
+// BackupMethod is how a backup is taken.
+// +kubebuilder:validation:Enum=Dump;BaseBackup
+type BackupMethod string
+
+// The methods of a backup.
+const (
+	BackupMethodDump       BackupMethod = "Dump"
+	BackupMethodBaseBackup BackupMethod = "BaseBackup"
+)
 
 // DatabaseBackupStatus is what happened to a DatabaseBackup.
 type DatabaseBackupStatus struct {
@@ -729,6 +780,13 @@ type DatabaseBackupStatus struct {
 	// Path is the file's path on the volume, or its key in the store's bucket.
 	// +optional
 	Path string `json:"path,omitempty"`
+	// Method is how the backup was taken: spec.method, or the default then.
+	// +optional
+	Method BackupMethod `json:"method,omitempty"`
+	// BaseBackup says where the WAL of a base backup is, and which of it a
+	// restore replays at least.
+	// +optional
+	BaseBackup *BaseBackupStatus `json:"baseBackup,omitempty"`
 	// SizeBytes is the file's size.
 	// +optional
 	SizeBytes *int64 `json:"sizeBytes,omitempty"`
@@ -736,6 +794,26 @@ type DatabaseBackupStatus struct {
 	// tool's last error line.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// BaseBackupStatus is what a restore needs of a base backup besides its
+// file: the archive that holds its WAL, and the WAL range that makes the
+// copy consistent, which the backup's manifest names.
+type BaseBackupStatus struct {
+	// Archive is the directory of the store's bucket that holds the
+	// archived WAL (under wal/) of the Database backed up:
+	// <prefix>/<namespace>/<name>/<uid>.
+	Archive string `json:"archive"`
+	// Timeline is the timeline the WAL begins on.
+	// +optional
+	Timeline int64 `json:"timeline,omitempty"`
+	// StartLSN is where its WAL begins; StopLSN where the copy is
+	// consistent. A restore replays the archive from StartLSN, to StopLSN
+	// at least.
+	// +optional
+	StartLSN string `json:"startLSN,omitempty"`
+	// +optional
+	StopLSN string `json:"stopLSN,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	dbcontrollerv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
 // DatabaseBackupSpecApplyConfiguration represents a declarative configuration of the DatabaseBackupSpec type for use
 // with apply.
 //
@@ -25,6 +29,13 @@ package v1alpha1
 type DatabaseBackupSpecApplyConfiguration struct {
 	// Database is the name of the Database to back up, in the same namespace.
 	Database *string `json:"database,omitempty"`
+	// Method is how the backup is taken. Dump: the engine's logical dump
+	// of the database (pg_dump, mysqldump, mongodump), which restores into
+	// the same or a newer version. BaseBackup: a copy of a PostgreSQL
+	// Database's data directory, taken while it writes (pg_basebackup),
+	// into its object store; it needs spec.backup.continuous, whose
+	// archived WAL makes it consistent. Unset: Dump.
+	Method *dbcontrollerv1alpha1.BackupMethod `json:"method,omitempty"`
 }
 
 // DatabaseBackupSpecApplyConfiguration constructs a declarative configuration of the DatabaseBackupSpec type for use with
@@ -38,5 +49,13 @@ func DatabaseBackupSpec() *DatabaseBackupSpecApplyConfiguration {
 // If called multiple times, the Database field is set to the value of the last call.
 func (b *DatabaseBackupSpecApplyConfiguration) WithDatabase(value string) *DatabaseBackupSpecApplyConfiguration {
 	b.Database = &value
+	return b
+}
+
+// WithMethod sets the Method field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Method field is set to the value of the last call.
+func (b *DatabaseBackupSpecApplyConfiguration) WithMethod(value dbcontrollerv1alpha1.BackupMethod) *DatabaseBackupSpecApplyConfiguration {
+	b.Method = &value
 	return b
 }

@@ -47,6 +47,11 @@ type DatabaseBackupStatusApplyConfiguration struct {
 	ObjectStore *ObjectStoreApplyConfiguration `json:"objectStore,omitempty"`
 	// Path is the file's path on the volume, or its key in the store's bucket.
 	Path *string `json:"path,omitempty"`
+	// Method is how the backup was taken: spec.method, or the default then.
+	Method *dbcontrollerv1alpha1.BackupMethod `json:"method,omitempty"`
+	// BaseBackup says where the WAL of a base backup is, and which of it a
+	// restore replays at least.
+	BaseBackup *BaseBackupStatusApplyConfiguration `json:"baseBackup,omitempty"`
 	// SizeBytes is the file's size.
 	SizeBytes *int64 `json:"sizeBytes,omitempty"`
 	// Message says why the backup is waiting or what it failed on: the dump
@@ -129,6 +134,22 @@ func (b *DatabaseBackupStatusApplyConfiguration) WithObjectStore(value *ObjectSt
 // If called multiple times, the Path field is set to the value of the last call.
 func (b *DatabaseBackupStatusApplyConfiguration) WithPath(value string) *DatabaseBackupStatusApplyConfiguration {
 	b.Path = &value
+	return b
+}
+
+// WithMethod sets the Method field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Method field is set to the value of the last call.
+func (b *DatabaseBackupStatusApplyConfiguration) WithMethod(value dbcontrollerv1alpha1.BackupMethod) *DatabaseBackupStatusApplyConfiguration {
+	b.Method = &value
+	return b
+}
+
+// WithBaseBackup sets the BaseBackup field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the BaseBackup field is set to the value of the last call.
+func (b *DatabaseBackupStatusApplyConfiguration) WithBaseBackup(value *BaseBackupStatusApplyConfiguration) *DatabaseBackupStatusApplyConfiguration {
+	b.BaseBackup = value
 	return b
 }
 

@@ -18,14 +18,37 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // RestoreSpecApplyConfiguration represents a declarative configuration of the RestoreSpec type for use
 // with apply.
 //
-// RestoreSpec names the backup a new Database starts from.
+// RestoreSpec names the backup a new Database starts from: a
+// DatabaseBackup, or the archive of a PostgreSQL Database, to a point in
+// time.
 type RestoreSpecApplyConfiguration struct {
 	// Backup is the name of a Completed DatabaseBackup in the same
-	// namespace, of the same engine and of the same or an older version.
+	// namespace: a dump, of the same engine and of the same or an older
+	// version, or a base backup, of the same major version, which
+	// restores to the point its copy became consistent, or to targetTime
+	// or targetLSN.
 	Backup *string `json:"backup,omitempty"`
+	// Database restores the archive of the PostgreSQL Database of this
+	// name in the same namespace (spec.backup.continuous), which may have
+	// been deleted: the controller picks the newest of its Completed base
+	// backups that became consistent before the target, and replays the
+	// archived WAL from it to targetTime, to targetLSN, or, with neither,
+	// to the latest point the archive holds. Of Databases made again under
+	// the name, the one with the newest base backup.
+	Database *string `json:"database,omitempty"`
+	// TargetTime is the point in time to restore to (RFC 3339): the last
+	// transaction committed before it is the last one restored.
+	TargetTime *v1.Time `json:"targetTime,omitempty"`
+	// TargetLSN is the position in the WAL to restore to, as PostgreSQL
+	// prints it (pg_current_wal_lsn(): 0/3000060).
+	TargetLSN *string `json:"targetLSN,omitempty"`
 }
 
 // RestoreSpecApplyConfiguration constructs a declarative configuration of the RestoreSpec type for use with
@@ -39,5 +62,29 @@ func RestoreSpec() *RestoreSpecApplyConfiguration {
 // If called multiple times, the Backup field is set to the value of the last call.
 func (b *RestoreSpecApplyConfiguration) WithBackup(value string) *RestoreSpecApplyConfiguration {
 	b.Backup = &value
+	return b
+}
+
+// WithDatabase sets the Database field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Database field is set to the value of the last call.
+func (b *RestoreSpecApplyConfiguration) WithDatabase(value string) *RestoreSpecApplyConfiguration {
+	b.Database = &value
+	return b
+}
+
+// WithTargetTime sets the TargetTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TargetTime field is set to the value of the last call.
+func (b *RestoreSpecApplyConfiguration) WithTargetTime(value v1.Time) *RestoreSpecApplyConfiguration {
+	b.TargetTime = &value
+	return b
+}
+
+// WithTargetLSN sets the TargetLSN field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TargetLSN field is set to the value of the last call.
+func (b *RestoreSpecApplyConfiguration) WithTargetLSN(value string) *RestoreSpecApplyConfiguration {
+	b.TargetLSN = &value
 	return b
 }

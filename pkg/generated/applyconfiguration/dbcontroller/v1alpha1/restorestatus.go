@@ -27,7 +27,8 @@ import (
 //
 // RestoreStatus reports a restore.
 type RestoreStatusApplyConfiguration struct {
-	// Backup is the DatabaseBackup restored.
+	// Backup is the DatabaseBackup restored: spec.restore.backup, or the
+	// base backup the controller picked for spec.restore.database.
 	Backup *string `json:"backup,omitempty"`
 	// CompletionTime is when every replica first served the restored data.
 	CompletionTime *v1.Time `json:"completionTime,omitempty"`

@@ -1,0 +1,74 @@
+package backup
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/wal"
+)
+
+// ErrNoBase is PickBase's error when there is no base backup to pick
+// from at all: one may yet complete.
+var ErrNoBase = errors.New("no base backup")
+
+// Base is b's base backup as a restore needs it, ok false when b is not a
+// Completed base backup that reported its WAL range.
+func Base(b *dbv1alpha1.DatabaseBackup) (wal.Base, bool) {
+	st := b.Status
+	if st.Phase != dbv1alpha1.BackupCompleted || st.Method != dbv1alpha1.BackupMethodBaseBackup || st.BaseBackup == nil ||
+		st.CompletionTime == nil || st.BaseBackup.Timeline <= 0 || st.BaseBackup.Timeline > 0xFFFFFFFF {
+		return wal.Base{}, false
+	}
+	start, err1 := wal.ParseLSN(st.BaseBackup.StartLSN)
+	stop, err2 := wal.ParseLSN(st.BaseBackup.StopLSN)
+	if err1 != nil || err2 != nil {
+		return wal.Base{}, false
+	}
+	// The copy was consistent by the time its Job ended, if not before:
+	// a restore to a time starts from a copy that surely was.
+	return wal.Base{Name: b.Name, Timeline: uint32(st.BaseBackup.Timeline), Start: start, Stop: stop, StopTime: st.CompletionTime.Time}, true
+}
+
+// PickBase picks, of the DatabaseBackups of one Database name, the base
+// backup a restore to target starts from. Of the Databases made under the
+// name, it takes the one with the newest base backup (its archive); of its
+// base backups, the newest that was consistent before the target: that
+// completed before target.Time, or stopped at or before target.LSN, or,
+// for the latest point, the newest. It says, in words a person can act
+// on, why none fits; ErrNoBase when there is none at all.
+func PickBase(backups []*dbv1alpha1.DatabaseBackup, target wal.Target) (*dbv1alpha1.DatabaseBackup, error) {
+	type candidate struct {
+		b    *dbv1alpha1.DatabaseBackup
+		base wal.Base
+	}
+	var all []candidate
+	for _, b := range backups {
+		if base, ok := Base(b); ok && b.DeletionTimestamp == nil {
+			all = append(all, candidate{b, base})
+		}
+	}
+	if len(all) == 0 {
+		return nil, ErrNoBase
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].base.StopTime.Equal(all[j].base.StopTime) {
+			return all[i].base.StopTime.After(all[j].base.StopTime)
+		}
+		return all[i].b.Name > all[j].b.Name
+	})
+	archive := all[0].b.Status.BaseBackup.Archive
+	n := 0
+	for _, c := range all {
+		if c.b.Status.BaseBackup.Archive != archive {
+			continue
+		}
+		n++
+		if target.Time != nil && !c.base.StopTime.Before(*target.Time) || target.LSN != nil && c.base.Stop > *target.LSN {
+			continue
+		}
+		return c.b, nil
+	}
+	return nil, fmt.Errorf("none of the %d base backups of the archive %s was consistent before %s: the archive cannot restore to a point before its oldest base backup", n, archive, target)
+}

@@ -1,0 +1,76 @@
+package backup
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/wal"
+)
+
+// PickBase takes the archive of the newest base backup, and of it the
+// newest base backup consistent before the target; what is not a
+// Completed base backup with its WAL range is passed over.
+func TestPickBase(t *testing.T) {
+	at := func(h int) time.Time { return now.Add(time.Duration(h) * time.Hour) }
+	base := func(name, archive string, completed time.Time, stop string) *dbv1alpha1.DatabaseBackup {
+		b := onDemand(name, dbv1alpha1.BackupCompleted)
+		b.Status.Method = dbv1alpha1.BackupMethodBaseBackup
+		b.Status.CompletionTime = ptr.To(metav1.NewTime(completed))
+		b.Status.BaseBackup = &dbv1alpha1.BaseBackupStatus{Archive: archive, Timeline: 1, StartLSN: "0/1000028", StopLSN: stop}
+		return b
+	}
+	dump := onDemand("dump", dbv1alpha1.BackupCompleted)
+	dump.Status.CompletionTime = ptr.To(metav1.NewTime(at(5)))
+	running := base("running", "a/uid-2", at(6), "0/9000000")
+	running.Status.Phase = dbv1alpha1.BackupRunning
+	noRange := base("no-range", "a/uid-2", at(6), "")
+	backups := []*dbv1alpha1.DatabaseBackup{
+		base("first-life", "a/uid-1", at(-10), "0/5000000"),
+		base("one", "a/uid-2", at(1), "0/3000100"),
+		base("two", "a/uid-2", at(3), "0/7000100"),
+		dump, running, noRange,
+	}
+	lsn := func(s string) *wal.LSN {
+		l, err := wal.ParseLSN(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &l
+	}
+	for _, tc := range []struct {
+		name   string
+		target wal.Target
+		want   string
+		err    string
+	}{
+		{"the latest point: the newest", wal.Target{}, "two", ""},
+		{"a time after both", wal.Target{Time: ptr.To(at(4))}, "two", ""},
+		{"a time between", wal.Target{Time: ptr.To(at(2))}, "one", ""},
+		{"a time before the archive's first, though an older life had one", wal.Target{Time: ptr.To(at(0))}, "",
+			"none of the 2 base backups of the archive a/uid-2 was consistent before"},
+		{"a position at a stop", wal.Target{LSN: lsn("0/7000100")}, "two", ""},
+		{"a position between", wal.Target{LSN: lsn("0/5000000")}, "one", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := PickBase(backups, tc.target)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v, %v; want an error saying %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got.Name != tc.want {
+				t.Fatalf("got %v, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := PickBase([]*dbv1alpha1.DatabaseBackup{dump, running, noRange}, wal.Target{}); !errors.Is(err, ErrNoBase) {
+		t.Errorf("no base backup: %v, want ErrNoBase", err)
+	}
+}
