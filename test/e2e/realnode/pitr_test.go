@@ -1,0 +1,136 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/objectstore"
+	"github.com/dbcontroller/database-controller/pkg/wal"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
+)
+
+// A PostgreSQL Database that archives its WAL takes a base backup into
+// the store while it serves, and the status says where the backup's WAL
+// begins and where its copy is consistent. New Databases restore from its
+// archive, each with its own credentials and database name: to the point
+// the copy is consistent, to a time after it, and to the latest point the
+// archive holds; each holds the rows committed by its target and none
+// after. With a segment deleted from the archive, a restore is refused,
+// naming it, and no server starts.
+func TestPointInTimeRestore(t *testing.T) {
+	t.Parallel()
+	cfg := e2eutil.LocalObjectStore(t, localDir)
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.Kubectl(t, "-n", ns, "create", "secret", "generic", "store",
+		"--from-literal=accessKeyID="+cfg.AccessKeyID, "--from-literal=secretAccessKey="+cfg.SecretAccessKey)
+	prefix := "realnode/" + ns
+	e2eutil.KubectlIn(t, archivingYAML("ledger", 1, cfg, prefix), "-n", ns, "create", "-f", "-")
+	db := e2eutil.WaitRunning(t, ns, "ledger", converge)
+	runClient(t, ns, "ledger", postgresImage, psql+`-c "CREATE TABLE entries AS SELECT g AS n FROM generate_series(1, 1000) g"`)
+
+	e2eutil.KubectlIn(t, "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: base-1\nspec:\n  database: ledger\n  method: BaseBackup\n",
+		"-n", ns, "create", "-f", "-")
+	b := waitBackupCompleted(t, ns, "base-1")
+	archive := fmt.Sprintf("%s/%s/ledger/%s", prefix, ns, db.UID)
+	bb := b.Status.BaseBackup
+	if b.Status.Method != dbv1alpha1.BackupMethodBaseBackup || bb == nil || bb.Archive != archive || bb.Timeline != 1 ||
+		bb.StartLSN == "" || bb.StopLSN == "" || b.Status.Path != archive+"/base/base-1.tar" || b.Status.SizeBytes == nil {
+		t.Fatalf("status of the base backup: %+v, base backup %+v; want method BaseBackup, its WAL range on timeline 1 in archive %s, and its file's size",
+			b.Status, bb, archive)
+	}
+	start, err := wal.ParseLSN(bb.StartLSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := objectstore.New(withPrefix(cfg, archive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects, err := store.List(context.Background(), "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objects) != 1 || objects[0].Key != "base/base-1.tar" || objects[0].Size != *b.Status.SizeBytes {
+		t.Errorf("the store holds %+v under base/; want base-1.tar alone, of %d bytes", objects, *b.Status.SizeBytes)
+	}
+	t.Logf("base backup: %d bytes, WAL %s to %s", *b.Status.SizeBytes, bb.StartLSN, bb.StopLSN)
+
+	// After the backup, rows 1001 to 2000; the target time; rows 2001 to
+	// 3000, and their file completed at once (as archive_timeout would).
+	runClient(t, ns, "ledger", postgresImage, psql+`-c "INSERT INTO entries SELECT generate_series(1001, 2000)"`)
+	target := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(target.Add(1500 * time.Millisecond)))
+	out := runClient(t, ns, "ledger", postgresImage, psql+`-c "INSERT INTO entries SELECT generate_series(2001, 3000)" -c "SELECT pg_walfile_name(pg_current_wal_lsn())" -c "SELECT pg_switch_wal()"`)
+	last := strings.Fields(out)[0]
+	var names []string
+	e2eutil.Eventually(t, converge, "the last rows' file "+last+" archived", func() (bool, string) {
+		objects, err := store.List(context.Background(), "wal")
+		if err != nil {
+			return false, err.Error()
+		}
+		names = names[:0]
+		for _, o := range objects {
+			names = append(names, path.Base(o.Key))
+		}
+		return slices.Contains(names, last), "the archive holds " + strings.Join(names, ", ")
+	})
+
+	t.Run("restores", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, restore, rows string
+		}{
+			{"consistent", "    backup: base-1\n", "1000"},
+			{"at-a-time", fmt.Sprintf("    database: ledger\n    targetTime: %s\n", target.Format(time.RFC3339)), "2000"},
+			{"latest", "    database: ledger\n", "3000"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				e2eutil.KubectlIn(t, dbYAML(tc.name, "postgresql", "15", postgresImage, 1)+"  restore:\n"+tc.restore, "-n", ns, "create", "-f", "-")
+				restored := e2eutil.WaitRunning(t, ns, tc.name, converge)
+				if r := restored.Status.Restore; r == nil || r.Backup != "base-1" || r.CompletionTime == nil {
+					t.Errorf("status.restore %+v, want base-1 restored", r)
+				}
+				// Its own Secret's credentials and database name.
+				if got := strings.TrimSpace(runClient(t, ns, tc.name, postgresImage, psql+`-c "SELECT count(*) FROM entries"`)); got != tc.rows {
+					t.Errorf("%s holds %s rows, want %s", tc.name, got, tc.rows)
+				}
+			})
+		}
+	})
+
+	// The segment after the base backup's first, deleted: refused, naming it.
+	missing := wal.Segment{Timeline: 1, No: wal.SegmentOf(1, start, wal.DefaultSegmentSize).No + 1}.Name(wal.DefaultSegmentSize)
+	if !slices.Contains(names, missing) {
+		t.Fatalf("the archive holds %v, not %s", names, missing)
+	}
+	if err := store.Delete(context.Background(), "wal/"+missing); err != nil {
+		t.Fatal(err)
+	}
+	e2eutil.KubectlIn(t, dbYAML("gap", "postgresql", "15", postgresImage, 1)+"  restore:\n    database: ledger\n", "-n", ns, "create", "-f", "-")
+	e2eutil.Eventually(t, converge, "the restore across the gap refused", func() (bool, string) {
+		d := e2eutil.GetDB(t, ns, "gap")
+		c := meta.FindStatusCondition(d.Status.Conditions, dbv1alpha1.ConditionReady)
+		if c == nil {
+			return false, "no Ready condition"
+		}
+		return strings.Contains(c.Message, "refused") && strings.Contains(c.Message, missing), c.Reason + ": " + c.Message
+	})
+	var pod corev1.Pod
+	e2eutil.GetJSON(t, &pod, "-n", ns, "get", "pod", "gap-0")
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.RestartCount > 0 {
+			t.Errorf("container %s of gap-0 started: %+v", cs.Name, cs.State)
+		}
+	}
+}
