@@ -225,6 +225,23 @@ func TestBaseRestore(t *testing.T) {
 			f.run(ctx, ref(db), synced)
 		})
 	}
+	t.Run("picked once: a newer base backup does not change the restore", func(t *testing.T) {
+		f := newFixture(t)
+		db := newDatabase("copy", "postgresql", "16", 1)
+		db.Spec.Restore = &dbv1alpha1.RestoreSpec{Database: "source"}
+		// The StatefulSet restores early, picked before late completed.
+		p := plan.Compute(db, plan.Observed{Restore: source(early, "", "the latest point")})
+		sts := &appsv1.StatefulSet{}
+		if err := builder.Convert(p.StatefulSet, sts); err != nil {
+			t.Fatal(err)
+		}
+		f.seed(db, older, early, late, rolledOut(sts, 1), expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"))
+		msg := "restored backup early; restarting without its volume"
+		st := wantStatus(db, "Provisioning", 1, 1, "", "False", "Restoring", msg, "True", "Restoring", msg)
+		st.Restore = &dbv1alpha1.RestoreStatus{Backup: "early", CompletionTime: ptr.To(metav1.NewTime(testNow))}
+		f.expectStatusUpdate(db, st)
+		f.run(ctx, ref(db), synced)
+	})
 	before := metav1.NewTime(morning.Add(-time.Hour))
 	for _, tc := range []struct {
 		name, reason, msg string
