@@ -214,9 +214,12 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 		}
 		return r.wait(ctx, b, why)
 	}
-	method := MethodFor(b)
+	method := MethodFor(b, db)
 	if why := baseBackupRefused(method, b, db, e); why != "" {
 		return r.finish(ctx, b, dbv1alpha1.BackupFailed, why, nil)
+	}
+	if why := archiveFails(db); why != "" && method == dbv1alpha1.BackupMethodBaseBackup {
+		return r.wait(ctx, b, why)
 	}
 	target := r.targetFor(db)
 	if why := target.Unusable(); why != "" {

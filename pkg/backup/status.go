@@ -3,6 +3,7 @@ package backup
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
@@ -120,12 +121,29 @@ func Final(db *dbv1alpha1.Database, b *dbv1alpha1.DatabaseBackup) (FinalStep, *s
 	}
 }
 
-// MethodFor is how b is taken: its spec.method, or a dump.
-func MethodFor(b *dbv1alpha1.DatabaseBackup) dbv1alpha1.BackupMethod {
-	if b.Spec.Method != "" {
+// MethodFor is how b, of db, is taken: its spec.method; unset, a base
+// backup when db archives its WAL (what a point-in-time restore starts
+// from: the scheduled and final backups too), and otherwise a dump.
+func MethodFor(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database) dbv1alpha1.BackupMethod {
+	switch {
+	case b.Spec.Method != "":
 		return b.Spec.Method
+	case db.Spec.Backup != nil && db.Spec.Backup.Continuous != nil && db.Spec.Backup.ObjectStore != nil:
+		return dbv1alpha1.BackupMethodBaseBackup
+	default:
+		return dbv1alpha1.BackupMethodDump
 	}
-	return dbv1alpha1.BackupMethodDump
+}
+
+// archiveFails says why db, whose primary's archiving fails, cannot take
+// a base backup now, or "": pg_basebackup would wait, for ever, for the
+// WAL that makes its copy consistent to be archived.
+func archiveFails(db *dbv1alpha1.Database) string {
+	c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionContinuousArchiving)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return ""
+	}
+	return fmt.Sprintf("waiting for Database %s to archive its WAL, which a base backup needs to complete: %s", db.Name, c.Message)
 }
 
 // baseBackupRefused says why b, taken by method, cannot be taken of db

@@ -200,13 +200,14 @@ func startedBase(b *dbv1alpha1.DatabaseBackup) *dbv1alpha1.DatabaseBackup {
 	return s
 }
 
-// A base backup of a Database that archives: the Job that streams
-// pg_basebackup's copy to base/ in the store, and the archive its WAL is
-// in, in the status; completed, the WAL range its Job reports.
+// A backup of a Database that archives is a base backup unless it asks
+// for a dump: the Job that streams pg_basebackup's copy to base/ in the
+// store, and the archive its WAL is in, in the status; completed, the WAL
+// range its Job reports.
 func TestBaseBackup(t *testing.T) {
 	f := &fixture{t: t, toolsImage: toolsImage}
 	db := archiving()
-	b := baseBackup("mine")
+	b := onDemand("mine", "")
 	f.seed(b, serving())
 	f.actions = append(f.actions, core.NewPatchAction(backupsResource, "default", "mine", types.JSONPatchType,
 		finalizerPatch("5", nil, []string{dbv1alpha1.FinalizerBackupFile})))
@@ -231,6 +232,39 @@ func TestBaseBackup(t *testing.T) {
 		f.events = []string{"Normal Completed Backed up 23758336 bytes to team-a/default/orders/orders-uid/base/mine.tar in bucket backups of https://s3.example"}
 		f.run(db)
 	})
+}
+
+// A Database that archives takes a dump when one is asked for.
+func TestDumpOfAnArchivingDatabase(t *testing.T) {
+	f := &fixture{t: t, toolsImage: toolsImage}
+	db := archiving()
+	b := onDemand("mine", "")
+	b.Spec.Method = dbv1alpha1.BackupMethodDump
+	f.seed(b, serving())
+	f.actions = append(f.actions, core.NewPatchAction(backupsResource, "default", "mine", types.JSONPatchType,
+		finalizerPatch("5", nil, []string{dbv1alpha1.FinalizerBackupFile})))
+	s := startedInStore(b)
+	f.kubeactions = append(f.kubeactions, core.NewCreateAction(jobsResource, "default", storeJob(t, s, db)))
+	s.Finalizers = nil
+	f.expectUpdateStatus(s)
+	f.events = []string{"Normal Started Backing up postgresql 16 orders with Job mine"}
+	f.run(db)
+}
+
+// While the Database's archiving fails, a base backup waits, saying why:
+// pg_basebackup would wait for ever for its WAL to be archived.
+func TestBaseBackupWaitsForTheArchive(t *testing.T) {
+	f := &fixture{t: t, toolsImage: toolsImage}
+	db := archiving()
+	db.Status.Conditions = []metav1.Condition{{Type: dbv1alpha1.ConditionContinuousArchiving, Status: metav1.ConditionFalse,
+		Reason: "ArchivingFailed", Message: "archiving 000000010000000000000003 fails: Access Denied."}}
+	b := onDemand("mine", "")
+	f.seed(b, serving())
+	waiting := b.DeepCopy()
+	waiting.Status.Phase = dbv1alpha1.BackupPending
+	waiting.Status.Message = "waiting for Database orders to archive its WAL, which a base backup needs to complete: archiving 000000010000000000000003 fails: Access Denied."
+	f.expectUpdateStatus(waiting)
+	f.run(db)
 }
 
 // A base backup that cannot be taken fails at once, saying why and what

@@ -39,7 +39,9 @@ func TestPointInTimeRestore(t *testing.T) {
 	db := e2eutil.WaitRunning(t, ns, "ledger", converge)
 	runClient(t, ns, "ledger", postgresImage, psql+`-c "CREATE TABLE entries AS SELECT g AS n FROM generate_series(1, 1000) g"`)
 
-	e2eutil.KubectlIn(t, "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: base-1\nspec:\n  database: ledger\n  method: BaseBackup\n",
+	// A backup of a Database that archives: a base backup, unless it asks
+	// for a dump.
+	e2eutil.KubectlIn(t, "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: base-1\nspec:\n  database: ledger\n",
 		"-n", ns, "create", "-f", "-")
 	b := waitBackupCompleted(t, ns, "base-1")
 	archive := fmt.Sprintf("%s/%s/ledger/%s", prefix, ns, db.UID)

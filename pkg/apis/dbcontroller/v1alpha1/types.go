@@ -735,7 +735,9 @@ type DatabaseBackupSpec struct {
 	// the same or a newer version. BaseBackup: a copy of a PostgreSQL
 	// Database's data directory, taken while it writes (pg_basebackup),
 	// into its object store; it needs spec.backup.continuous, whose
-	// archived WAL makes it consistent. Unset: Dump.
+	// archived WAL makes it consistent. Unset: BaseBackup for a Database
+	// with spec.backup.continuous (its scheduled and final backups too),
+	// Dump otherwise.
 	// +optional
 	Method BackupMethod `json:"method,omitempty"`
 }
