@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/wal"
 )
 
@@ -71,4 +72,26 @@ func PickBase(backups []*dbv1alpha1.DatabaseBackup, target wal.Target) (*dbv1alp
 		return c.b, nil
 	}
 	return nil, fmt.Errorf("none of the %d base backups of the archive %s was consistent before %s: the archive cannot restore to a point before its oldest base backup", n, archive, target)
+}
+
+// WALKeptFrom is the first WAL segment a kept base backup of db needs:
+// the one the WAL of the oldest of its Completed base backups in its
+// archive begins in (backups may hold others'); "" when there is none,
+// and nothing may be pruned.
+func WALKeptFrom(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) string {
+	archive := builder.ArchiveDir(db)
+	var oldest *wal.Base
+	for _, b := range backups {
+		base, ok := Base(b)
+		if !ok || b.DeletionTimestamp != nil || b.Status.BaseBackup.Archive != archive {
+			continue
+		}
+		if oldest == nil || base.Start < oldest.Start {
+			oldest = &base
+		}
+	}
+	if oldest == nil {
+		return ""
+	}
+	return wal.SegmentOf(oldest.Timeline, oldest.Start, wal.DefaultSegmentSize).Name(wal.DefaultSegmentSize)
 }

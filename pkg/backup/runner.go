@@ -45,6 +45,7 @@ const (
 	ReasonFailed           = "BackupFailed"
 	ReasonPruned           = "Pruned"
 	ReasonFileDeleteFailed = "FileDeleteFailed"
+	ReasonPruningWAL       = "PruningWAL"
 )
 
 // IndexDatabase is the name of the DatabaseBackup informer's index by
@@ -189,6 +190,9 @@ func (r *Runner) Sync(ctx context.Context, namespace, name string, db *dbv1alpha
 		return 0, nil
 	}
 	if err := r.prune(ctx, db, live); err != nil {
+		return 0, err
+	}
+	if err := r.pruneWAL(ctx, db, live); err != nil {
 		return 0, err
 	}
 	return r.schedule(ctx, db, live)
@@ -499,6 +503,51 @@ func (r *Runner) prune(ctx context.Context, db *dbv1alpha1.Database, backups []*
 
 // deleteFile deletes the file of a DatabaseBackup being deleted, with a
 // Job on its volume, then lets it go.
+// pruneWAL deletes from db's WAL archive, with a Job of the tools image,
+// what no base backup of it that is kept needs (WALKeptFrom): once for
+// each oldest base backup, as retention deletes older ones. A Job of an
+// earlier one that has finished is deleted first; one that runs is waited
+// for. Nothing is pruned before a base backup completed.
+func (r *Runner) pruneWAL(ctx context.Context, db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) error {
+	if db.Spec.Backup.Continuous == nil || db.Spec.Backup.ObjectStore == nil || r.cfg.ToolsImage == "" {
+		return nil
+	}
+	first := WALKeptFrom(db, backups)
+	if first == "" {
+		return nil
+	}
+	name := builder.WALPruneJobName(db)
+	job, err := r.cfg.Jobs.Jobs(db.Namespace).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		if r.created.has(db.Namespace + "/" + name) {
+			return nil // made by this process; the cache has not shown it yet
+		}
+	case err != nil:
+		return err
+	case !metav1.IsControlledBy(job, db) || job.Labels[builder.LabelWALKeptFrom] == first:
+		return nil
+	default:
+		if finished, _, _ := builder.JobFinished(job); !finished {
+			return nil
+		}
+		r.created.remove(db.Namespace + "/" + name)
+		return r.deleteJob(ctx, job)
+	}
+	obj, err := jobObject(builder.NewWALPruneJob(db, r.cfg.ToolsImage, first))
+	if err != nil {
+		return err
+	}
+	if _, err := r.cfg.KubeClient.BatchV1().Jobs(db.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: r.cfg.FieldManager}); err != nil &&
+		!apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Job %s: %w", name, err)
+	}
+	r.created.add(db.Namespace + "/" + name)
+	r.cfg.Recorder.Eventf(db, corev1.EventTypeNormal, ReasonPruningWAL,
+		"Deleting the archived WAL before %s, which no kept base backup needs, with Job %s", first, name)
+	return nil
+}
+
 func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error {
 	if !hasFinalizer(b.Finalizers) {
 		return nil

@@ -295,3 +295,63 @@ func TestBaseBackupRefused(t *testing.T) {
 		})
 	}
 }
+
+// completedBase is a Completed base backup of the archiving Database whose
+// WAL begins at start.
+func completedBase(name, start string) *dbv1alpha1.DatabaseBackup {
+	b := startedBase(baseBackup(name))
+	b.Status.Phase = dbv1alpha1.BackupCompleted
+	b.Status.CompletionTime = ptr.To(metav1.NewTime(now))
+	b.Status.BaseBackup.Timeline, b.Status.BaseBackup.StartLSN, b.Status.BaseBackup.StopLSN = 1, start, start[:len(start)-3]+"100"
+	return b
+}
+
+func walPruneJob(t *testing.T, db *dbv1alpha1.Database, first string) *batchv1.Job {
+	j := &batchv1.Job{}
+	if err := builder.Convert(builder.NewWALPruneJob(db, toolsImage, first), j); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// The archive keeps the WAL from the first segment the oldest Completed
+// base backup needs, and a Job of the tools image deletes what lies
+// before it: once for each oldest base backup. A Job of an earlier one is
+// deleted once finished; with no base backup, nothing is pruned.
+func TestWALPrune(t *testing.T) {
+	db := archiving()
+	older, newer := completedBase("older", "0/D000028"), completedBase("newer", "0/1A000028")
+	t.Run("a Job for the oldest base backup", func(t *testing.T) {
+		f := &fixture{t: t, toolsImage: toolsImage}
+		f.seed(newer, older)
+		f.kubeactions = append(f.kubeactions, core.NewCreateAction(jobsResource, "default", walPruneJob(t, db, "00000001000000000000000D")))
+		f.events = []string{"Normal PruningWAL Deleting the archived WAL before 00000001000000000000000D, which no kept base backup needs, with Job orders-wal-prune"}
+		f.run(db)
+	})
+	t.Run("its Job is there: nothing", func(t *testing.T) {
+		f := &fixture{t: t, toolsImage: toolsImage}
+		f.seed(newer, older, finished(walPruneJob(t, db, "00000001000000000000000D"), true))
+		f.run(db)
+	})
+	t.Run("the oldest went: the finished Job of the older one goes", func(t *testing.T) {
+		f := &fixture{t: t, toolsImage: toolsImage}
+		job := finished(walPruneJob(t, db, "00000001000000000000000D"), true)
+		job.UID = "job-uid"
+		f.seed(newer, job)
+		bg := metav1.DeletePropagationBackground
+		f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(jobsResource, "default", "orders-wal-prune",
+			metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: ptr.To[types.UID]("job-uid")}}))
+		f.run(db)
+	})
+	t.Run("the older one's Job still runs: it is waited for", func(t *testing.T) {
+		f := &fixture{t: t, toolsImage: toolsImage}
+		f.seed(newer, walPruneJob(t, db, "00000001000000000000000D"))
+		f.run(db)
+	})
+	t.Run("no Completed base backup: nothing is pruned", func(t *testing.T) {
+		f := &fixture{t: t, toolsImage: toolsImage}
+		running := startedBase(baseBackup("running"))
+		f.seed(running, baseJob(t, running, db))
+		f.run(db)
+	})
+}

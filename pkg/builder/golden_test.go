@@ -152,8 +152,8 @@ func TestBackupGolden(t *testing.T) {
 }
 
 // TestObjectStoreGolden renders the Jobs that stream a MySQL dump and a
-// PostgreSQL base backup to an object store with a private CA and delete
-// it there, and the PostgreSQL StatefulSets that archive, alone and
+// PostgreSQL base backup to an object store with a private CA, delete it
+// there and prune the WAL archive, and the PostgreSQL StatefulSets that archive, alone and
 // replicated, and that restore a dump from a store.
 func TestObjectStoreGolden(t *testing.T) {
 	store := &dbv1alpha1.ObjectStore{Endpoint: "https://s3.example:9000", Bucket: "backups", Prefix: "team-a", Region: "eu-west-1",
@@ -187,6 +187,7 @@ func TestObjectStoreGolden(t *testing.T) {
 	for name, ac := range map[string]any{
 		"statefulset-archiving-postgresql":            aloneSts,
 		"job-basebackup-postgresql":                   NewBaseBackupJob(base, alone, lookup(t, alone.Spec.Engine), "postgres:16", tools, store, base.Status.Path),
+		"job-wal-prune":                               NewWALPruneJob(alone, tools, "00000001000000000000000D"),
 		"statefulset-archiving-replicated-postgresql": archivingSts,
 		"statefulset-archiving-restore-postgresql":    restoringSts,
 		"job-backup-objectstore-mysql":                NewObjectStoreBackupJob(b, my, lookup(t, my.Spec.Engine), "mysql:8.4", tools, store, b.Status.Path),

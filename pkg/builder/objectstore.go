@@ -187,11 +187,59 @@ func NewObjectStoreDeleteJob(b *dbv1alpha1.DatabaseBackup, toolsImage string) *b
 		WithArgs("objectstore", "delete", b.Status.Path).
 		WithEnv(objectStoreEnv(s, objectStoreCAPath, false)...).
 		WithSecurityContext(containerSecurity())
-	spec := jobPodSpec(toolsUID).WithContainers(container)
+	spec := jobPodSpec(toolsUID)
 	if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath, false); v != nil {
 		container.WithVolumeMounts(m)
 		spec.WithVolumes(v)
 	}
+	// WithContainers copies the container: after its mounts.
+	spec.WithContainers(container)
 	return backupJob(b, names.BackupDeleteJobName(b.Name), JobBackupDelete).
 		WithSpec(jobSpecOf(b, JobBackupDelete, toolsUID, 3, spec))
+}
+
+// The Job that prunes a Database's WAL archive: what it does, in
+// LabelJob, and the first segment it keeps, in LabelWALKeptFrom.
+const (
+	JobWALPrune      = "wal-prune"
+	LabelWALKeptFrom = "dbcontroller.io/wal-kept-from"
+)
+
+// WALPruneJobName is the name of the Job that prunes db's WAL archive.
+func WALPruneJobName(db *dbv1alpha1.Database) string { return db.Name + "-wal-prune" }
+
+// NewWALPruneJob builds the Job that deletes from db's WAL archive what
+// lies before the segment first, which the oldest base backup kept needs
+// (`controller objectstore wal-prune`), with the tools image: the
+// controller never reads the store's keys.
+func NewWALPruneJob(db *dbv1alpha1.Database, toolsImage, first string) *batchv1ac.JobApplyConfiguration {
+	s := db.Spec.Backup.ObjectStore
+	labels := names.Labels(db)
+	labels[LabelJob] = JobWALPrune
+	labels[LabelWALKeptFrom] = first
+	container := corev1ac.Container().
+		WithName(JobWALPrune).
+		WithImage(toolsImage).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithArgs("objectstore", "wal-prune", first).
+		WithEnv(objectStoreEnv(s, objectStoreCAPath, false)...).
+		WithEnv(corev1ac.EnvVar().WithName(objectstore.EnvPrefix).WithValue(ArchiveDir(db))).
+		WithSecurityContext(containerSecurity())
+	spec := jobPodSpec(toolsUID)
+	if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath, false); v != nil {
+		container.WithVolumeMounts(m)
+		spec.WithVolumes(v)
+	}
+	spec.WithContainers(container)
+	return batchv1ac.Job(WALPruneJobName(db), db.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(ownerReference(db)).
+		WithSpec(batchv1ac.JobSpec().
+			WithBackoffLimit(3).
+			WithActiveDeadlineSeconds(3600).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				// Not the Database's selector labels: no Service sends
+				// clients to it.
+				WithLabels(map[string]string{names.LabelManagedBy: names.ManagedBy, LabelJob: JobWALPrune}).
+				WithSpec(spec)))
 }

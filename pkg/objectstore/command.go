@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"sync/atomic"
 
@@ -73,6 +74,8 @@ const usage = `usage: controller objectstore put KEY   (writes standard input to
                                          (checks that wal/ holds every segment a restore needs from the segment
                                           FROM on, along TIMELINE (hexadecimal; the newest that follows FROM's
                                           when unset), and prints the last one; exit 1 naming the first missing)
+       controller objectstore wal-prune FIRST (deletes from wal/ the segments numbered below the segment FIRST, on
+                                          every timeline, with their .partial and .backup files; history files stay)
        controller objectstore wal-fetch NAME PATH (restore_command: wal/NAME to PATH; exit 1 when the store does
                                                    not hold it, 255 on any other failure, which stops recovery)
 The store is in the environment: ` + EnvEndpoint + `, ` + EnvBucket + `, ` + EnvPrefix + `, ` + EnvRegion + `,
@@ -102,7 +105,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 func Command(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The number of arguments of each verb; put-output's command has any
 	// number after the key and its name.
-	arity := map[string]int{"put": 1, "get": 1, "list": 1, "delete": 1, "wal-push": 1, "wal-fetch": 2, "put-output": 2, "put-base-backup": 2, "wal-check": 1}
+	arity := map[string]int{"put": 1, "get": 1, "list": 1, "delete": 1, "wal-push": 1, "wal-fetch": 2, "put-output": 2, "put-base-backup": 2, "wal-check": 1, "wal-prune": 1}
 	if len(args) == 0 || arity[args[0]] == 0 || len(args)-1 != arity[args[0]] &&
 		(args[0] != "put-output" && args[0] != "put-base-backup" || len(args)-1 < arity[args[0]]) && (args[0] != "wal-check" || len(args) != 3) {
 		fmt.Fprint(stderr, usage)
@@ -147,6 +150,8 @@ func run(ctx context.Context, s *Store, verb string, args []string, stdin io.Rea
 		return putOutput(ctx, s, args[0], args[1:], newBaseBackupReader, stdout, stderr)
 	case "wal-check":
 		return walCheck(ctx, s, args[0], args[1:], stdout)
+	case "wal-prune":
+		return walPrune(ctx, s, args[0], stdout)
 	case "get":
 		r, err := s.Get(ctx, args[0])
 		if err != nil {
@@ -225,6 +230,33 @@ func walCheck(ctx context.Context, s *Store, from string, tl []string, stdout io
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "timeline %X: %s to %s\n", target, from, last.Name(wal.DefaultSegmentSize))
+	return err
+}
+
+// walPrune deletes from the archive's WAL directory what no base backup
+// whose WAL begins in the segment first, or later, needs (wal.Prunable),
+// in the order of their names, and says how many.
+func walPrune(ctx context.Context, s *Store, first string, stdout io.Writer) error {
+	seg, ok := wal.ParseSegment(first, wal.DefaultSegmentSize)
+	if !ok {
+		return fmt.Errorf("%q is not a WAL segment's name", first)
+	}
+	objects, err := s.List(ctx, WALDir)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(objects))
+	for _, o := range objects {
+		names = append(names, path.Base(o.Key))
+	}
+	prunable := wal.Prunable(names, []uint64{seg.No}, wal.DefaultSegmentSize)
+	sort.Strings(prunable)
+	for _, n := range prunable {
+		if err := s.Delete(ctx, path.Join(WALDir, n)); err != nil {
+			return err
+		}
+	}
+	_, err = fmt.Fprintf(stdout, "deleted %d files before %s\n", len(prunable), first)
 	return err
 }
 

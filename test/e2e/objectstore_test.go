@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -272,6 +273,29 @@ func TestObjectStoreCommand(t *testing.T) {
 	}
 	if out, stderr, code := run(nil, "wal-check", "000000010000000000000003"); code != 0 || string(out) != "timeline 2: 000000010000000000000003 to 000000020000000000000004\n" {
 		t.Errorf("wal-check after the gap: exit %d, %q, %q; want timeline 2 from the switch's segment on", code, out, stderr)
+	}
+	// wal-prune, the archive's retention: what lies before the first
+	// segment a kept base backup needs goes, on every timeline, with its
+	// backup label and partial file; that segment, later ones and the
+	// history files stay.
+	for _, name := range []string{"000000010000000000000001.00000028.backup", "000000010000000000000002.partial"} {
+		if _, stderr, code := run([]byte(name), "put", "wal/"+name); code != 0 {
+			t.Fatalf("put %s: exit %d: %s", name, code, stderr)
+		}
+	}
+	if out, stderr, code := run(nil, "wal-prune", "000000020000000000000003"); code != 0 || string(out) != "deleted 3 files before 000000020000000000000003\n" {
+		t.Errorf("wal-prune: exit %d, %q, %q; want 3 files deleted", code, out, stderr)
+	}
+	left, _, _ := run(nil, "list", "wal")
+	var kept []string
+	for _, line := range strings.Split(strings.TrimSpace(string(left)), "\n") {
+		kept = append(kept, filepath.Base(strings.Fields(line)[0]))
+	}
+	if want := []string{"00000002.history", "000000010000000000000003", "000000020000000000000003", "000000020000000000000004"}; !slices.Equal(kept, want) {
+		t.Errorf("after wal-prune the archive holds %v, want %v", kept, want)
+	}
+	if _, stderr, code := run(nil, "wal-prune", "the-beginning"); code != objectstore.ExitFailed || !strings.Contains(stderr, "is not a WAL segment's name") {
+		t.Errorf("wal-prune of no segment: exit %d, %q; want exit 1 and why", code, stderr)
 	}
 	env = saved
 

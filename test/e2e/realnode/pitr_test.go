@@ -27,7 +27,8 @@ import (
 // the copy is consistent, to a time after it, and to the latest point the
 // archive holds; each holds the rows committed by its target and none
 // after. With a segment deleted from the archive, a restore is refused,
-// naming it, and no server starts.
+// naming it, and no server starts. With a second base backup taken and the
+// first deleted, the WAL only the first needed is pruned.
 func TestPointInTimeRestore(t *testing.T) {
 	t.Parallel()
 	cfg := e2eutil.LocalObjectStore(t, localDir)
@@ -135,4 +136,36 @@ func TestPointInTimeRestore(t *testing.T) {
 			t.Errorf("container %s of gap-0 started: %+v", cs.Name, cs.State)
 		}
 	}
+
+	// A second base backup, and the first deleted: the WAL before the
+	// second's first segment is pruned; from that segment on it stays.
+	e2eutil.KubectlIn(t, "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: base-2\nspec:\n  database: ledger\n",
+		"-n", ns, "create", "-f", "-")
+	second := waitBackupCompleted(t, ns, "base-2").Status.BaseBackup
+	start2, err := wal.ParseLSN(second.StartLSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := wal.SegmentOf(uint32(second.Timeline), start2, wal.DefaultSegmentSize)
+	e2eutil.Kubectl(t, "-n", ns, "delete", "databasebackup", "base-1", "--timeout=2m")
+	e2eutil.Eventually(t, converge, "the WAL before "+first.Name(wal.DefaultSegmentSize)+" pruned", func() (bool, string) {
+		objects, err := store.List(context.Background(), "wal")
+		if err != nil {
+			return false, err.Error()
+		}
+		names = names[:0]
+		before := false
+		for _, o := range objects {
+			n := path.Base(o.Key)
+			names = append(names, n)
+			if seg, ok := wal.ParseSegment(n[:min(len(n), 24)], wal.DefaultSegmentSize); ok && seg.No < first.No {
+				before = true
+			}
+		}
+		return !before, "the archive holds " + strings.Join(names, ", ")
+	})
+	if !slices.Contains(names, first.Name(wal.DefaultSegmentSize)) {
+		t.Errorf("after the pruning the archive holds %v, without %s, which base-2 needs", names, first.Name(wal.DefaultSegmentSize))
+	}
+	t.Logf("pruned: the archive holds %s", strings.Join(names, ", "))
 }
