@@ -489,12 +489,21 @@ func NewFinalBackup(db *dbv1alpha1.Database) *dbv1alpha1.DatabaseBackup {
 // finalizer deletes their files.
 func (r *Runner) prune(ctx context.Context, db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) error {
 	retention := Retention(db)
-	for _, b := range ToPrune(backups, retention) {
+	var window time.Duration
+	if d := db.Spec.Backup.RecoveryWindowDays; d != nil {
+		window = time.Duration(*d) * 24 * time.Hour
+	}
+	for _, b := range ToPrune(backups, retention, window, r.cfg.Clock.Now()) {
 		uid := b.UID
 		err := r.cfg.DBClient.DbcontrollerV1alpha1().DatabaseBackups(b.Namespace).Delete(ctx, b.Name,
 			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("pruning DatabaseBackup %s: %w", b.Name, err)
+		}
+		if window > 0 {
+			r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonPruned, "Deleted: beyond the retention of %d scheduled backups and the recovery window of %d days of %s",
+				retention, *db.Spec.Backup.RecoveryWindowDays, db.Name)
+			continue
 		}
 		r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonPruned, "Deleted: beyond the retention of %d scheduled backups of %s", retention, db.Name)
 	}

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -84,10 +85,13 @@ func Retention(db *dbv1alpha1.Database) int {
 	return int(db.Spec.Backup.RetentionCount())
 }
 
-// ToPrune returns the Completed scheduled backups beyond the newest
-// retention ones, oldest first. Others (on-demand, final, failed, running)
-// are never pruned.
-func ToPrune(backups []*dbv1alpha1.DatabaseBackup, retention int) []*dbv1alpha1.DatabaseBackup {
+// ToPrune returns the Completed scheduled backups that retention no
+// longer keeps, oldest first: it keeps the newest retention ones, and,
+// with a recovery window (window > 0), every one that completed within
+// window before now and the newest that completed before that, so that
+// every point of the window can be restored. Others (on-demand, final,
+// failed, running) are never pruned.
+func ToPrune(backups []*dbv1alpha1.DatabaseBackup, retention int, window time.Duration, now time.Time) []*dbv1alpha1.DatabaseBackup {
 	var completed []*dbv1alpha1.DatabaseBackup
 	for _, b := range backups {
 		if b.Labels[dbv1alpha1.LabelBackupTrigger] != dbv1alpha1.BackupTriggerSchedule ||
@@ -99,8 +103,31 @@ func ToPrune(backups []*dbv1alpha1.DatabaseBackup, retention int) []*dbv1alpha1.
 	if len(completed) <= retention {
 		return nil
 	}
-	sort.SliceStable(completed, func(i, j int) bool { return olderThan(completed[i], completed[j]) })
-	return completed[:len(completed)-retention]
+	// Newest first.
+	sort.SliceStable(completed, func(i, j int) bool { return olderThan(completed[j], completed[i]) })
+	var prune []*dbv1alpha1.DatabaseBackup
+	beforeKept := false
+	for i, b := range completed {
+		inWindow := window > 0 && !completedAt(b).Before(now.Add(-window))
+		keep := i < retention || inWindow || window > 0 && !beforeKept
+		if keep && !inWindow {
+			beforeKept = true
+		}
+		if !keep {
+			prune = append(prune, b)
+		}
+	}
+	slices.Reverse(prune)
+	return prune
+}
+
+// completedAt is when b completed, or the tick it was made for.
+func completedAt(b *dbv1alpha1.DatabaseBackup) time.Time {
+	if b.Status.CompletionTime != nil {
+		return b.Status.CompletionTime.Time
+	}
+	t, _ := ScheduledTime(b)
+	return t
 }
 
 // olderThan orders backups by the tick they were made for, then by

@@ -109,7 +109,7 @@ func TestToPrune(t *testing.T) {
 	}
 
 	var got []string
-	for _, b := range ToPrune(backups, 3) {
+	for _, b := range ToPrune(backups, 3, 0, time.Time{}) {
 		got = append(got, b.Name)
 	}
 	// Completed scheduled: s10-s12, s14-s19 (9); keep the newest 3 (s17-s19).
@@ -117,7 +117,17 @@ func TestToPrune(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("ToPrune = %v, want %v", got, want)
 	}
-	if got := ToPrune(backups, 9); len(got) != 0 {
+	if got := ToPrune(backups, 9, 0, time.Time{}); len(got) != 0 {
 		t.Errorf("within the retention, pruned %d", len(got))
+	}
+	// A recovery window of 3 days on 2026-11-20 02:00 (the newest, s20,
+	// still runs): s17 to s19 within it, and s16, the newest before it;
+	// with a retention of 1, the window keeps more.
+	got = nil
+	for _, b := range ToPrune(backups, 1, 3*24*time.Hour, mustTime("2026-11-20T02:00:00Z")) {
+		got = append(got, b.Name)
+	}
+	if want := []string{"s10", "s11", "s12", "s14", "s15"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ToPrune with a recovery window = %v, want %v", got, want)
 	}
 }

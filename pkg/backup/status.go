@@ -62,7 +62,11 @@ func Status(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) Repor
 			newest, newestTick = b, metav1.NewTime(t)
 		}
 	}
-	cond.Message = fmt.Sprintf("scheduled %q (UTC), keeping the newest %d; %s", db.Spec.Backup.Schedule, Retention(db), final)
+	keeping := fmt.Sprintf("the newest %d", Retention(db))
+	if d := db.Spec.Backup.RecoveryWindowDays; d != nil {
+		keeping += fmt.Sprintf(" and those a recovery window of %d days needs", *d)
+	}
+	cond.Message = fmt.Sprintf("scheduled %q (UTC), keeping %s; %s", db.Spec.Backup.Schedule, keeping, final)
 	if newest == nil {
 		return Report{Condition: cond}
 	}

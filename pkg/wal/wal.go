@@ -2,14 +2,11 @@
 // positions (LSNs), segment and timeline history file names, and, from
 // the names an archive holds, which segments a restore from a base backup
 // needs (and the first one missing), and which segments no kept base
-// backup needs; the base backup a restore to a point starts from; the base
-// backups a retention keeps. It reads names only, never the files: it is
-// pure.
+// backup needs. It reads names only, never the files: it is pure.
 package wal
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -313,51 +310,4 @@ func (t Target) String() string {
 	default:
 		return "the latest point"
 	}
-}
-
-// Choose picks the base backup a restore to target along h starts from:
-// the newest that became consistent before the target, on h's way (its
-// timeline did not end before the copy became consistent). It refuses,
-// in words a person can act on, when none is.
-func Choose(bases []Base, h History, target Target) (Base, error) {
-	var best *Base
-	for i := range bases {
-		b := &bases[i]
-		if !h.Follows(b.Timeline) || h.TimelineAt(b.Stop) != b.Timeline {
-			continue
-		}
-		if target.Time != nil && !b.StopTime.Before(*target.Time) || target.LSN != nil && b.Stop > *target.LSN {
-			continue
-		}
-		if best == nil || b.Stop > best.Stop {
-			best = b
-		}
-	}
-	if best == nil {
-		return Base{}, fmt.Errorf("no base backup on timeline %d's way became consistent before %s (%d base backups)", h.Timeline, target, len(bases))
-	}
-	return *best, nil
-}
-
-// Keep is, of bases, those a retention keeps: the newest count (count >
-// 0), or, with a recovery window (window > 0), every base backup that
-// became consistent within it before now and the newest before it, so
-// that every point of the window can be recovered. With both, either
-// keeps. Names, newest first.
-func Keep(bases []Base, count int, window time.Duration, now time.Time) []string {
-	sorted := append([]Base(nil), bases...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].StopTime.After(sorted[j].StopTime) })
-	var kept []string
-	olderKept := false
-	for i, b := range sorted {
-		inWindow := window > 0 && !b.StopTime.Before(now.Add(-window))
-		firstBefore := window > 0 && !inWindow && !olderKept
-		if count > 0 && i < count || inWindow || firstBefore {
-			kept = append(kept, b.Name)
-		}
-		if firstBefore {
-			olderKept = true
-		}
-	}
-	return kept
 }

@@ -2,11 +2,8 @@ package wal
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
-	"strings"
 	"testing"
-	"time"
 )
 
 const seg = DefaultSegmentSize
@@ -188,80 +185,5 @@ func TestPrunable(t *testing.T) {
 	}
 	if got := Prunable(names, nil, seg); got != nil {
 		t.Errorf("Prunable with no kept base backup = %q, want nothing", got)
-	}
-}
-
-func TestChoose(t *testing.T) {
-	h3, _ := ParseHistory(3, history3)
-	at := func(min int) time.Time { return time.Date(2026, 11, 25, 12, min, 0, 0, time.UTC) }
-	bases := []Base{
-		{Name: "a", Timeline: 1, Start: 0x2000028, Stop: 0x2000100, StopTime: at(0)},
-		// Taken on timeline 1 across its end (0/5000060): not on
-		// timeline 3's way, though timeline 1 is.
-		{Name: "b", Timeline: 1, Start: 0x5000000, Stop: 0x5000200, StopTime: at(10)},
-		{Name: "c", Timeline: 2, Start: 0x6000028, Stop: 0x6000100, StopTime: at(20)},
-		{Name: "d", Timeline: 3, Start: 0xA000028, Stop: 0xA000100, StopTime: at(30)},
-		// Another history's timeline 4, not on timeline 3's way.
-		{Name: "e", Timeline: 4, Start: 0xB000028, Stop: 0xB000100, StopTime: at(40)},
-	}
-	lsn := func(l LSN) *LSN { return &l }
-	tm := func(t time.Time) *time.Time { return &t }
-	for _, tc := range []struct {
-		name   string
-		target Target
-		want   string
-	}{
-		{"latest", Target{}, "d"},
-		{"a time between c and d", Target{Time: tm(at(25))}, "c"},
-		{"the time c became consistent: too early for c", Target{Time: tm(at(20))}, "a"},
-		{"a time b would serve on its own timeline", Target{Time: tm(at(15))}, "a"},
-		{"a position in timeline 2's range", Target{LSN: lsn(0x7000000)}, "c"},
-		{"c's own stop position", Target{LSN: lsn(0x6000100)}, "c"},
-		{"before any", Target{Time: tm(at(-5))}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := Choose(bases, h3, tc.target)
-			if tc.want == "" {
-				if err == nil || !strings.Contains(err.Error(), "no base backup on timeline 3's way became consistent before 2026-11-25T11:55:00Z (5 base backups)") {
-					t.Errorf("Choose = %s, %v; want a refusal", got.Name, err)
-				}
-				return
-			}
-			if err != nil || got.Name != tc.want {
-				t.Errorf("Choose = %s, %v; want %s", got.Name, err, tc.want)
-			}
-		})
-	}
-	h1, _ := ParseHistory(1, "")
-	if got, err := Choose(bases, h1, Target{}); err != nil || got.Name != "b" {
-		t.Errorf("Choose along timeline 1 = %s, %v; want b", got.Name, err)
-	}
-}
-
-func TestKeep(t *testing.T) {
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	var bases []Base
-	for _, d := range []int{1, 5, 9, 2, 30} { // days old, out of order
-		bases = append(bases, Base{Name: fmt.Sprintf("%dd", d), StopTime: now.Add(-time.Duration(d) * 24 * time.Hour)})
-	}
-	day := 24 * time.Hour
-	for _, tc := range []struct {
-		name   string
-		count  int
-		window time.Duration
-		want   []string
-	}{
-		{"the newest 2", 2, 0, []string{"1d", "2d"}},
-		{"more than there are", 9, 0, []string{"1d", "2d", "5d", "9d", "30d"}},
-		// A 3-day window: the two within it and the newest before it,
-		// from which the window's first point can be reached.
-		{"a 3-day window", 0, 3 * day, []string{"1d", "2d", "5d"}},
-		{"a window reaching exactly one", 0, 5 * day, []string{"1d", "2d", "5d", "9d"}},
-		{"a window with none in it", 0, 12 * time.Hour, []string{"1d"}},
-		{"a count or a window", 4, 3 * day, []string{"1d", "2d", "5d", "9d"}},
-	} {
-		if got := Keep(bases, tc.count, tc.window, now); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: Keep = %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }

@@ -315,6 +315,16 @@ type BackupSpec struct {
 	// +kubebuilder:validation:Maximum=1000
 	Retention *int32 `json:"retention,omitempty"`
 
+	// RecoveryWindowDays keeps, besides the newest retention ones, every
+	// Completed scheduled backup that completed within this many days,
+	// and the newest one before them, so that every point of the window
+	// stays restorable (with continuous, from a base backup and the WAL
+	// archived after it, which is kept with it). Unset: retention alone.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3650
+	RecoveryWindowDays *int32 `json:"recoveryWindowDays,omitempty"`
+
 	// Storage is the backup volume, <name>-backups. It outlives the
 	// Database: deleting the Database never deletes it. Not made when
 	// objectStore is set.

@@ -59,6 +59,11 @@ func (in *BackupSpec) DeepCopyInto(out *BackupSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.RecoveryWindowDays != nil {
+		in, out := &in.RecoveryWindowDays, &out.RecoveryWindowDays
+		*out = new(int32)
+		**out = **in
+	}
 	in.Storage.DeepCopyInto(&out.Storage)
 	if in.ObjectStore != nil {
 		in, out := &in.ObjectStore, &out.ObjectStore

@@ -31,6 +31,12 @@ type BackupSpecApplyConfiguration struct {
 	// ones are deleted, with their files. On-demand and final backups are
 	// never deleted by the controller.
 	Retention *int32 `json:"retention,omitempty"`
+	// RecoveryWindowDays keeps, besides the newest retention ones, every
+	// Completed scheduled backup that completed within this many days,
+	// and the newest one before them, so that every point of the window
+	// stays restorable (with continuous, from a base backup and the WAL
+	// archived after it, which is kept with it). Unset: retention alone.
+	RecoveryWindowDays *int32 `json:"recoveryWindowDays,omitempty"`
 	// Storage is the backup volume, <name>-backups. It outlives the
 	// Database: deleting the Database never deletes it. Not made when
 	// objectStore is set.
@@ -70,6 +76,14 @@ func (b *BackupSpecApplyConfiguration) WithSchedule(value string) *BackupSpecApp
 // If called multiple times, the Retention field is set to the value of the last call.
 func (b *BackupSpecApplyConfiguration) WithRetention(value int32) *BackupSpecApplyConfiguration {
 	b.Retention = &value
+	return b
+}
+
+// WithRecoveryWindowDays sets the RecoveryWindowDays field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RecoveryWindowDays field is set to the value of the last call.
+func (b *BackupSpecApplyConfiguration) WithRecoveryWindowDays(value int32) *BackupSpecApplyConfiguration {
+	b.RecoveryWindowDays = &value
 	return b
 }
 
