@@ -232,7 +232,7 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 			stdin:   dbYAML("restore-two", "postgresql", "16", 1, "  restore:\n    database: orders\n    targetTime: 2026-11-26T10:00:00Z\n    targetLSN: 0/3000060\n"),
 			wantErr: "spec.restore sets at most one of targetTime and targetLSN"},
 		{name: "a restore to a position that is none", args: []string{"create", "-f", "-"},
-			stdin:   dbYAML("restore-lsn", "postgresql", "16", 1, "  restore:\n    database: orders\n    targetLSN: 3000060\n"),
+			stdin:   dbYAML("restore-lsn", "postgresql", "16", 1, "  restore:\n    database: orders\n    targetLSN: \"3000060\"\n"),
 			wantErr: "spec.restore.targetLSN in body should match"},
 		{name: "a restore to a time that is none", args: []string{"create", "-f", "-"},
 			stdin:   dbYAML("restore-time", "postgresql", "16", 1, "  restore:\n    database: orders\n    targetTime: yesterday\n"),

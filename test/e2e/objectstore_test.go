@@ -291,7 +291,7 @@ func TestObjectStoreCommand(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(left)), "\n") {
 		kept = append(kept, filepath.Base(strings.Fields(line)[0]))
 	}
-	if want := []string{"00000002.history", "000000010000000000000003", "000000020000000000000003", "000000020000000000000004"}; !slices.Equal(kept, want) {
+	if want := []string{"000000010000000000000003", "00000002.history", "000000020000000000000003", "000000020000000000000004"}; !slices.Equal(kept, want) {
 		t.Errorf("after wal-prune the archive holds %v, want %v", kept, want)
 	}
 	if _, stderr, code := run(nil, "wal-prune", "the-beginning"); code != objectstore.ExitFailed || !strings.Contains(stderr, "is not a WAL segment's name") {
