@@ -100,6 +100,9 @@ func noToolsImage(backup string) *status.Problem {
 		"DatabaseBackup %s is in an object store, and this controller runs without --tools-image, whose binary fetches it: start the controller with --tools-image=<its image>", backup)}
 }
 
+// pgTimestamp is how recovery_target_time reads a time, in UTC.
+const pgTimestamp = "2006-01-02 15:04:05.999999+00"
+
 // restoreTarget is spec.restore's target.
 func restoreTarget(spec *dbv1alpha1.RestoreSpec) (wal.Target, error) {
 	var t wal.Target
@@ -188,7 +191,8 @@ func (p *pass) baseRestoreSource(b *dbv1alpha1.DatabaseBackup, e engine.Engine) 
 			return refused("spec.restore.targetTime %s is before base backup %s started (%s): restore from spec.restore.database, which picks an older base backup",
 				target, b.Name, b.Status.StartTime.UTC().Format(time.RFC3339))
 		}
-		r.Target = fmt.Sprintf("-c recovery_target_time='%s'", target.Time.UTC().Format(time.RFC3339Nano))
+		// PostgreSQL refuses RFC 3339's "T" and "Z" in recovery_target_time.
+		r.Target = fmt.Sprintf("-c recovery_target_time='%s'", target.Time.UTC().Format(pgTimestamp))
 	case target.LSN != nil:
 		if *target.LSN < base.Stop {
 			return refused("spec.restore.targetLSN %s is before base backup %s became consistent (%s): restore from spec.restore.database, which picks an older base backup",

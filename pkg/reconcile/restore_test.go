@@ -189,11 +189,11 @@ func TestBaseRestore(t *testing.T) {
 		{"a base backup, to where its copy is consistent", dbv1alpha1.RestoreSpec{Backup: "early"},
 			source(early, "-c recovery_target=immediate", "the point its copy became consistent")},
 		{"a base backup, to a time", dbv1alpha1.RestoreSpec{Backup: "early", TargetTime: &at},
-			source(early, "-c recovery_target_time='"+at.UTC().Format(time.RFC3339Nano)+"'", at.UTC().Format(time.RFC3339Nano))},
+			source(early, "-c recovery_target_time='"+at.UTC().Format("2006-01-02 15:04:05")+"+00'", at.UTC().Format(time.RFC3339Nano))},
 		{"the Database, to the latest point: its newest base backup", dbv1alpha1.RestoreSpec{Database: "source"},
 			source(late, "", "the latest point")},
 		{"the Database, to a time: the newest base backup before it", dbv1alpha1.RestoreSpec{Database: "source", TargetTime: &at},
-			source(early, "-c recovery_target_time='"+at.UTC().Format(time.RFC3339Nano)+"'", at.UTC().Format(time.RFC3339Nano))},
+			source(early, "-c recovery_target_time='"+at.UTC().Format("2006-01-02 15:04:05")+"+00'", at.UTC().Format(time.RFC3339Nano))},
 		{"the Database, to a position", dbv1alpha1.RestoreSpec{Database: "source", TargetLSN: "0/1A000200"},
 			source(late, "-c recovery_target_lsn='0/1A000200'", "0/1A000200")},
 	} {

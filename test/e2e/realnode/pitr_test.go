@@ -75,7 +75,16 @@ func TestPointInTimeRestore(t *testing.T) {
 	target := time.Now().UTC().Truncate(time.Second).Add(time.Second)
 	time.Sleep(time.Until(target.Add(1500 * time.Millisecond)))
 	out := runClient(t, ns, "ledger", postgresImage, psql+`-c "INSERT INTO entries SELECT generate_series(2001, 3000)" -c "SELECT pg_walfile_name(pg_current_wal_lsn())" -c "SELECT pg_switch_wal()"`)
-	last := strings.Fields(out)[0]
+	// psql prints the INSERT's tag, the file's name, then the switch's LSN.
+	var last string
+	for _, f := range strings.Fields(out) {
+		if _, ok := wal.ParseSegment(f, wal.DefaultSegmentSize); ok {
+			last = f
+		}
+	}
+	if last == "" {
+		t.Fatalf("no WAL file name in %q", out)
+	}
 	var names []string
 	e2eutil.Eventually(t, converge, "the last rows' file "+last+" archived", func() (bool, string) {
 		objects, err := store.List(context.Background(), "wal")
