@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/wal"
@@ -79,6 +81,29 @@ func PickBase(backups []*dbv1alpha1.DatabaseBackup, target wal.Target) (*dbv1alp
 // archive begins in (backups may hold others'); "" when there is none,
 // and nothing may be pruned.
 func WALKeptFrom(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) string {
+	oldest := oldestBase(db, backups)
+	if oldest == nil {
+		return ""
+	}
+	return wal.SegmentOf(oldest.Timeline, oldest.Start, wal.DefaultSegmentSize).Name(wal.DefaultSegmentSize)
+}
+
+// RecoverableFrom is the first point a point-in-time restore of db's
+// archive can reach: when the oldest of its Completed base backups in it
+// was consistent. Nil when there is none.
+func RecoverableFrom(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) *metav1.Time {
+	oldest := oldestBase(db, backups)
+	if oldest == nil {
+		return nil
+	}
+	t := metav1.NewTime(oldest.StopTime)
+	return &t
+}
+
+// oldestBase is the oldest (by where its WAL begins) of db's Completed
+// base backups in its archive that are not being deleted; nil when there
+// is none.
+func oldestBase(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) *wal.Base {
 	archive := builder.ArchiveDir(db)
 	var oldest *wal.Base
 	for _, b := range backups {
@@ -90,8 +115,5 @@ func WALKeptFrom(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) 
 			oldest = &base
 		}
 	}
-	if oldest == nil {
-		return ""
-	}
-	return wal.SegmentOf(oldest.Timeline, oldest.Start, wal.DefaultSegmentSize).Name(wal.DefaultSegmentSize)
+	return oldest
 }

@@ -74,3 +74,47 @@ func TestPickBase(t *testing.T) {
 		t.Errorf("no base backup: %v, want ErrNoBase", err)
 	}
 }
+
+// The oldest kept base backup of the Database's own archive bounds both
+// what WAL is kept and the first point a restore reaches; base backups
+// of an earlier Database of the name, being deleted, or not completed
+// count for neither.
+func TestWALKeptFromAndRecoverableFrom(t *testing.T) {
+	db := archiving()
+	base := func(name, archive, start string, completed time.Time) *dbv1alpha1.DatabaseBackup {
+		b := onDemand(name, dbv1alpha1.BackupCompleted)
+		b.Status.Method = dbv1alpha1.BackupMethodBaseBackup
+		b.Status.CompletionTime = ptr.To(metav1.NewTime(completed))
+		b.Status.BaseBackup = &dbv1alpha1.BaseBackupStatus{Archive: archive, Timeline: 2, StartLSN: start, StopLSN: "0/F000100"}
+		return b
+	}
+	own := "team-a/default/orders/orders-uid"
+	deleting := base("deleting", own, "0/1000028", now.Add(-3*time.Hour))
+	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+	running := base("running", own, "0/2000028", now.Add(-3*time.Hour))
+	running.Status.Phase = dbv1alpha1.BackupRunning
+	older := base("older", own, "0/5000028", now.Add(-2*time.Hour))
+	for _, tc := range []struct {
+		name    string
+		backups []*dbv1alpha1.DatabaseBackup
+		kept    string
+		from    *time.Time
+	}{
+		{"none", nil, "", nil},
+		{"only what counts for neither", []*dbv1alpha1.DatabaseBackup{
+			deleting, running, base("earlier-life", "team-a/default/orders/uid-1", "0/1000028", now.Add(-5*time.Hour))}, "", nil},
+		{"the oldest of two, whatever the order", []*dbv1alpha1.DatabaseBackup{
+			base("newer", own, "0/9000028", now.Add(-time.Hour)), older, deleting, running},
+			"000000020000000000000005", ptr.To(now.Add(-2 * time.Hour))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := WALKeptFrom(db, tc.backups); got != tc.kept {
+				t.Errorf("WALKeptFrom = %q, want %q", got, tc.kept)
+			}
+			got := RecoverableFrom(db, tc.backups)
+			if (got == nil) != (tc.from == nil) || got != nil && !got.Time.Equal(*tc.from) {
+				t.Errorf("RecoverableFrom = %v, want %v", got, tc.from)
+			}
+		})
+	}
+}

@@ -162,3 +162,46 @@ func TestArchivingWithoutToolsImage(t *testing.T) {
 		t.Errorf("asked %v", f.archived)
 	}
 }
+
+// The recoverable window: from the oldest completed base backup of the
+// Database's own archive to the last archived file, in status.archive
+// once a base backup completes; the same window again costs no write.
+func TestRecoverableWindow(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	archivedAt := metav1.NewTime(testNow.Add(-2 * time.Minute))
+	archived := &dbv1alpha1.ArchiveStatus{LastArchivedWAL: "000000010000000000000009", LastArchivedTime: &archivedAt}
+	consistent := testNow.Add(-time.Hour)
+
+	f := newFixture(t)
+	db, _ := archivingDatabase(t, f)
+	db.Status.Archive = archived.DeepCopy()
+	meta.SetStatusCondition(&db.Status.Conditions, metav1.Condition{Type: dbv1alpha1.ConditionContinuousArchiving, Status: metav1.ConditionTrue,
+		Reason: "Archiving", Message: "WAL archived up to 000000010000000000000009 at " + archivedAt.UTC().Format(time.RFC3339),
+		ObservedGeneration: db.Generation, LastTransitionTime: metav1.NewTime(testNow.Add(-time.Hour))})
+	f.archive = archived.DeepCopy()
+	ofOrders := func(name, uid string, completed time.Time, start string) *dbv1alpha1.DatabaseBackup {
+		b := baseBackupOf(name, uid, completed, start, start)
+		b.Spec.Database = db.Name
+		b.Status.BaseBackup.Archive = "default/orders/" + uid
+		return b
+	}
+	own := ofOrders("orders-base", string(db.UID), consistent, "0/3000028")
+	newer := ofOrders("orders-newer", string(db.UID), testNow.Add(-30*time.Minute), "0/5000028")
+	earlierLife := ofOrders("orders-earlier", "uid-of-another", testNow.Add(-48*time.Hour), "0/1000028")
+	f.seed(newer, own, earlierLife)
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	st := *db.Status.DeepCopy()
+	st.Archive.FirstRecoverableTime = ptr.To(metav1.NewTime(consistent))
+	st.Archive.LastRecoverableTime = &archivedAt
+	f.expectStatusUpdate(db, st)
+	f.run(ctx, ref(db), pollServers)
+
+	// Told already: no write.
+	f = newFixture(t)
+	db, _ = archivingDatabase(t, f)
+	db.Status = st
+	f.archive = archived.DeepCopy()
+	f.seed(newer, own, earlierLife)
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.run(ctx, ref(db), pollServers)
+}

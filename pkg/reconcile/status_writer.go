@@ -92,13 +92,19 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	// changing words for it (a pull error, then "Back-off pulling image")
 	// cost no status write and no event.
 	cause, refusal = keepWords(oldReady, cause), keepWords(oldReady, refusal)
-	var scheduled []*dbv1alpha1.DatabaseBackup
-	if b := p.db.Spec.Backup; b != nil && b.Schedule != "" {
-		if scheduled, err = p.read.backupsOf(p.db); err != nil {
+	// The schedule's status reads the Database's backups, and so does
+	// the recoverable window of an archive (its oldest base backup).
+	var ofDB []*dbv1alpha1.DatabaseBackup
+	if b := p.db.Spec.Backup; b != nil && (b.Schedule != "" || f.archive.wanted) {
+		if ofDB, err = p.read.backupsOf(p.db); err != nil {
 			return "", err
 		}
 	}
-	backups := backup.Status(p.db, scheduled)
+	var recoverableFrom *metav1.Time
+	if f.archive.wanted {
+		recoverableFrom = backup.RecoverableFrom(p.db, ofDB)
+	}
+	backups := backup.Status(p.db, ofDB)
 	replication, replicating := p.replication(f)
 	newStatus := status.Compute(status.Input{
 		Cause:       cause,
@@ -123,6 +129,7 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 		Archiving:                      f.archive.wanted,
 		Archive:                        f.archive.archive,
 		Archived:                       f.archive.condition,
+		RecoverableFrom:                recoverableFrom,
 	})
 	if equality.Semantic.DeepEqual(db.Status, newStatus) || onlyPodCountChanged(db.Status, newStatus) {
 		return recheck, nil

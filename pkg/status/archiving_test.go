@@ -46,3 +46,45 @@ func TestMergeArchive(t *testing.T) {
 		t.Errorf("archived after the failure: %s %s", c.Status, c.Message)
 	}
 }
+
+// The recoverable window runs from the oldest base backup's consistent
+// point to the later of it and the last archived file; without a base
+// backup it goes, and what the primary said now is preferred to what the
+// status said.
+func TestRecoverable(t *testing.T) {
+	at := func(m int) *metav1.Time {
+		v := metav1.NewTime(time.Date(2026, 11, 25, 10, m, 0, 0, time.UTC))
+		return &v
+	}
+	archivedAt := func(m int) *dbv1alpha1.ArchiveStatus {
+		return &dbv1alpha1.ArchiveStatus{LastArchivedWAL: "000000010000000000000009", LastArchivedTime: at(m)}
+	}
+	window := func(a *dbv1alpha1.ArchiveStatus, first, last int) *dbv1alpha1.ArchiveStatus {
+		if a == nil {
+			a = &dbv1alpha1.ArchiveStatus{}
+		}
+		a.FirstRecoverableTime, a.LastRecoverableTime = at(first), at(last)
+		return a
+	}
+	for _, tc := range []struct {
+		name     string
+		old, now *dbv1alpha1.ArchiveStatus
+		from     *metav1.Time
+		want     *dbv1alpha1.ArchiveStatus
+	}{
+		{"nothing", nil, nil, nil, nil},
+		{"no base backup: the window goes", window(archivedAt(5), 1, 5), nil, nil, archivedAt(5)},
+		{"no base backup, nothing archived: nothing", window(nil, 1, 1), nil, nil, nil},
+		{"archived since the base backup", archivedAt(5), nil, at(2), window(archivedAt(5), 2, 5)},
+		{"the primary says more now", archivedAt(5), archivedAt(7), at(2), window(archivedAt(7), 2, 7)},
+		{"the base backup completed after the last file the status knows of", archivedAt(5), nil, at(6), window(archivedAt(5), 6, 6)},
+		{"a base backup, nothing archived yet", nil, nil, at(6), window(nil, 6, 6)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := recoverable(tc.old, tc.now, tc.from)
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -148,6 +148,9 @@ type Input struct {
 	Archiving bool
 	Archive   *dbv1alpha1.ArchiveStatus
 	Archived  *metav1.Condition
+	// RecoverableFrom is the first point a point-in-time restore of the
+	// archive reaches (backup.RecoverableFrom); nil while there is none.
+	RecoverableFrom *metav1.Time
 	// Now stamps conditions whose status changes.
 	Now metav1.Time
 }
@@ -319,10 +322,7 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		conditions = append(conditions, *in.Archived)
 		fallthrough
 	default:
-		st.Archive = old.Archive
-		if in.Archive != nil {
-			st.Archive = in.Archive
-		}
+		st.Archive = recoverable(old.Archive, in.Archive, in.RecoverableFrom)
 	}
 	for _, c := range conditions {
 		c.ObservedGeneration = db.Generation
@@ -382,4 +382,37 @@ func onlyPodsMissing(sts *appsv1.StatefulSet, desired int32, image string) bool 
 func convergedAt(old dbv1alpha1.DatabaseStatus, generation int64) bool {
 	p := meta.FindStatusCondition(old.Conditions, dbv1alpha1.ConditionProgressing)
 	return p != nil && p.ObservedGeneration == generation && (p.Reason == ReasonConverged || p.Reason == ReasonWaitingForReady)
+}
+
+// recoverable is the archive's status: what the primary said now, or
+// else what the status said, with the recoverable window: from the oldest
+// kept base backup's consistent point (from) to the later of it and the
+// last archived file. Nil when there is nothing to say.
+func recoverable(old, now *dbv1alpha1.ArchiveStatus, from *metav1.Time) *dbv1alpha1.ArchiveStatus {
+	a := old
+	if now != nil {
+		a = now
+	}
+	if from == nil && (a == nil || a.FirstRecoverableTime == nil && a.LastRecoverableTime == nil) {
+		return a
+	}
+	if a == nil {
+		a = &dbv1alpha1.ArchiveStatus{}
+	} else {
+		a = a.DeepCopy()
+	}
+	a.FirstRecoverableTime, a.LastRecoverableTime = nil, nil
+	if from != nil {
+		last := from
+		if a.LastArchivedTime != nil && a.LastArchivedTime.After(from.Time) {
+			last = a.LastArchivedTime
+		}
+		a.FirstRecoverableTime, a.LastRecoverableTime = from.DeepCopy(), last.DeepCopy()
+	}
+	if *a == (dbv1alpha1.ArchiveStatus{}) {
+		// An empty object is not written: the API server would take it
+		// for null.
+		return nil
+	}
+	return a
 }

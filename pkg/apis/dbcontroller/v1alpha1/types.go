@@ -659,6 +659,17 @@ type ArchiveStatus struct {
 	LastFailedTime *metav1.Time `json:"lastFailedTime,omitempty"`
 	// +optional
 	LastFailure string `json:"lastFailure,omitempty"`
+	// FirstRecoverableTime and LastRecoverableTime bound the points a
+	// point-in-time restore of this Database can reach: from when its
+	// oldest kept base backup was consistent (it completed) to the last
+	// archived WAL file. A restore to a time before the first is refused;
+	// one to a time after the last fails with PostgreSQL's words (recovery
+	// ended before the target). Unset while no base backup of the archive
+	// has completed.
+	// +optional
+	FirstRecoverableTime *metav1.Time `json:"firstRecoverableTime,omitempty"`
+	// +optional
+	LastRecoverableTime *metav1.Time `json:"lastRecoverableTime,omitempty"`
 }
 
 // RestoreStatus reports a restore.

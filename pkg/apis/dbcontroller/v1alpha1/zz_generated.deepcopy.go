@@ -38,6 +38,14 @@ func (in *ArchiveStatus) DeepCopyInto(out *ArchiveStatus) {
 		in, out := &in.LastFailedTime, &out.LastFailedTime
 		*out = (*in).DeepCopy()
 	}
+	if in.FirstRecoverableTime != nil {
+		in, out := &in.FirstRecoverableTime, &out.FirstRecoverableTime
+		*out = (*in).DeepCopy()
+	}
+	if in.LastRecoverableTime != nil {
+		in, out := &in.LastRecoverableTime, &out.LastRecoverableTime
+		*out = (*in).DeepCopy()
+	}
 	return
 }
 

@@ -37,6 +37,15 @@ type ArchiveStatusApplyConfiguration struct {
 	LastFailedWAL  *string  `json:"lastFailedWAL,omitempty"`
 	LastFailedTime *v1.Time `json:"lastFailedTime,omitempty"`
 	LastFailure    *string  `json:"lastFailure,omitempty"`
+	// FirstRecoverableTime and LastRecoverableTime bound the points a
+	// point-in-time restore of this Database can reach: from when its
+	// oldest kept base backup was consistent (it completed) to the last
+	// archived WAL file. A restore to a time before the first is refused;
+	// one to a time after the last fails with PostgreSQL's words (recovery
+	// ended before the target). Unset while no base backup of the archive
+	// has completed.
+	FirstRecoverableTime *v1.Time `json:"firstRecoverableTime,omitempty"`
+	LastRecoverableTime  *v1.Time `json:"lastRecoverableTime,omitempty"`
 }
 
 // ArchiveStatusApplyConfiguration constructs a declarative configuration of the ArchiveStatus type for use with
@@ -82,5 +91,21 @@ func (b *ArchiveStatusApplyConfiguration) WithLastFailedTime(value v1.Time) *Arc
 // If called multiple times, the LastFailure field is set to the value of the last call.
 func (b *ArchiveStatusApplyConfiguration) WithLastFailure(value string) *ArchiveStatusApplyConfiguration {
 	b.LastFailure = &value
+	return b
+}
+
+// WithFirstRecoverableTime sets the FirstRecoverableTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FirstRecoverableTime field is set to the value of the last call.
+func (b *ArchiveStatusApplyConfiguration) WithFirstRecoverableTime(value v1.Time) *ArchiveStatusApplyConfiguration {
+	b.FirstRecoverableTime = &value
+	return b
+}
+
+// WithLastRecoverableTime sets the LastRecoverableTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastRecoverableTime field is set to the value of the last call.
+func (b *ArchiveStatusApplyConfiguration) WithLastRecoverableTime(value v1.Time) *ArchiveStatusApplyConfiguration {
+	b.LastRecoverableTime = &value
 	return b
 }
