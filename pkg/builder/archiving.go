@@ -95,13 +95,7 @@ const (
 // first-init directory to write into: the restore's, when the pod
 // restores a dump, or else a directory of its own.
 func withArchivingInit(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.ContainerApplyConfiguration, script string) {
-	scriptsVolume, scriptsDir := archivingScriptsVolume, archivingScriptsDir
-	if hasVolume(spec, restoreScriptsVolume) {
-		scriptsVolume, scriptsDir = restoreScriptsVolume, restoreScriptsWorkDir
-	} else {
-		spec.WithVolumes(corev1ac.Volume().WithName(archivingScriptsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
-		server.WithVolumeMounts(corev1ac.VolumeMount().WithName(archivingScriptsVolume).WithMountPath(restoreScriptsPath).WithReadOnly(true))
-	}
+	scriptsVolume, scriptsDir := firstInitDir(spec, server, archivingScriptsVolume, archivingScriptsDir, hasVolume(spec, restoreScriptsVolume))
 	env := append(append([]corev1ac.EnvVarApplyConfiguration(nil), server.Env...),
 		*corev1ac.EnvVar().WithName("DBC_INITDB_DIR").WithValue(scriptsDir))
 	var mounts []corev1ac.VolumeMountApplyConfiguration
@@ -119,6 +113,21 @@ func withArchivingInit(spec *corev1ac.PodSpecApplyConfiguration, server *corev1a
 		WithSecurityContext(containerSecurity())
 	init.Env, init.VolumeMounts = env, mounts
 	spec.WithInitContainers(init)
+}
+
+// firstInitDir is the volume an init container writes the server's
+// first-init scripts into, and the directory it mounts it at: the
+// restore's, when the pod restores a dump; or else an emptyDir named
+// volume, to mount at dir, which it adds to spec and mounts in server as
+// its first-init directory.
+func firstInitDir(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.ContainerApplyConfiguration,
+	volume, dir string, restoring bool) (string, string) {
+	if restoring {
+		return restoreScriptsVolume, restoreScriptsWorkDir
+	}
+	spec.WithVolumes(corev1ac.Volume().WithName(volume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	server.WithVolumeMounts(corev1ac.VolumeMount().WithName(volume).WithMountPath(restoreScriptsPath).WithReadOnly(true))
+	return volume, dir
 }
 
 func hasVolume(spec *corev1ac.PodSpecApplyConfiguration, name string) bool {

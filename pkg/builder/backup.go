@@ -254,17 +254,24 @@ func BaseRestoring(sts *appsv1.StatefulSet) string {
 		if c.Name != restoreContainer {
 			continue
 		}
-		for _, v := range c.Env {
-			if v.Name == "DBC_RESTORE_KEY" {
-				for _, w := range c.Env {
-					if w.Name == "DBC_RESTORE_BACKUP" {
-						return w.Value
-					}
-				}
-			}
+		// A dump's restore has no key in a store.
+		if _, ok := envValue(c.Env, "DBC_RESTORE_KEY"); ok {
+			name, _ := envValue(c.Env, "DBC_RESTORE_BACKUP")
+			return name
 		}
 	}
 	return ""
+}
+
+// envValue is the value of the variable name in env, ok false when env
+// does not set it.
+func envValue(env []corev1.EnvVar, name string) (string, bool) {
+	for _, v := range env {
+		if v.Name == name {
+			return v.Value, true
+		}
+	}
+	return "", false
 }
 
 // withBaseRestore makes the first pod initialise its data from the base

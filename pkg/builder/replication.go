@@ -43,13 +43,7 @@ func withReplication(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.
 			WithExec(corev1ac.ExecAction().WithCommand(repl.PreStop...))))
 	}
 
-	scriptsVolume, scriptsDir := replicationScriptsVolume, replicationScriptsDir
-	if restoring {
-		scriptsVolume, scriptsDir = restoreScriptsVolume, restoreScriptsWorkDir
-	} else {
-		spec.WithVolumes(corev1ac.Volume().WithName(replicationScriptsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
-		server.WithVolumeMounts(corev1ac.VolumeMount().WithName(replicationScriptsVolume).WithMountPath(restoreScriptsPath).WithReadOnly(true))
-	}
+	scriptsVolume, scriptsDir := firstInitDir(spec, server, replicationScriptsVolume, replicationScriptsDir, restoring)
 	initEnv := append(append(append([]*corev1ac.EnvVarApplyConfiguration(nil), env...), podEnv...),
 		corev1ac.EnvVar().WithName("DBC_INITDB_DIR").WithValue(scriptsDir))
 	initMounts := append(append([]*corev1ac.VolumeMountApplyConfiguration(nil), mounts...),

@@ -124,11 +124,8 @@ func restoreTarget(spec *dbv1alpha1.RestoreSpec) (wal.Target, error) {
 // for the target now.
 func (p *pass) pickedBase(sts *appsv1.StatefulSet) (string, error) {
 	db := p.db
-	if name := builder.BaseRestoring(sts); name != "" {
+	if name := basePicked(db, sts); name != "" {
 		return name, nil
-	}
-	if db.Status.Restore != nil && db.Status.Restore.Backup != "" {
-		return db.Status.Restore.Backup, nil
 	}
 	target, err := restoreTarget(db.Spec.Restore)
 	if err != nil {
@@ -149,6 +146,20 @@ func (p *pass) pickedBase(sts *appsv1.StatefulSet) (string, error) {
 			"cannot restore Database %s to %s: %v", db.Spec.Restore.Database, target, err)}
 	}
 	return b.Name, nil
+}
+
+// basePicked is the base backup picked already for a restore of
+// spec.restore.database: the one the pods restore, or else the one the
+// status names; "" before one is picked. It does not change while the
+// restore runs, though a newer base backup completes.
+func basePicked(db *dbv1alpha1.Database, sts *appsv1.StatefulSet) string {
+	if name := builder.BaseRestoring(sts); name != "" {
+		return name
+	}
+	if db.Status.Restore != nil {
+		return db.Status.Restore.Backup
+	}
+	return ""
 }
 
 // baseRestoreSource is the restore of the base backup b, with e, to
@@ -222,10 +233,7 @@ func restoreInput(db *dbv1alpha1.Database, sts *appsv1.StatefulSet, pods []*core
 	}
 	in := &status.Restore{Backup: db.Spec.Restore.Backup, InTemplate: builder.Restores(sts)}
 	if in.Backup == "" {
-		// The base backup picked for spec.restore.database.
-		if in.Backup = builder.BaseRestoring(sts); in.Backup == "" && db.Status.Restore != nil {
-			in.Backup = db.Status.Restore.Backup
-		}
+		in.Backup = basePicked(db, sts)
 	}
 	if !in.InTemplate {
 		return in
