@@ -460,6 +460,14 @@ EOF
   and orders' WAL, archived as it is written (the server restarts once):
     kubectl patch db orders --type=merge -p '{"spec":{"backup":{"continuous":{"archiveTimeoutSeconds":60}}}}'
     kubectl get db orders -o jsonpath='{.status.archive}'
+  then a base backup (what a Database that archives backs up by default),
+  what a restore can reach, and a restore into a new Database of the latest
+  point the archive holds (add "targetTime":"2026-11-26T10:00:00Z" to
+  restore to a time, or "targetLSN"):
+    kubectl create -f - <<<'{"apiVersion":"dbcontroller.io/v1alpha1","kind":"DatabaseBackup","metadata":{"name":"orders-base-1"},"spec":{"database":"orders"}}'
+    kubectl get db orders -o jsonpath='{.status.archive.firstRecoverableTime} {.status.archive.lastRecoverableTime}{"\n"}'
+    kubectl create -f - <<<'{"apiVersion":"dbcontroller.io/v1alpha1","kind":"Database","metadata":{"name":"orders-copy"},"spec":{"engine":"postgresql","version":"15","image":"localhost/dbc/postgresql:15","storage":{"size":"1Gi"},"restore":{"database":"orders"}}}'
+    kubectl get db orders-copy -o jsonpath='{.status.restore}'
 
 EOF
   fi

@@ -661,11 +661,14 @@ type ArchiveStatus struct {
 	LastFailure string `json:"lastFailure,omitempty"`
 	// FirstRecoverableTime and LastRecoverableTime bound the points a
 	// point-in-time restore of this Database can reach: from when its
-	// oldest kept base backup was consistent (it completed) to the last
-	// archived WAL file. A restore to a time before the first is refused;
-	// one to a time after the last fails with PostgreSQL's words (recovery
-	// ended before the target). Unset while no base backup of the archive
-	// has completed.
+	// oldest kept base backup was consistent (it completed) to when the
+	// last WAL file was archived, which holds every transaction committed
+	// before the file was completed. A restore to a time before the first
+	// is refused. PostgreSQL stops a restore to a time at the first
+	// transaction committed after it: a time after the last archived
+	// transaction fails with its words (recovery ended before the
+	// target); a restore with no target takes everything archived. Unset
+	// while no base backup of the archive has completed.
 	// +optional
 	FirstRecoverableTime *metav1.Time `json:"firstRecoverableTime,omitempty"`
 	// +optional
