@@ -5,8 +5,13 @@ package realnode
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"path"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +19,7 @@ import (
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/objectstore"
+	"github.com/dbcontroller/database-controller/pkg/wal"
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
@@ -55,12 +61,15 @@ func waitArchiving(t *testing.T, ns, name, reason string) *dbv1alpha1.Database {
 // condition says why in the store's words; with the keys mended and the
 // server restarted, it archives what it kept, the file that failed first.
 // With no Secret at all, the server starts and serves all the same, and the
-// condition says what is missing. After a switchover, the new primary
-// archives its timeline's history file and its files.
+// condition says what is missing. With the store stopped, it serves on
+// and the condition says the store cannot be reached; once the store is
+// back, the archive catches up with no file missing. Across a failover, the new primary
+// archives its timeline's history file and its files, and restores reach
+// past it (archivesAcrossAFailover).
 func TestContinuousArchiving(t *testing.T) {
 	t.Parallel()
 	cfg := e2eutil.LocalObjectStore(t, localDir)
-	for _, name := range []string{"archives", "refused, then mended", "no Secret", "after a switchover"} {
+	for _, name := range []string{"archives", "refused, then mended", "no Secret", "across a failover", "the store stopped, then back"} {
 		wrongKeys := name == "refused, then mended"
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -74,30 +83,12 @@ func TestContinuousArchiving(t *testing.T) {
 					"--from-literal=accessKeyID="+cfg.AccessKeyID, "--from-literal=secretAccessKey="+secret)
 			}
 			prefix := "realnode/" + ns
-			if name == "after a switchover" {
-				e2eutil.KubectlIn(t, archivingYAML("ledger", 2, cfg, prefix), "-n", ns, "create", "-f", "-")
-				db := waitReplicating(t, ns, "ledger", "two replicas, one primary and one streaming")
-				runClient(t, ns, "ledger", postgresImage, psql+`-c "CREATE TABLE entries AS SELECT g AS n FROM generate_series(1, 1000) g"`)
-				switchOver(t, ns, db)
-				// The new primary's first file of its timeline, completed at once.
-				runClient(t, ns, "ledger", postgresImage, psql+`-c "INSERT INTO entries SELECT generate_series(1001, 2000)" -c "SELECT pg_switch_wal()"`)
-				store, err := objectstore.New(withPrefix(cfg, prefix))
-				if err != nil {
-					t.Fatal(err)
-				}
-				e2eutil.Eventually(t, converge, "the history file of timeline 2 in the store, and a file of timeline 2 archived", func() (bool, string) {
-					objects, err := store.List(context.Background(), fmt.Sprintf("%s/ledger/%s/wal", ns, db.UID))
-					if err != nil {
-						return false, err.Error()
-					}
-					var names []string
-					for _, o := range objects {
-						names = append(names, o.Key[strings.LastIndex(o.Key, "/")+1:])
-					}
-					a := e2eutil.GetDB(t, ns, "ledger").Status.Archive
-					return slices.Contains(names, "00000002.history") && a != nil && strings.HasPrefix(a.LastArchivedWAL, "00000002") &&
-						!strings.HasSuffix(a.LastArchivedWAL, ".history"), fmt.Sprintf("status.archive %+v; the store holds %v", a, names)
-				})
+			if name == "across a failover" {
+				archivesAcrossAFailover(t, ns, cfg, prefix)
+				return
+			}
+			if name == "the store stopped, then back" {
+				archivesOnceTheStoreIsBack(t, ns, cfg, prefix)
 				return
 			}
 			e2eutil.KubectlIn(t, archivingYAML("ledger", 1, cfg, prefix), "-n", ns, "create", "-f", "-")
@@ -195,4 +186,249 @@ func archivesOnTimeout(t *testing.T, ns string, cfg objectstore.Config, prefix s
 func withPrefix(cfg objectstore.Config, prefix string) objectstore.Config {
 	cfg.Prefix = prefix
 	return cfg
+}
+
+// archivesAcrossAFailover: a replicated Database that archives takes a base
+// backup; a client writes while the primary's pod is deleted, and the
+// replica is promoted at once. The new primary archives the history file
+// of its timeline and its files, the last rows' file within
+// archive_timeout with no switch asked for. New Databases restore from the
+// base backup across the change of timeline: to a time after the failover
+// and to the latest point, each with exactly the rows the Database held
+// then (count and checksum); what a restore misses of the acknowledged
+// writes is only what the failover itself lost, which the test reports.
+func archivesAcrossAFailover(t *testing.T, ns string, cfg objectstore.Config, prefix string) {
+	e2eutil.KubectlIn(t, archivingYAML("ledger", 2, cfg, prefix)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
+	db := waitReplicating(t, ns, "ledger", "two replicas, one primary and one streaming")
+	runClient(t, ns, "ledger", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
+	e2eutil.KubectlIn(t, "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: before\nspec:\n  database: ledger\n",
+		"-n", ns, "create", "-f", "-")
+	waitBackupCompleted(t, ns, "before")
+
+	old := db.Status.Replication.Primary
+	writer := startWriter(t, ns, "ledger", 30)
+	time.Sleep(8 * time.Second)
+	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
+	e2eutil.Eventually(t, converge, "a replica promoted in place of "+old, func() (bool, string) {
+		rs := e2eutil.GetDB(t, ns, "ledger").Status.Replication
+		return rs != nil && rs.Primary != "" && rs.Primary != old && rs.TargetPrimary == "", fmt.Sprintf("%+v", rs)
+	})
+	w := parseWrites(t, writer.wait(t))
+	w.report(t, "the primary's pod deleted mid-write", w.lost(t, ns, "ledger"), 20)
+	afterFailover := wSum(t, ns, "ledger")
+
+	// A time after the failover, then rows after it; the file that holds
+	// them reaches the store by archive_timeout, unasked.
+	target := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(target.Add(1500 * time.Millisecond)))
+	out := runClient(t, ns, "ledger", postgresImage, psql+`-c "INSERT INTO w SELECT generate_series(1000001, 1000100)" -c "SELECT pg_walfile_name(pg_current_wal_lsn())"`)
+	wrote := time.Now()
+	var last string
+	for _, f := range strings.Fields(out) {
+		if _, ok := wal.ParseSegment(f, wal.DefaultSegmentSize); ok {
+			last = f
+		}
+	}
+	if !strings.HasPrefix(last, "00000002") {
+		t.Fatalf("the new primary writes WAL file %q (psql said %q), want one of timeline 2", last, out)
+	}
+	latest := wSum(t, ns, "ledger")
+	store, err := objectstore.New(withPrefix(cfg, prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eutil.Eventually(t, archiveBound, "the history file of timeline 2 and the last rows' file "+last+" in the store", func() (bool, string) {
+		objects, err := store.List(context.Background(), fmt.Sprintf("%s/ledger/%s/wal", ns, db.UID))
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, o := range objects {
+			names = append(names, path.Base(o.Key))
+		}
+		return slices.Contains(names, "00000002.history") && slices.Contains(names, last), fmt.Sprintf("the store holds %v", names)
+	})
+	t.Logf("the last rows' file %s archived %s after they were written (archiveTimeoutSeconds 10)", last, time.Since(wrote).Round(time.Second))
+
+	t.Run("restores", func(t *testing.T) {
+		for _, tc := range []struct{ name, restore, rows string }{
+			{"after-the-failover", fmt.Sprintf("    database: ledger\n    targetTime: %s\n", target.Format(time.RFC3339)), afterFailover},
+			{"latest", "    database: ledger\n", latest},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				e2eutil.KubectlIn(t, dbYAML(tc.name, "postgresql", "15", postgresImage, 1)+"  restore:\n"+tc.restore, "-n", ns, "create", "-f", "-")
+				restored := e2eutil.WaitRunning(t, ns, tc.name, converge)
+				if r := restored.Status.Restore; r == nil || r.Backup != "before" {
+					t.Errorf("status.restore %+v, want the base backup before restored", r)
+				}
+				if got := wSum(t, ns, tc.name); got != tc.rows {
+					t.Errorf("%s holds rows (count and checksum) %s, want %s", tc.name, got, tc.rows)
+				}
+			})
+		}
+	})
+}
+
+// wSum is the count of the Database's table w and a checksum of its rows,
+// read through its Secret's URI.
+func wSum(t *testing.T, ns, db string) string {
+	t.Helper()
+	return strings.TrimSpace(runClient(t, ns, db, postgresImage, psql+
+		`-c "SELECT count(*) || ' ' || md5(string_agg(n::text, ',' ORDER BY n)) FROM w"`))
+}
+
+// archivesOnceTheStoreIsBack: the Database's store is the local one behind
+// a proxy of the test's, which it stops, as a store that is down: the
+// server serves on, the condition says the store cannot be reached, and
+// the server keeps the files it could not archive. Once the store is back,
+// the archive catches up: it holds every file from the first to the last
+// written, none missing.
+func archivesOnceTheStoreIsBack(t *testing.T, ns string, cfg objectstore.Config, prefix string) {
+	proxy := startStoreProxy(t, cfg.Endpoint)
+	behind := cfg
+	behind.Endpoint = proxy.endpoint
+	e2eutil.KubectlIn(t, archivingYAML("ledger", 1, behind, prefix), "-n", ns, "create", "-f", "-")
+	db := e2eutil.WaitRunning(t, ns, "ledger", converge)
+	// Rows, and their file completed at once, as archive_timeout would.
+	write := func(rows int) string {
+		out := runClient(t, ns, "ledger", postgresImage, psql+fmt.Sprintf(
+			`-c "CREATE TABLE IF NOT EXISTS w (n int)" -c "INSERT INTO w SELECT generate_series(1, %d)" -c "SELECT pg_walfile_name(pg_current_wal_lsn())" -c "SELECT pg_switch_wal()"`, rows))
+		for _, f := range strings.Fields(out) {
+			if _, ok := wal.ParseSegment(f, wal.DefaultSegmentSize); ok {
+				return f
+			}
+		}
+		t.Fatalf("no WAL file name in %q", out)
+		return ""
+	}
+	write(1000)
+	waitArchiving(t, ns, "ledger", "Archiving")
+
+	proxy.stop()
+	kept := write(1000)
+	db = waitArchiving(t, ns, "ledger", "ArchivingFailed")
+	c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionContinuousArchiving)
+	t.Logf("the store stopped: %s", c.Message)
+	if !strings.Contains(c.Message, "connection refused") || db.Status.Phase != dbv1alpha1.PhaseRunning {
+		t.Errorf("phase %s, condition %q: want Running, and the store named as unreachable (connection refused)", db.Status.Phase, c.Message)
+	}
+	last := write(1000)
+	if got := strings.TrimSpace(runClient(t, ns, "ledger", postgresImage, psql+`-c "SELECT count(*) FROM w"`)); got != "3000" {
+		t.Errorf("with the store stopped the Database holds %s rows, want 3000: it serves and takes writes", got)
+	}
+
+	back := time.Now()
+	proxy.start(t)
+	store, err := objectstore.New(withPrefix(cfg, fmt.Sprintf("%s/%s/ledger/%s", prefix, ns, db.UID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	e2eutil.Eventually(t, converge, "the files kept while the store was stopped, "+kept+" to "+last+", archived", func() (bool, string) {
+		objects, err := store.List(context.Background(), "wal")
+		if err != nil {
+			return false, err.Error()
+		}
+		names = names[:0]
+		for _, o := range objects {
+			names = append(names, path.Base(o.Key))
+		}
+		return slices.Contains(names, kept) && slices.Contains(names, last), "the store holds " + strings.Join(names, ", ")
+	})
+	t.Logf("the store back: %s to %s archived %s later", kept, last, time.Since(back).Round(time.Second))
+	// None missing: every segment of timeline 1 up to the last.
+	end, _ := wal.ParseSegment(last, wal.DefaultSegmentSize)
+	for no := uint64(1); no <= end.No; no++ {
+		if name := (wal.Segment{Timeline: 1, No: no}).Name(wal.DefaultSegmentSize); !slices.Contains(names, name) {
+			t.Errorf("the archive lacks %s: it holds %v", name, names)
+		}
+	}
+	waitArchiving(t, ns, "ledger", "Archiving")
+}
+
+// storeProxy forwards TCP connections from an address the pods reach to
+// the local object store, and can be stopped and started again on the
+// same address, as a store that goes down and comes back.
+type storeProxy struct {
+	endpoint, target string
+	mu               sync.Mutex
+	ln               net.Listener
+	conns            map[net.Conn]bool
+}
+
+// startStoreProxy listens on a free port of the store's host address.
+func startStoreProxy(t *testing.T, storeEndpoint string) *storeProxy {
+	u, err := url.Parse(storeEndpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &storeProxy{target: u.Host, conns: map[net.Conn]bool{}}
+	ln, err := net.Listen("tcp", net.JoinHostPort(u.Hostname(), "0"))
+	if err != nil {
+		t.Fatalf("listening beside the store: %v", err)
+	}
+	p.endpoint = u.Scheme + "://" + ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.stop)
+	return p
+}
+
+// start listens again on the same address.
+func (p *storeProxy) start(t *testing.T) {
+	ln, err := net.Listen("tcp", strings.TrimPrefix(p.endpoint, "http://"))
+	if err != nil {
+		t.Fatalf("listening again: %v", err)
+	}
+	p.serve(ln)
+}
+
+func (p *storeProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.forward(c)
+		}
+	}()
+}
+
+func (p *storeProxy) forward(c net.Conn) {
+	s, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[c], p.conns[s] = true, true
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(s, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, s); done <- struct{}{} }()
+	<-done
+	c.Close()
+	s.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, s)
+	p.mu.Unlock()
+}
+
+// stop closes the listener and every connection through it: what a
+// client then sees is a refused connection.
+func (p *storeProxy) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
 }
