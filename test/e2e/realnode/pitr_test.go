@@ -22,13 +22,15 @@ import (
 
 // A PostgreSQL Database that archives its WAL takes a base backup into
 // the store while it serves, and the status says where the backup's WAL
-// begins and where its copy is consistent. New Databases restore from its
-// archive, each with its own credentials and database name: to the point
-// the copy is consistent, to a time after it, and to the latest point the
-// archive holds; each holds the rows committed by its target and none
-// after. With a segment deleted from the archive, a restore is refused,
-// naming it, and no server starts. With a second base backup taken and the
-// first deleted, the WAL only the first needed is pruned.
+// begins and where its copy is consistent, and what a restore can reach.
+// Batches of random rows are written with a pause between them. New
+// Databases restore from its archive, each with its own credentials and
+// database name: to the point the copy is consistent, to two times in the
+// pauses, and to the latest point the archive holds; each holds exactly
+// the rows committed by its target (count and checksum). With a segment
+// deleted from the archive, a restore is refused, naming it, and no
+// server starts. With a second base backup taken and the first deleted,
+// the WAL only the first needed is pruned.
 func TestPointInTimeRestore(t *testing.T) {
 	t.Parallel()
 	cfg := e2eutil.LocalObjectStore(t, localDir)
@@ -38,7 +40,8 @@ func TestPointInTimeRestore(t *testing.T) {
 	prefix := "realnode/" + ns
 	e2eutil.KubectlIn(t, archivingYAML("ledger", 1, cfg, prefix), "-n", ns, "create", "-f", "-")
 	db := e2eutil.WaitRunning(t, ns, "ledger", converge)
-	runClient(t, ns, "ledger", postgresImage, psql+`-c "CREATE TABLE entries AS SELECT g AS n FROM generate_series(1, 1000) g"`)
+	runClient(t, ns, "ledger", postgresImage, psql+`-c "CREATE TABLE entries AS SELECT g AS n, md5(random()::text) AS v FROM generate_series(1, 1000) g"`)
+	consistent := entriesSum(t, ns, "ledger")
 
 	// A backup of a Database that archives: a base backup, unless it asks
 	// for a dump.
@@ -69,13 +72,26 @@ func TestPointInTimeRestore(t *testing.T) {
 	}
 	t.Logf("base backup: %d bytes, WAL %s to %s", *b.Status.SizeBytes, bb.StartLSN, bb.StopLSN)
 
-	// After the backup, rows 1001 to 2000; the target time; rows 2001 to
-	// 3000, and their file completed at once (as archive_timeout would).
-	runClient(t, ns, "ledger", postgresImage, psql+`-c "INSERT INTO entries SELECT generate_series(1001, 2000)"`)
-	target := time.Now().UTC().Truncate(time.Second).Add(time.Second)
-	time.Sleep(time.Until(target.Add(1500 * time.Millisecond)))
-	out := runClient(t, ns, "ledger", postgresImage, psql+`-c "INSERT INTO entries SELECT generate_series(2001, 3000)" -c "SELECT pg_walfile_name(pg_current_wal_lsn())" -c "SELECT pg_switch_wal()"`)
-	// psql prints the INSERT's tag, the file's name, then the switch's LSN.
+	// After the backup, rows 1001 to 2000; the first target time; rows
+	// 2001 to 3000; the second; rows 3001 to 4000, and their file
+	// completed at once (as archive_timeout would). Each batch of random
+	// values, summed after it.
+	batch := func(from int) string {
+		runClient(t, ns, "ledger", postgresImage, psql+fmt.Sprintf(`-c "INSERT INTO entries SELECT g, md5(random()::text) FROM generate_series(%d, %d) g"`, from, from+999))
+		return entriesSum(t, ns, "ledger")
+	}
+	pause := func() time.Time {
+		at := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+		time.Sleep(time.Until(at.Add(1500 * time.Millisecond)))
+		return at
+	}
+	atFirst := batch(1001)
+	first := pause()
+	atSecond := batch(2001)
+	second := pause()
+	latest := batch(3001)
+	out := runClient(t, ns, "ledger", postgresImage, psql+`-c "SELECT pg_walfile_name(pg_current_wal_lsn())" -c "SELECT pg_switch_wal()"`)
+	// psql prints the file's name, then the switch's LSN.
 	var last string
 	for _, f := range strings.Fields(out) {
 		if _, ok := wal.ParseSegment(f, wal.DefaultSegmentSize); ok {
@@ -97,14 +113,22 @@ func TestPointInTimeRestore(t *testing.T) {
 		}
 		return slices.Contains(names, last), "the archive holds " + strings.Join(names, ", ")
 	})
+	// What a restore can reach: from base-1's consistent point to the
+	// last archived file, which holds the last rows.
+	e2eutil.Eventually(t, converge, "status.archive's recoverable window from base-1's completion to after the second target", func() (bool, string) {
+		a := e2eutil.GetDB(t, ns, "ledger").Status.Archive
+		return a != nil && a.FirstRecoverableTime != nil && a.FirstRecoverableTime.Equal(b.Status.CompletionTime) &&
+			a.LastRecoverableTime != nil && a.LastRecoverableTime.After(second), fmt.Sprintf("status.archive %+v", a)
+	})
 
 	t.Run("restores", func(t *testing.T) {
 		for _, tc := range []struct {
 			name, restore, rows string
 		}{
-			{"consistent", "    backup: base-1\n", "1000"},
-			{"at-a-time", fmt.Sprintf("    database: ledger\n    targetTime: %s\n", target.Format(time.RFC3339)), "2000"},
-			{"latest", "    database: ledger\n", "3000"},
+			{"consistent", "    backup: base-1\n", consistent},
+			{"at-a-time", fmt.Sprintf("    database: ledger\n    targetTime: %s\n", first.Format(time.RFC3339)), atFirst},
+			{"at-another", fmt.Sprintf("    database: ledger\n    targetTime: %s\n", second.Format(time.RFC3339)), atSecond},
+			{"latest", "    database: ledger\n", latest},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
@@ -114,8 +138,8 @@ func TestPointInTimeRestore(t *testing.T) {
 					t.Errorf("status.restore %+v, want base-1 restored", r)
 				}
 				// Its own Secret's credentials and database name.
-				if got := strings.TrimSpace(runClient(t, ns, tc.name, postgresImage, psql+`-c "SELECT count(*) FROM entries"`)); got != tc.rows {
-					t.Errorf("%s holds %s rows, want %s", tc.name, got, tc.rows)
+				if got := entriesSum(t, ns, tc.name); got != tc.rows {
+					t.Errorf("%s holds rows (count and checksum) %s, want %s", tc.name, got, tc.rows)
 				}
 			})
 		}
@@ -150,14 +174,14 @@ func TestPointInTimeRestore(t *testing.T) {
 	// second's first segment is pruned; from that segment on it stays.
 	e2eutil.KubectlIn(t, "apiVersion: dbcontroller.io/v1alpha1\nkind: DatabaseBackup\nmetadata:\n  name: base-2\nspec:\n  database: ledger\n",
 		"-n", ns, "create", "-f", "-")
-	second := waitBackupCompleted(t, ns, "base-2").Status.BaseBackup
-	start2, err := wal.ParseLSN(second.StartLSN)
+	base2 := waitBackupCompleted(t, ns, "base-2").Status.BaseBackup
+	start2, err := wal.ParseLSN(base2.StartLSN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := wal.SegmentOf(uint32(second.Timeline), start2, wal.DefaultSegmentSize)
+	kept := wal.SegmentOf(uint32(base2.Timeline), start2, wal.DefaultSegmentSize)
 	e2eutil.Kubectl(t, "-n", ns, "delete", "databasebackup", "base-1", "--timeout=2m")
-	e2eutil.Eventually(t, converge, "the WAL before "+first.Name(wal.DefaultSegmentSize)+" pruned", func() (bool, string) {
+	e2eutil.Eventually(t, converge, "the WAL before "+kept.Name(wal.DefaultSegmentSize)+" pruned", func() (bool, string) {
 		objects, err := store.List(context.Background(), "wal")
 		if err != nil {
 			return false, err.Error()
@@ -167,14 +191,22 @@ func TestPointInTimeRestore(t *testing.T) {
 		for _, o := range objects {
 			n := path.Base(o.Key)
 			names = append(names, n)
-			if seg, ok := wal.ParseSegment(n[:min(len(n), 24)], wal.DefaultSegmentSize); ok && seg.No < first.No {
+			if seg, ok := wal.ParseSegment(n[:min(len(n), 24)], wal.DefaultSegmentSize); ok && seg.No < kept.No {
 				before = true
 			}
 		}
 		return !before, "the archive holds " + strings.Join(names, ", ")
 	})
-	if !slices.Contains(names, first.Name(wal.DefaultSegmentSize)) {
-		t.Errorf("after the pruning the archive holds %v, without %s, which base-2 needs", names, first.Name(wal.DefaultSegmentSize))
+	if !slices.Contains(names, kept.Name(wal.DefaultSegmentSize)) {
+		t.Errorf("after the pruning the archive holds %v, without %s, which base-2 needs", names, kept.Name(wal.DefaultSegmentSize))
 	}
 	t.Logf("pruned: the archive holds %s", strings.Join(names, ", "))
+}
+
+// entriesSum is the count of the Database's table entries and a checksum
+// of its rows, read through its Secret's URI.
+func entriesSum(t *testing.T, ns, db string) string {
+	t.Helper()
+	return strings.TrimSpace(runClient(t, ns, db, postgresImage, psql+
+		`-c "SELECT count(*) || ' ' || coalesce(md5(string_agg(n || ':' || v, ',' ORDER BY n)), '-') FROM entries"`))
 }
