@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -46,6 +47,7 @@ const (
 	ReasonPruned           = "Pruned"
 	ReasonFileDeleteFailed = "FileDeleteFailed"
 	ReasonPruningWAL       = "PruningWAL"
+	ReasonWALPruneFailed   = "WALPruneFailed"
 )
 
 // IndexDatabase is the name of the DatabaseBackup informer's index by
@@ -92,12 +94,17 @@ type Runner struct {
 	volume  *VolumeTarget
 	store   *StoreTarget
 	created *createdSet
+
+	// pruneFailures are the failed WAL prune Jobs reported already, by UID:
+	// each is reported once (once more after a restart of the controller).
+	mu            sync.Mutex
+	pruneFailures map[types.UID]bool
 }
 
 // New returns a Runner over cfg.
 func New(cfg Config) *Runner {
 	created := newCreatedSet(cfg.Clock)
-	return &Runner{cfg: cfg, created: created,
+	return &Runner{cfg: cfg, created: created, pruneFailures: map[types.UID]bool{},
 		volume: &VolumeTarget{client: cfg.KubeClient, claims: cfg.Claims, fieldManager: cfg.FieldManager, created: created},
 		store:  &StoreTarget{toolsImage: cfg.ToolsImage},
 	}
@@ -143,7 +150,8 @@ func List(backups cache.Indexer, namespace, name string) ([]*dbv1alpha1.Database
 
 // Sync runs the backups of the Database namespace/name; db is nil when it
 // does not exist (its backups are still deleted with their files). It
-// returns how long until the schedule's next tick (0: no schedule).
+// returns how long until it has to look again: the schedule's next tick,
+// or a failed WAL prune's retry, whichever is sooner (0: no need).
 func (r *Runner) Sync(ctx context.Context, namespace, name string, db *dbv1alpha1.Database) (time.Duration, error) {
 	all, err := List(r.cfg.Backups, namespace, name)
 	if err != nil {
@@ -192,10 +200,15 @@ func (r *Runner) Sync(ctx context.Context, namespace, name string, db *dbv1alpha
 	if err := r.prune(ctx, db, live); err != nil {
 		return 0, err
 	}
-	if err := r.pruneWAL(ctx, db, live); err != nil {
+	retry, err := r.pruneWAL(ctx, db, live)
+	if err != nil {
 		return 0, err
 	}
-	return r.schedule(ctx, db, live)
+	next, err := r.schedule(ctx, db, live)
+	if retry > 0 && (next == 0 || retry < next) {
+		next = retry
+	}
+	return next, err
 }
 
 // start starts a waiting backup: its Job, once the Database serves.
@@ -512,49 +525,91 @@ func (r *Runner) prune(ctx context.Context, db *dbv1alpha1.Database, backups []*
 
 // deleteFile deletes the file of a DatabaseBackup being deleted, with a
 // Job on its volume, then lets it go.
+// WALPruneRetry is how long a failed WAL prune Job is kept before the
+// prune is tried again with a new one: a failed prune costs only storage,
+// and its Job's pods hold the words for why.
+const WALPruneRetry = time.Hour
+
 // pruneWAL deletes from db's WAL archive, with a Job of the tools image,
 // what no base backup of it that is kept needs (WALKeptFrom): once for
 // each oldest base backup, as retention deletes older ones. A Job of an
 // earlier one that has finished is deleted first; one that runs is waited
-// for. Nothing is pruned before a base backup completed.
-func (r *Runner) pruneWAL(ctx context.Context, db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) error {
+// for. Nothing is pruned before a base backup completed. A Job that
+// failed is reported with a Warning event, and replaced WALPruneRetry
+// after it failed; retry is how long until then.
+func (r *Runner) pruneWAL(ctx context.Context, db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) (retry time.Duration, err error) {
 	if db.Spec.Backup.Continuous == nil || db.Spec.Backup.ObjectStore == nil || r.cfg.ToolsImage == "" {
-		return nil
+		return 0, nil
 	}
 	first := WALKeptFrom(db, backups)
 	if first == "" {
-		return nil
+		return 0, nil
 	}
 	name := builder.WALPruneJobName(db)
 	job, err := r.cfg.Jobs.Jobs(db.Namespace).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
 		if r.created.has(db.Namespace + "/" + name) {
-			return nil // made by this process; the cache has not shown it yet
+			return 0, nil // made by this process; the cache has not shown it yet
 		}
 	case err != nil:
-		return err
-	case !metav1.IsControlledBy(job, db) || job.Labels[builder.LabelWALKeptFrom] == first:
-		return nil
+		return 0, err
+	case !metav1.IsControlledBy(job, db):
+		return 0, nil
+	case job.Labels[builder.LabelWALKeptFrom] == first:
+		if finished, succeeded, why := builder.JobFinished(job); finished && !succeeded {
+			return r.pruneFailed(ctx, db, job, first, why)
+		}
+		return 0, nil
 	default:
 		if finished, _, _ := builder.JobFinished(job); !finished {
-			return nil
+			return 0, nil
 		}
 		r.created.remove(db.Namespace + "/" + name)
-		return r.deleteJob(ctx, job)
+		return 0, r.deleteJob(ctx, job)
 	}
 	obj, err := jobObject(builder.NewWALPruneJob(db, r.cfg.ToolsImage, first))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := r.cfg.KubeClient.BatchV1().Jobs(db.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: r.cfg.FieldManager}); err != nil &&
 		!apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating Job %s: %w", name, err)
+		return 0, fmt.Errorf("creating Job %s: %w", name, err)
 	}
 	r.created.add(db.Namespace + "/" + name)
 	r.cfg.Recorder.Eventf(db, corev1.EventTypeNormal, ReasonPruningWAL,
 		"Deleting the archived WAL before %s, which no kept base backup needs, with Job %s", first, name)
-	return nil
+	return 0, nil
+}
+
+// pruneFailed reports the failed prune Job job of db once, and deletes it
+// WALPruneRetry after it failed, so that the next pass makes a new one;
+// until then, it returns how long is left.
+func (r *Runner) pruneFailed(ctx context.Context, db *dbv1alpha1.Database, job *batchv1.Job, first, why string) (time.Duration, error) {
+	failedAt := job.CreationTimestamp.Time
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			failedAt = c.LastTransitionTime.Time
+		}
+	}
+	retryAt := failedAt.Add(WALPruneRetry)
+	r.mu.Lock()
+	reported := r.pruneFailures[job.UID]
+	r.pruneFailures[job.UID] = true
+	r.mu.Unlock()
+	if !reported {
+		r.cfg.Recorder.Eventf(db, corev1.EventTypeWarning, ReasonWALPruneFailed,
+			"Job %s could not delete the archived WAL before %s (%s; its pods' logs say why): the archive keeps it, which costs storage only; the prune is tried again at %s",
+			job.Name, first, why, retryAt.UTC().Format(time.RFC3339))
+	}
+	if now := r.cfg.Clock.Now(); now.Before(retryAt) {
+		return retryAt.Sub(now), nil
+	}
+	r.mu.Lock()
+	delete(r.pruneFailures, job.UID)
+	r.mu.Unlock()
+	r.created.remove(db.Namespace + "/" + job.Name)
+	return 0, r.deleteJob(ctx, job)
 }
 
 func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error {

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
@@ -348,10 +352,57 @@ func TestWALPrune(t *testing.T) {
 		f.seed(newer, walPruneJob(t, db, "00000001000000000000000D"))
 		f.run(db)
 	})
+	t.Run("its Job failed: a Warning, and a look again once an hour has passed since", func(t *testing.T) {
+		f := &fixture{t: t, toolsImage: toolsImage}
+		job := failedAt(finished(walPruneJob(t, db, "00000001000000000000000D"), false), now.Add(-10*time.Minute))
+		f.seed(newer, older, job)
+		f.events = []string{"Warning WALPruneFailed Job orders-wal-prune could not delete the archived WAL before 00000001000000000000000D " +
+			"(BackoffLimitExceeded: Job has reached the specified backoff limit; its pods' logs say why): the archive keeps it, which costs storage only; " +
+			"the prune is tried again at 2026-11-22T10:50:00Z"}
+		f.wantNext = 50 * time.Minute
+		f.run(db)
+	})
+	t.Run("its Job failed an hour ago: it goes, for a new one", func(t *testing.T) {
+		f := &fixture{t: t, toolsImage: toolsImage}
+		job := failedAt(finished(walPruneJob(t, db, "00000001000000000000000D"), false), now.Add(-time.Hour))
+		job.UID = "job-uid"
+		f.seed(newer, older, job)
+		bg := metav1.DeletePropagationBackground
+		f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(jobsResource, "default", "orders-wal-prune",
+			metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: ptr.To[types.UID]("job-uid")}}))
+		f.events = []string{"Warning WALPruneFailed Job orders-wal-prune could not delete the archived WAL before 00000001000000000000000D " +
+			"(BackoffLimitExceeded: Job has reached the specified backoff limit; its pods' logs say why): the archive keeps it, which costs storage only; " +
+			"the prune is tried again at 2026-11-22T10:00:00Z"}
+		f.run(db)
+	})
 	t.Run("no Completed base backup: nothing is pruned", func(t *testing.T) {
 		f := &fixture{t: t, toolsImage: toolsImage}
 		running := startedBase(baseBackup("running"))
 		f.seed(running, baseJob(t, running, db))
 		f.run(db)
 	})
+}
+
+// failedAt is the failed Job j, failed at t.
+func failedAt(j *batchv1.Job, t time.Time) *batchv1.Job {
+	j.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t)
+	return j
+}
+
+// A failed prune Job is reported once, however many passes see it.
+func TestWALPruneFailureReportedOnce(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	recorder := record.NewFakeRecorder(10)
+	r := New(Config{Recorder: recorder, Clock: testclock.NewFakePassiveClock(now)})
+	db := archiving()
+	job := failedAt(finished(walPruneJob(t, db, "00000001000000000000000D"), false), now.Add(-10*time.Minute))
+	job.UID = "job-uid"
+	for range 3 {
+		if retry, err := r.pruneFailed(ctx, db, job, "00000001000000000000000D", "BackoffLimitExceeded"); err != nil || retry != 50*time.Minute {
+			t.Fatalf("pruneFailed: %s, %v; want 50m0s", retry, err)
+		}
+	}
+	if n := len(recorder.Events); n != 1 {
+		t.Errorf("%d events, want 1", n)
+	}
 }
