@@ -48,6 +48,9 @@ const (
 	ReasonFileDeleteFailed = "FileDeleteFailed"
 	ReasonPruningWAL       = "PruningWAL"
 	ReasonWALPruneFailed   = "WALPruneFailed"
+	ReasonVerifying        = "Verifying"
+	ReasonRestorable       = "Restorable"
+	ReasonNotRestorable    = "NotRestorable"
 )
 
 // IndexDatabase is the name of the DatabaseBackup informer's index by
@@ -197,6 +200,9 @@ func (r *Runner) Sync(ctx context.Context, namespace, name string, db *dbv1alpha
 	if db == nil || db.Spec.Backup == nil || db.DeletionTimestamp != nil {
 		return 0, nil
 	}
+	if err := r.verify(ctx, db, live, running); err != nil {
+		return 0, err
+	}
 	if err := r.prune(ctx, db, live); err != nil {
 		return 0, err
 	}
@@ -257,11 +263,9 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 	if err != nil {
 		return err
 	}
-	if _, err := r.cfg.KubeClient.BatchV1().Jobs(b.Namespace).Create(ctx, job, metav1.CreateOptions{FieldManager: r.cfg.FieldManager}); err != nil &&
-		!apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating Job %s: %w", job.Name, err)
+	if err := r.createJob(ctx, job); err != nil {
+		return err
 	}
-	r.created.add(b.Namespace + "/" + job.Name)
 	logger.V(2).Info("Started backup", "backup", klog.KObj(b))
 	st.Phase = dbv1alpha1.BackupRunning
 	now := metav1.NewTime(r.cfg.Clock.Now())
@@ -339,7 +343,7 @@ func (r *Runner) follow(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error
 		}
 		return r.finish(ctx, b, dbv1alpha1.BackupFailed, stuck, nil)
 	}
-	message, err := r.terminationMessage(b, succeeded)
+	message, err := r.terminationMessage(b, builder.JobBackup, succeeded)
 	if err != nil {
 		return err
 	}
@@ -385,10 +389,11 @@ func (r *Runner) cannotStart(b *dbv1alpha1.DatabaseBackup, job string) (string, 
 	return "", nil
 }
 
-// terminationMessage is the message of the newest pod of b's Job that
-// ended as the Job did.
-func (r *Runner) terminationMessage(b *dbv1alpha1.DatabaseBackup, succeeded bool) (string, error) {
-	pods, err := r.cfg.Pods.Pods(b.Namespace).List(labels.SelectorFromSet(labels.Set{names.LabelBackup: names.BackupJobName(b.Name)}))
+// terminationMessage is the message of the newest pod of b's Job of kind
+// job (builder.LabelJob) that ended as the Job did.
+func (r *Runner) terminationMessage(b *dbv1alpha1.DatabaseBackup, job string, succeeded bool) (string, error) {
+	pods, err := r.cfg.Pods.Pods(b.Namespace).List(labels.SelectorFromSet(labels.Set{
+		names.LabelBackup: names.BackupJobName(b.Name), builder.LabelJob: job}))
 	if err != nil {
 		return "", err
 	}
@@ -572,14 +577,24 @@ func (r *Runner) pruneWAL(ctx context.Context, db *dbv1alpha1.Database, backups 
 	if err != nil {
 		return 0, err
 	}
-	if _, err := r.cfg.KubeClient.BatchV1().Jobs(db.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: r.cfg.FieldManager}); err != nil &&
-		!apierrors.IsAlreadyExists(err) {
-		return 0, fmt.Errorf("creating Job %s: %w", name, err)
+	if err := r.createJob(ctx, obj); err != nil {
+		return 0, err
 	}
-	r.created.add(db.Namespace + "/" + name)
 	r.cfg.Recorder.Eventf(db, corev1.EventTypeNormal, ReasonPruningWAL,
 		"Deleting the archived WAL before %s, which no kept base backup needs, with Job %s", first, name)
 	return 0, nil
+}
+
+// createJob creates job, one of this process's own (an existing one of
+// its name is no error), and remembers that it made it until the cache
+// shows it.
+func (r *Runner) createJob(ctx context.Context, job *batchv1.Job) error {
+	if _, err := r.cfg.KubeClient.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{FieldManager: r.cfg.FieldManager}); err != nil &&
+		!apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Job %s: %w", job.Name, err)
+	}
+	r.created.add(job.Namespace + "/" + job.Name)
+	return nil
 }
 
 // pruneFailed reports the failed prune Job job of db once, and deletes it

@@ -38,6 +38,33 @@ func Status(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) Repor
 	if db.Spec.Backup == nil {
 		return Report{}
 	}
+	report := scheduleStatus(db, backups)
+	// A base backup that could not be restored says more than a schedule
+	// that runs: the newest base backup with a verification decides.
+	if db.Spec.Backup.VerifyRestore && report.Condition.Status == metav1.ConditionTrue {
+		if b := newestVerified(db, backups); b != nil && b.Status.Verification.Phase == dbv1alpha1.VerificationNotRestorable {
+			report.Condition.Status, report.Condition.Reason = metav1.ConditionFalse, status.ReasonBaseBackupNotRestorable
+			report.Condition.Message = fmt.Sprintf("base backup %s could not be restored into a throw-away server: %s; take another (a DatabaseBackup), and see its Job %s's log",
+				b.Name, b.Status.Verification.Message, names.BackupVerifyJobName(b.Name))
+		}
+	}
+	return report
+}
+
+// newestVerified is the newest of db's Completed base backups in its
+// archive whose verification ended; nil when there is none.
+func newestVerified(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) *dbv1alpha1.DatabaseBackup {
+	var ended []*dbv1alpha1.DatabaseBackup
+	for _, b := range backups {
+		if v := b.Status.Verification; v != nil && v.Phase != dbv1alpha1.VerificationRunning {
+			ended = append(ended, b)
+		}
+	}
+	return newestBase(db, ended)
+}
+
+// scheduleStatus is the Report of db's schedule.
+func scheduleStatus(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) Report {
 	cond := &metav1.Condition{Type: dbv1alpha1.ConditionBackup, Status: metav1.ConditionTrue, Reason: status.ReasonBackupsReady}
 	final := "a final backup is taken before the Database is deleted"
 	if !FinalWanted(db) {

@@ -23,6 +23,7 @@ import (
 const (
 	JobBackup       = "backup"
 	JobBackupDelete = "backup-delete"
+	JobBackupVerify = "backup-verify"
 )
 
 // backupMountPath is where a backup's Job mounts the backup volume.

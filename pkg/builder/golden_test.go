@@ -153,7 +153,7 @@ func TestBackupGolden(t *testing.T) {
 
 // TestObjectStoreGolden renders the Jobs that stream a MySQL dump and a
 // PostgreSQL base backup to an object store with a private CA, delete it
-// there and prune the WAL archive, and the PostgreSQL StatefulSets that archive, alone and
+// there, prune the WAL archive and prove a base backup restorable, and the PostgreSQL StatefulSets that archive, alone and
 // replicated, and that restore a dump from a store.
 func TestObjectStoreGolden(t *testing.T) {
 	store := &dbv1alpha1.ObjectStore{Endpoint: "https://s3.example:9000", Bucket: "backups", Prefix: "team-a", Region: "eu-west-1",
@@ -184,10 +184,13 @@ func TestObjectStoreGolden(t *testing.T) {
 	base := backupOf(alone, "hourly")
 	base.Status = dbv1alpha1.DatabaseBackupStatus{Image: "postgres:16", ObjectStore: store, Path: "team-a/default/orders/uid/base/hourly.tar",
 		Method: dbv1alpha1.BackupMethodBaseBackup}
+	verified := base.DeepCopy()
+	verified.Status.BaseBackup = &dbv1alpha1.BaseBackupStatus{Archive: "team-a/default/orders/uid", Timeline: 1, StartLSN: "0/D000028", StopLSN: "0/D000100"}
 	for name, ac := range map[string]any{
 		"statefulset-archiving-postgresql":            aloneSts,
 		"job-basebackup-postgresql":                   NewBaseBackupJob(base, alone, lookup(t, alone.Spec.Engine), "postgres:16", tools, store, base.Status.Path),
 		"job-wal-prune":                               NewWALPruneJob(alone, tools, "00000001000000000000000D"),
+		"job-verify-postgresql":                       NewVerifyJob(verified, alone, lookup(t, alone.Spec.Engine), "postgres:16", tools, "base/hourly.tar", "00000001000000000000000D"),
 		"statefulset-archiving-replicated-postgresql": archivingSts,
 		"statefulset-archiving-restore-postgresql":    restoringSts,
 		"job-backup-objectstore-mysql":                NewObjectStoreBackupJob(b, my, lookup(t, my.Spec.Engine), "mysql:8.4", tools, store, b.Status.Path),

@@ -2,6 +2,7 @@ package builder
 
 import (
 	"fmt"
+	"path"
 
 	corev1 "k8s.io/api/core/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -173,6 +174,54 @@ echo "backed up to %[2]s in bucket %[3]s"`, toolsBinary, shellQuote(key), shellQ
 	}
 	return backupJob(b, names.BackupJobName(b.Name), JobBackup).
 		WithSpec(jobSpecOf(b, JobBackup, rt.UID, 2,
+			jobPodSpec(rt.UID).WithInitContainers(installTools(toolsImage)).WithContainers(container).WithVolumes(volumes...)))
+}
+
+// verifyDataPath is where a verify Job's throw-away server keeps its data.
+const verifyDataPath = "/verify/data"
+
+// NewVerifyJob builds the Job that proves the base backup b of db
+// restorable (spec.backup.verifyRestore): the engine's Verify script in
+// the Database's image, with the controller's binary, the store's
+// environment with the archive as its prefix, and a directory of its own
+// for the data, which goes with the pod. key is b's file under the
+// archive, from the WAL segment its WAL begins in. One retry: a store
+// that did not answer once is not a backup that cannot be restored.
+func NewVerifyJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine, image, toolsImage, key, from string) *batchv1ac.JobApplyConfiguration {
+	rt := e.Runtime()
+	s := b.Status.ObjectStore
+	env := append(append(dumpEnv(db, rt),
+		objectStoreEnv(s, objectStoreCAPath, false)...),
+		corev1ac.EnvVar().WithName(objectstore.EnvPrefix).WithValue(b.Status.BaseBackup.Archive),
+		corev1ac.EnvVar().WithName("DBC_TOOLS").WithValue(toolsBinary),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_BACKUP").WithValue(b.Name),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_KEY").WithValue(key),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_FROM").WithValue(from),
+		corev1ac.EnvVar().WithName("PGDATA").WithValue(verifyDataPath),
+	)
+	container := corev1ac.Container().
+		WithName(JobBackupVerify).
+		WithImage(image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand("sh", "-c", rt.Archiving.Verify).
+		WithEnv(env...).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(toolsVolume).WithMountPath(toolsPath).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"),
+			corev1ac.VolumeMount().WithName("verify").WithMountPath(path.Dir(verifyDataPath)),
+		).
+		WithSecurityContext(containerSecurity())
+	volumes := []*corev1ac.VolumeApplyConfiguration{
+		corev1ac.Volume().WithName(toolsVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		corev1ac.Volume().WithName("verify").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+	}
+	if v, m := objectStoreCA(s, objectStoreCAVolume, objectStoreCAPath, false); v != nil {
+		container.WithVolumeMounts(m)
+		volumes = append(volumes, v)
+	}
+	return backupJob(b, names.BackupVerifyJobName(b.Name), JobBackupVerify).
+		WithSpec(jobSpecOf(b, JobBackupVerify, rt.UID, 1,
 			jobPodSpec(rt.UID).WithInitContainers(installTools(toolsImage)).WithContainers(container).WithVolumes(volumes...)))
 }
 

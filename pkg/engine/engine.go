@@ -133,6 +133,15 @@ type Archiving struct {
 	// server serves until it has. It exits non-zero, with why in
 	// /dev/termination-log, when any of that fails.
 	Restore string
+	// Verify runs in a Job that proves a base backup restorable, with the
+	// Database's credentials ($USERNAME) and the environment Restore has,
+	// but no target: it recovers the backup into $PGDATA, a directory of
+	// its own, to the point the copy became consistent, with the
+	// archive's WAL, starts the server on a socket in /tmp, asks it one
+	// question, stops it, and says what it reached in
+	// /dev/termination-log; it exits non-zero, with why there, when any
+	// of that fails.
+	Verify string
 }
 
 // Replication is how an engine runs one primary and replicas that stream

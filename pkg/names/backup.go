@@ -53,6 +53,10 @@ func BackupJobName(backup string) string { return jobName(backup, "") }
 // BackupDeleteJobName is the name of the Job that deletes a backup's file.
 func BackupDeleteJobName(backup string) string { return jobName(backup, "-delete") }
 
+// BackupVerifyJobName is the name of the Job that proves a base backup
+// restorable.
+func BackupVerifyJobName(backup string) string { return jobName(backup, "-verify") }
+
 // jobName is backup+suffix when it fits a DNS label of 63 characters, the
 // longest a Job's name may be; else backup cut short, a hash of the whole
 // of it, and suffix, so that two long names stay apart.

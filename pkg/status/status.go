@@ -44,6 +44,9 @@ const (
 	ReasonBackupsReady          = "BackupsReady"
 	ReasonScheduleInvalid       = "ScheduleInvalid"
 	ReasonScheduledBackupFailed = "ScheduledBackupFailed"
+	// ReasonBaseBackupNotRestorable: the newest base backup proven (or not)
+	// restorable could not be restored (spec.backup.verifyRestore).
+	ReasonBaseBackupNotRestorable = "BaseBackupNotRestorable"
 	// Reasons of the Replicating condition. NoPrimary and FailingOver
 	// are also the Ready condition's while no primary serves.
 	ReasonStreaming            = "Streaming"

@@ -83,6 +83,7 @@ echo "$out"; exit 1`},
 			BaseBackup: `PGPASSWORD="$PASSWORD" pg_basebackup --dbname="host=$HOST port=$PORT user=$USERNAME" --pgdata=- --format=tar --wal-method=none --checkpoint=fast --label="$DBC_BACKUP" --verbose`,
 			InitScript: archivingInitScript,
 			Restore:    restoreScript,
+			Verify:     verifyScript,
 		},
 	},
 }

@@ -76,6 +76,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.StorageSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SynchronousReplication"):
 		return &dbcontrollerv1alpha1.SynchronousReplicationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("VerificationStatus"):
+		return &dbcontrollerv1alpha1.VerificationStatusApplyConfiguration{}
 
 	}
 	return nil

@@ -297,6 +297,7 @@ type SynchronousReplication struct {
 
 // BackupSpec sets up backups of a Database.
 // +kubebuilder:validation:XValidation:rule="!has(self.continuous) || has(self.objectStore)",message="backup.continuous archives to backup.objectStore, which is not set"
+// +kubebuilder:validation:XValidation:rule="!has(self.verifyRestore) || !self.verifyRestore || has(self.continuous)",message="backup.verifyRestore restores base backups with the archived WAL: it needs backup.continuous"
 type BackupSpec struct {
 	// Schedule is a standard 5-field cron expression (minute hour
 	// day-of-month month day-of-week), in UTC, or a descriptor such as
@@ -324,6 +325,16 @@ type BackupSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3650
 	RecoveryWindowDays *int32 `json:"recoveryWindowDays,omitempty"`
+
+	// VerifyRestore proves base backups restorable: once a base backup
+	// completes and is the newest of the archive, a Job restores it, with
+	// the WAL archived since, into a throw-away server of the Database's
+	// image, and the DatabaseBackup's status.verification says whether it
+	// recovered to a consistent point and served, and how long it took.
+	// One that cannot be restored turns the Backup condition False.
+	// PostgreSQL with continuous archiving.
+	// +optional
+	VerifyRestore bool `json:"verifyRestore,omitempty"`
 
 	// Storage is the backup volume, <name>-backups. It outlives the
 	// Database: deleting the Database never deletes it. Not made when
@@ -675,6 +686,31 @@ type ArchiveStatus struct {
 	LastRecoverableTime *metav1.Time `json:"lastRecoverableTime,omitempty"`
 }
 
+// VerificationPhase is where the restore that proves a base backup
+// restorable is.
+// +kubebuilder:validation:Enum=Running;Restorable;NotRestorable
+type VerificationPhase string
+
+const (
+	VerificationRunning       VerificationPhase = "Running"
+	VerificationRestorable    VerificationPhase = "Restorable"
+	VerificationNotRestorable VerificationPhase = "NotRestorable"
+)
+
+// VerificationStatus reports the restore of a base backup into a
+// throw-away server.
+type VerificationStatus struct {
+	Phase VerificationPhase `json:"phase"`
+	// StartTime and CompletionTime bound the restore: the time it took.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Message says what the restore reached, or what it failed on.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
 // RestoreStatus reports a restore.
 type RestoreStatus struct {
 	// Backup is the DatabaseBackup restored: spec.restore.backup, or the
@@ -816,6 +852,11 @@ type DatabaseBackupStatus struct {
 	// SizeBytes is the file's size.
 	// +optional
 	SizeBytes *int64 `json:"sizeBytes,omitempty"`
+
+	// Verification is the restore that proves a base backup restorable
+	// (spec.backup.verifyRestore of its Database).
+	// +optional
+	Verification *VerificationStatus `json:"verification,omitempty"`
 	// Message says why the backup is waiting or what it failed on: the dump
 	// tool's last error line.
 	// +optional

@@ -37,6 +37,14 @@ type BackupSpecApplyConfiguration struct {
 	// stays restorable (with continuous, from a base backup and the WAL
 	// archived after it, which is kept with it). Unset: retention alone.
 	RecoveryWindowDays *int32 `json:"recoveryWindowDays,omitempty"`
+	// VerifyRestore proves base backups restorable: once a base backup
+	// completes and is the newest of the archive, a Job restores it, with
+	// the WAL archived since, into a throw-away server of the Database's
+	// image, and the DatabaseBackup's status.verification says whether it
+	// recovered to a consistent point and served, and how long it took.
+	// One that cannot be restored turns the Backup condition False.
+	// PostgreSQL with continuous archiving.
+	VerifyRestore *bool `json:"verifyRestore,omitempty"`
 	// Storage is the backup volume, <name>-backups. It outlives the
 	// Database: deleting the Database never deletes it. Not made when
 	// objectStore is set.
@@ -84,6 +92,14 @@ func (b *BackupSpecApplyConfiguration) WithRetention(value int32) *BackupSpecApp
 // If called multiple times, the RecoveryWindowDays field is set to the value of the last call.
 func (b *BackupSpecApplyConfiguration) WithRecoveryWindowDays(value int32) *BackupSpecApplyConfiguration {
 	b.RecoveryWindowDays = &value
+	return b
+}
+
+// WithVerifyRestore sets the VerifyRestore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the VerifyRestore field is set to the value of the last call.
+func (b *BackupSpecApplyConfiguration) WithVerifyRestore(value bool) *BackupSpecApplyConfiguration {
+	b.VerifyRestore = &value
 	return b
 }
 

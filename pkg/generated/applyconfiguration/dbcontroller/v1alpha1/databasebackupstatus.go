@@ -54,6 +54,9 @@ type DatabaseBackupStatusApplyConfiguration struct {
 	BaseBackup *BaseBackupStatusApplyConfiguration `json:"baseBackup,omitempty"`
 	// SizeBytes is the file's size.
 	SizeBytes *int64 `json:"sizeBytes,omitempty"`
+	// Verification is the restore that proves a base backup restorable
+	// (spec.backup.verifyRestore of its Database).
+	Verification *VerificationStatusApplyConfiguration `json:"verification,omitempty"`
 	// Message says why the backup is waiting or what it failed on: the dump
 	// tool's last error line.
 	Message *string `json:"message,omitempty"`
@@ -158,6 +161,14 @@ func (b *DatabaseBackupStatusApplyConfiguration) WithBaseBackup(value *BaseBacku
 // If called multiple times, the SizeBytes field is set to the value of the last call.
 func (b *DatabaseBackupStatusApplyConfiguration) WithSizeBytes(value int64) *DatabaseBackupStatusApplyConfiguration {
 	b.SizeBytes = &value
+	return b
+}
+
+// WithVerification sets the Verification field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Verification field is set to the value of the last call.
+func (b *DatabaseBackupStatusApplyConfiguration) WithVerification(value *VerificationStatusApplyConfiguration) *DatabaseBackupStatusApplyConfiguration {
+	b.Verification = value
 	return b
 }
 
