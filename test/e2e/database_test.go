@@ -175,7 +175,7 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 	createDB(t, ns, dbYAML("chosen", "postgresql", "16", 3, "  replication:\n    primary: chosen-2\n"))
 	createDB(t, ns, dbYAML("restoring", "postgresql", "16", 1, "  restore:\n    database: orders\n    targetLSN: 0/3000060\n"))
 	createDB(t, ns, dbYAML("stored", "postgresql", "16", 1,
-		objectStoreYAML("https://s3.example:9000", "      prefix: team-a/prod.v2\n      region: eu-west-1\n      ca: {name: store-ca}\n    continuous: {}\n")))
+		objectStoreYAML("https://s3.example:9000", "      prefix: team-a/prod.v2\n      region: eu-west-1\n      ca: {name: store-ca}\n    continuous: {}\n    verifyRestore: true\n")))
 	if got := e2eutil.Kubectl(t, "-n", ns, "get", "db", "stored", "-o", "jsonpath={.spec.backup.continuous.archiveTimeoutSeconds}"); got != "300" {
 		t.Errorf("archiveTimeoutSeconds defaults to %q, want 300", got)
 	}
@@ -216,6 +216,9 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 		{name: "continuous archiving without an object store", args: []string{"create", "-f", "-"},
 			stdin:   dbYAML("archive-nowhere", "postgresql", "16", 1, "  backup:\n    continuous: {}\n"),
 			wantErr: "backup.continuous archives to backup.objectStore, which is not set"},
+		{name: "restores verified without an archive", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("verify-nothing", "postgresql", "16", 1, objectStoreYAML("https://s3.example", "    verifyRestore: true\n")),
+			wantErr: "backup.verifyRestore restores base backups with the archived WAL: it needs backup.continuous"},
 		{name: "continuous archiving of MySQL", args: []string{"create", "-f", "-"},
 			stdin:   dbYAML("archive-mysql", "mysql", "8.4", 1, objectStoreYAML("https://s3.example", "    continuous: {}\n")),
 			wantErr: "spec.backup.continuous is for PostgreSQL"},

@@ -23,7 +23,8 @@ import (
 // A PostgreSQL Database that archives its WAL takes a base backup into
 // the store while it serves, and the status says where the backup's WAL
 // begins and where its copy is consistent, and what a restore can reach.
-// Batches of random rows are written with a pause between them. New
+// The controller proves the base backup restorable in a throw-away
+// server. Batches of random rows are written with a pause between them. New
 // Databases restore from its archive, each with its own credentials and
 // database name: to the point the copy is consistent, to two times in the
 // pauses, and to the latest point the archive holds; each holds exactly
@@ -38,7 +39,8 @@ func TestPointInTimeRestore(t *testing.T) {
 	e2eutil.Kubectl(t, "-n", ns, "create", "secret", "generic", "store",
 		"--from-literal=accessKeyID="+cfg.AccessKeyID, "--from-literal=secretAccessKey="+cfg.SecretAccessKey)
 	prefix := "realnode/" + ns
-	e2eutil.KubectlIn(t, archivingYAML("ledger", 1, cfg, prefix), "-n", ns, "create", "-f", "-")
+	// Its base backups proven restorable, each in a throw-away server.
+	e2eutil.KubectlIn(t, archivingYAML("ledger", 1, cfg, prefix)+"    verifyRestore: true\n", "-n", ns, "create", "-f", "-")
 	db := e2eutil.WaitRunning(t, ns, "ledger", converge)
 	runClient(t, ns, "ledger", postgresImage, psql+`-c "CREATE TABLE entries AS SELECT g AS n, md5(random()::text) AS v FROM generate_series(1, 1000) g"`)
 	consistent := entriesSum(t, ns, "ledger")
@@ -120,6 +122,14 @@ func TestPointInTimeRestore(t *testing.T) {
 		return a != nil && a.FirstRecoverableTime != nil && a.FirstRecoverableTime.Equal(b.Status.CompletionTime) &&
 			a.LastRecoverableTime != nil && a.LastRecoverableTime.After(second), fmt.Sprintf("status.archive %+v", a)
 	})
+
+	// base-1, restored into a throw-away server by the controller.
+	var verified *dbv1alpha1.VerificationStatus
+	e2eutil.Eventually(t, converge, "base-1 proven restorable", func() (bool, string) {
+		verified = waitBackupCompleted(t, ns, "base-1").Status.Verification
+		return verified != nil && verified.Phase == dbv1alpha1.VerificationRestorable, fmt.Sprintf("status.verification %+v", verified)
+	})
+	t.Logf("base-1 verified in %s: %s", verified.CompletionTime.Sub(verified.StartTime.Time), verified.Message)
 
 	t.Run("restores", func(t *testing.T) {
 		for _, tc := range []struct {
