@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -81,8 +82,8 @@ func PickBase(backups []*dbv1alpha1.DatabaseBackup, target wal.Target) (*dbv1alp
 // archive begins in (backups may hold others'); "" when there is none,
 // and nothing may be pruned.
 func WALKeptFrom(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) string {
-	oldest := oldestBase(db, backups)
-	if oldest == nil {
+	b, oldest := ownBase(db, backups, startsBefore)
+	if b == nil {
 		return ""
 	}
 	return wal.SegmentOf(oldest.Timeline, oldest.Start, wal.DefaultSegmentSize).Name(wal.DefaultSegmentSize)
@@ -92,28 +93,46 @@ func WALKeptFrom(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) 
 // archive can reach: when the oldest of its Completed base backups in it
 // was consistent. Nil when there is none.
 func RecoverableFrom(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) *metav1.Time {
-	oldest := oldestBase(db, backups)
-	if oldest == nil {
+	b, oldest := ownBase(db, backups, startsBefore)
+	if b == nil {
 		return nil
 	}
 	t := metav1.NewTime(oldest.StopTime)
 	return &t
 }
 
-// oldestBase is the oldest (by where its WAL begins) of db's Completed
-// base backups in its archive that are not being deleted; nil when there
-// is none.
-func oldestBase(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) *wal.Base {
+// BaseFile is where in its archive the Completed base backup b's file is
+// (its key under BaseBackupStatus.Archive), and the WAL segment its WAL
+// begins in: what a restore of it fetches. ok is false when b is not a
+// Completed base backup with its WAL range, or its file is not in its
+// archive.
+func BaseFile(b *dbv1alpha1.DatabaseBackup) (key, from string, ok bool) {
+	base, ok := Base(b)
+	if !ok {
+		return "", "", false
+	}
+	key, ok = strings.CutPrefix(b.Status.Path, b.Status.BaseBackup.Archive+"/")
+	return key, wal.SegmentOf(base.Timeline, base.Start, wal.DefaultSegmentSize).Name(wal.DefaultSegmentSize), ok
+}
+
+// startsBefore orders base backups by where their WAL begins.
+func startsBefore(a, b wal.Base) bool { return a.Start < b.Start }
+
+// ownBase is, of db's Completed base backups in its own archive that are
+// not being deleted, the first by before (startsBefore: the oldest), and
+// its base; nil when there is none.
+func ownBase(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup, before func(a, b wal.Base) bool) (*dbv1alpha1.DatabaseBackup, wal.Base) {
 	archive := builder.ArchiveDir(db)
-	var oldest *wal.Base
+	var first *dbv1alpha1.DatabaseBackup
+	var firstBase wal.Base
 	for _, b := range backups {
 		base, ok := Base(b)
 		if !ok || b.DeletionTimestamp != nil || b.Status.BaseBackup.Archive != archive {
 			continue
 		}
-		if oldest == nil || base.Start < oldest.Start {
-			oldest = &base
+		if first == nil || before(base, firstBase) {
+			first, firstBase = b, base
 		}
 	}
-	return oldest
+	return first, firstBase
 }

@@ -528,8 +528,6 @@ func (r *Runner) prune(ctx context.Context, db *dbv1alpha1.Database, backups []*
 	return nil
 }
 
-// deleteFile deletes the file of a DatabaseBackup being deleted, with a
-// Job on its volume, then lets it go.
 // WALPruneRetry is how long a failed WAL prune Job is kept before the
 // prune is tried again with a new one: a failed prune costs only storage,
 // and its Job's pods hold the words for why.
@@ -627,6 +625,8 @@ func (r *Runner) pruneFailed(ctx context.Context, db *dbv1alpha1.Database, job *
 	return 0, r.deleteJob(ctx, job)
 }
 
+// deleteFile deletes the file of a DatabaseBackup being deleted, with a
+// Job on its volume, then lets it go.
 func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error {
 	if !hasFinalizer(b.Finalizers) {
 		return nil

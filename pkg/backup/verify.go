@@ -3,7 +3,6 @@ package backup
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,19 +41,8 @@ func (r *Runner) verify(ctx context.Context, db *dbv1alpha1.Database, backups []
 // base backups in its archive that are not being deleted; nil when there
 // is none.
 func newestBase(db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) *dbv1alpha1.DatabaseBackup {
-	archive := builder.ArchiveDir(db)
-	var newest *dbv1alpha1.DatabaseBackup
-	var newestStart wal.LSN
-	for _, b := range backups {
-		base, ok := Base(b)
-		if !ok || b.DeletionTimestamp != nil || b.Status.BaseBackup.Archive != archive {
-			continue
-		}
-		if newest == nil || base.Start > newestStart {
-			newest, newestStart = b, base.Start
-		}
-	}
-	return newest
+	b, _ := ownBase(db, backups, func(a, b wal.Base) bool { return startsBefore(b, a) })
+	return b
 }
 
 // startVerify makes the Job that restores b into a throw-away server,
@@ -64,13 +52,11 @@ func (r *Runner) startVerify(ctx context.Context, db *dbv1alpha1.Database, b *db
 	if err != nil || e.Runtime().Archiving == nil || e.Runtime().Archiving.Verify == "" {
 		return nil // no base backup of such an engine completes
 	}
-	base, _ := Base(b)
-	key, ok := strings.CutPrefix(b.Status.Path, b.Status.BaseBackup.Archive+"/")
+	key, from, ok := BaseFile(b)
 	if !ok {
 		return r.endVerify(ctx, db, b, dbv1alpha1.VerificationNotRestorable,
 			fmt.Sprintf("its file %s is not in its archive %s", b.Status.Path, b.Status.BaseBackup.Archive))
 	}
-	from := wal.SegmentOf(base.Timeline, base.Start, wal.DefaultSegmentSize).Name(wal.DefaultSegmentSize)
 	job, err := jobObject(builder.NewVerifyJob(b, db, e, b.Status.Image, r.cfg.ToolsImage, key, from))
 	if err != nil {
 		return err

@@ -275,6 +275,21 @@ func envValue(env []corev1.EnvVar, name string) (string, bool) {
 	return "", false
 }
 
+// baseFetchEnv is what the engine's scripts that fetch a base backup
+// (engine.Archiving.Restore and Verify) read besides the store's
+// environment: the archive as the store's prefix, the controller's
+// binary, and the backup's name, key under the archive, and first WAL
+// segment.
+func baseFetchEnv(archive, backup, key, from string) []*corev1ac.EnvVarApplyConfiguration {
+	return []*corev1ac.EnvVarApplyConfiguration{
+		corev1ac.EnvVar().WithName(objectstore.EnvPrefix).WithValue(archive),
+		corev1ac.EnvVar().WithName("DBC_TOOLS").WithValue(toolsBinary),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_BACKUP").WithValue(backup),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_KEY").WithValue(key),
+		corev1ac.EnvVar().WithName("DBC_RESTORE_FROM").WithValue(from),
+	}
+}
+
 // withBaseRestore makes the first pod initialise its data from the base
 // backup src, in an init container of the Database's image that runs the
 // engine's restore (engine.Archiving.Restore) with the server's
@@ -286,13 +301,9 @@ func withBaseRestore(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.
 	e engine.Engine, image string, env []*corev1ac.EnvVarApplyConfiguration, mounts []*corev1ac.VolumeMountApplyConfiguration,
 	src *RestoreSource) {
 	b := src.Base
-	initEnv := append(append(append([]*corev1ac.EnvVarApplyConfiguration(nil), env...),
+	initEnv := append(append(append(append([]*corev1ac.EnvVarApplyConfiguration(nil), env...),
 		objectStoreEnv(src.ObjectStore, objectStoreCAPath, false)...),
-		corev1ac.EnvVar().WithName(objectstore.EnvPrefix).WithValue(b.Archive),
-		corev1ac.EnvVar().WithName("DBC_TOOLS").WithValue(toolsBinary),
-		corev1ac.EnvVar().WithName("DBC_RESTORE_BACKUP").WithValue(src.Backup),
-		corev1ac.EnvVar().WithName("DBC_RESTORE_KEY").WithValue(b.Key),
-		corev1ac.EnvVar().WithName("DBC_RESTORE_FROM").WithValue(b.From),
+		baseFetchEnv(b.Archive, src.Backup, b.Key, b.From)...),
 		corev1ac.EnvVar().WithName("DBC_RESTORE_TARGET").WithValue(b.Target),
 		corev1ac.EnvVar().WithName("DBC_RESTORE_TARGET_TEXT").WithValue(b.TargetText),
 		corev1ac.EnvVar().WithName("DBC_RESTORE_SOURCE_DATABASE").WithValue(src.SourceDatabase),

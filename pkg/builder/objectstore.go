@@ -190,13 +190,9 @@ const verifyDataPath = "/verify/data"
 func NewVerifyJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine, image, toolsImage, key, from string) *batchv1ac.JobApplyConfiguration {
 	rt := e.Runtime()
 	s := b.Status.ObjectStore
-	env := append(append(dumpEnv(db, rt),
+	env := append(append(append(dumpEnv(db, rt),
 		objectStoreEnv(s, objectStoreCAPath, false)...),
-		corev1ac.EnvVar().WithName(objectstore.EnvPrefix).WithValue(b.Status.BaseBackup.Archive),
-		corev1ac.EnvVar().WithName("DBC_TOOLS").WithValue(toolsBinary),
-		corev1ac.EnvVar().WithName("DBC_RESTORE_BACKUP").WithValue(b.Name),
-		corev1ac.EnvVar().WithName("DBC_RESTORE_KEY").WithValue(key),
-		corev1ac.EnvVar().WithName("DBC_RESTORE_FROM").WithValue(from),
+		baseFetchEnv(b.Status.BaseBackup.Archive, b.Name, key, from)...),
 		corev1ac.EnvVar().WithName("PGDATA").WithValue(verifyDataPath),
 	)
 	container := corev1ac.Container().

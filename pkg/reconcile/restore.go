@@ -3,7 +3,6 @@ package reconcile
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -183,7 +182,7 @@ func (p *pass) baseRestoreSource(b *dbv1alpha1.DatabaseBackup, e engine.Engine) 
 	if !ok || b.Status.ObjectStore == nil {
 		return refused("DatabaseBackup %s is a base backup that did not report its WAL range or its store, and cannot be restored: restore another", b.Name)
 	}
-	key, ok := strings.CutPrefix(b.Status.Path, b.Status.BaseBackup.Archive+"/")
+	key, from, ok := backup.BaseFile(b)
 	if !ok {
 		return refused("DatabaseBackup %s's file %s is not in its archive %s, and cannot be restored: restore another", b.Name, b.Status.Path, b.Status.BaseBackup.Archive)
 	}
@@ -194,8 +193,7 @@ func (p *pass) baseRestoreSource(b *dbv1alpha1.DatabaseBackup, e engine.Engine) 
 	if err != nil {
 		return nil, err
 	}
-	r := &builder.BaseRestore{Archive: b.Status.BaseBackup.Archive, Key: key,
-		From: wal.SegmentOf(base.Timeline, base.Start, wal.DefaultSegmentSize).Name(wal.DefaultSegmentSize), TargetText: target.String()}
+	r := &builder.BaseRestore{Archive: b.Status.BaseBackup.Archive, Key: key, From: from, TargetText: target.String()}
 	switch {
 	case target.Time != nil:
 		if b.Status.StartTime != nil && target.Time.Before(b.Status.StartTime.Time) {
