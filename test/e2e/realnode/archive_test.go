@@ -223,12 +223,7 @@ func archivesAcrossAFailover(t *testing.T, ns string, cfg objectstore.Config, pr
 	time.Sleep(time.Until(target.Add(1500 * time.Millisecond)))
 	out := runClient(t, ns, "ledger", postgresImage, psql+`-c "INSERT INTO w SELECT generate_series(1000001, 1000100)" -c "SELECT pg_walfile_name(pg_current_wal_lsn())"`)
 	wrote := time.Now()
-	var last string
-	for _, f := range strings.Fields(out) {
-		if _, ok := wal.ParseSegment(f, wal.DefaultSegmentSize); ok {
-			last = f
-		}
-	}
+	last := walFileIn(t, out)
 	if !strings.HasPrefix(last, "00000002") {
 		t.Fatalf("the new primary writes WAL file %q (psql said %q), want one of timeline 2", last, out)
 	}
@@ -294,13 +289,7 @@ func archivesOnceTheStoreIsBack(t *testing.T, ns string, cfg objectstore.Config,
 	write := func(rows int) string {
 		out := runClient(t, ns, "ledger", postgresImage, psql+fmt.Sprintf(
 			`-c "CREATE TABLE IF NOT EXISTS w (n int)" -c "INSERT INTO w SELECT generate_series(1, %d)" -c "SELECT pg_walfile_name(pg_current_wal_lsn())" -c "SELECT pg_switch_wal()"`, rows))
-		for _, f := range strings.Fields(out) {
-			if _, ok := wal.ParseSegment(f, wal.DefaultSegmentSize); ok {
-				return f
-			}
-		}
-		t.Fatalf("no WAL file name in %q", out)
-		return ""
+		return walFileIn(t, out)
 	}
 	write(1000)
 	waitArchiving(t, ns, "ledger", "Archiving")
@@ -431,4 +420,17 @@ func (p *storeProxy) stop() {
 	for c := range p.conns {
 		c.Close()
 	}
+}
+
+// walFileIn is the name of the WAL file that psql printed in out (as
+// pg_walfile_name's answer); the test fails when out holds none.
+func walFileIn(t *testing.T, out string) string {
+	t.Helper()
+	for _, f := range strings.Fields(out) {
+		if _, ok := wal.ParseSegment(f, wal.DefaultSegmentSize); ok {
+			return f
+		}
+	}
+	t.Fatalf("no WAL file name in %q", out)
+	return ""
 }

@@ -94,15 +94,7 @@ func TestPointInTimeRestore(t *testing.T) {
 	latest := batch(3001)
 	out := runClient(t, ns, "ledger", postgresImage, psql+`-c "SELECT pg_walfile_name(pg_current_wal_lsn())" -c "SELECT pg_switch_wal()"`)
 	// psql prints the file's name, then the switch's LSN.
-	var last string
-	for _, f := range strings.Fields(out) {
-		if _, ok := wal.ParseSegment(f, wal.DefaultSegmentSize); ok {
-			last = f
-		}
-	}
-	if last == "" {
-		t.Fatalf("no WAL file name in %q", out)
-	}
+	last := walFileIn(t, out)
 	var names []string
 	e2eutil.Eventually(t, converge, "the last rows' file "+last+" archived", func() (bool, string) {
 		objects, err := store.List(context.Background(), "wal")
