@@ -144,6 +144,12 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 		withRestore(podSpec, container, e, image, env, dataMount, restore)
 	}
 	podSpec.WithContainers(container)
+	withScheduling(podSpec, db, replicated && p.Replication != nil)
+	podLabels, podAnnotations := podTemplateMetadata(db)
+	template := corev1ac.PodTemplateSpec().WithLabels(podLabels).WithSpec(podSpec)
+	if len(podAnnotations) > 0 {
+		template.WithAnnotations(podAnnotations)
+	}
 
 	claim := corev1ac.PersistentVolumeClaimSpec().
 		WithAccessModes(corev1.ReadWriteOnce).
@@ -165,9 +171,7 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
 				WithWhenDeleted(whenDeleted).
 				WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(names.Labels(db)).
-				WithSpec(podSpec)).
+			WithTemplate(template).
 			// Built without apiVersion and kind, which the API server does not
 			// keep on claim templates: they would read back as drift.
 			WithVolumeClaimTemplates((&corev1ac.PersistentVolumeClaimApplyConfiguration{}).

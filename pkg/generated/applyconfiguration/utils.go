@@ -62,6 +62,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.LocalSecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObjectStore"):
 		return &dbcontrollerv1alpha1.ObjectStoreApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodMetadata"):
+		return &dbcontrollerv1alpha1.PodMetadataApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationSpec"):
 		return &dbcontrollerv1alpha1.ReplicationSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationStatus"):
@@ -70,6 +72,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.RestoreSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RestoreStatus"):
 		return &dbcontrollerv1alpha1.RestoreStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SchedulingSpec"):
+		return &dbcontrollerv1alpha1.SchedulingSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeySelector"):
 		return &dbcontrollerv1alpha1.SecretKeySelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageSpec"):

@@ -77,3 +77,11 @@ func (s *SynchronousReplication) Durability() DataDurability {
 	}
 	return s.DataDurability
 }
+
+// SpreadPolicy is spec.scheduling.spread, SpreadPreferred when unset.
+func (s *DatabaseSpec) SpreadPolicy() SpreadPolicy {
+	if s.Scheduling == nil || s.Scheduling.Spread == "" {
+		return SpreadPreferred
+	}
+	return s.Scheduling.Spread
+}

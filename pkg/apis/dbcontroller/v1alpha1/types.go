@@ -228,6 +228,19 @@ type DatabaseSpec struct {
 	// +optional
 	Restore *RestoreSpec `json:"restore,omitempty"`
 
+	// Scheduling places the Database's pods on nodes: node selection,
+	// tolerations, affinity, topology spread, priority, and how the pods of
+	// a replicated Database are spread over nodes. Changing it restarts the
+	// pods (a replicated Database's replicas first, then a switchover).
+	// +optional
+	Scheduling *SchedulingSpec `json:"scheduling,omitempty"`
+
+	// PodMetadata adds labels and annotations to the Database's pods, for
+	// a service mesh or a monitoring agent. Changing it restarts the pods
+	// as scheduling does.
+	// +optional
+	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
+
 	// Replication tunes the replication that every PostgreSQL and MySQL
 	// Database with replicas >= 2 runs: one primary, behind the client
 	// Service, and replicas >= 1 that stream from it (PostgreSQL's
@@ -235,6 +248,78 @@ type DatabaseSpec struct {
 	// read-only Service <name>-ro. Not for MongoDB.
 	// +optional
 	Replication *ReplicationSpec `json:"replication,omitempty"`
+}
+
+// SpreadPolicy says how the pods of a replicated Database are spread over nodes.
+// +kubebuilder:validation:Enum=Preferred;Required;None
+type SpreadPolicy string
+
+const (
+	// SpreadPreferred: the scheduler puts each pod on a node that runs no
+	// other pod of the Database when it can, and beside one when it
+	// cannot (preferred pod anti-affinity on kubernetes.io/hostname).
+	SpreadPreferred SpreadPolicy = "Preferred"
+	// SpreadRequired: a pod that finds no node without another pod of the
+	// Database stays Pending (required pod anti-affinity).
+	SpreadRequired SpreadPolicy = "Required"
+	// SpreadNone: no anti-affinity of the controller's.
+	SpreadNone SpreadPolicy = "None"
+)
+
+// SchedulingSpec places a Database's pods. The fields are Kubernetes' own,
+// passed to the pods as they are.
+type SchedulingSpec struct {
+	// NodeSelector is the pods' nodeSelector.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations are the pods' tolerations.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Affinity is the pods' affinity. Its podAntiAffinity, when set,
+	// replaces the one spread gives a replicated Database.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// TopologySpreadConstraints are the pods' topology spread constraints,
+	// such as across zones. Their labelSelector may select the pods by the
+	// labels app.kubernetes.io/instance (the Database's name) and
+	// app.kubernetes.io/name (its engine).
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// PriorityClassName is the pods' priority class.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// Spread says how the pods of a replicated Database (replicas 2 or
+	// more) are spread over nodes, so that one node's failure takes one
+	// server, not all of them: Preferred (the default), Required or None.
+	// It does not apply to a Database of one pod, nor when affinity sets
+	// podAntiAffinity.
+	// +optional
+	// +kubebuilder:default=Preferred
+	Spread SpreadPolicy `json:"spread,omitempty"`
+}
+
+// PodMetadata are labels and annotations added to a Database's pods.
+type PodMetadata struct {
+	// Labels are added to the pods' labels. The controller's own cannot
+	// be set: the app.kubernetes.io/name, instance and managed-by labels,
+	// and those under dbcontroller.io/.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by']) && !k.startsWith('dbcontroller.io/') && k != 'controller-revision-hash' && k != 'statefulset.kubernetes.io/pod-name' && k != 'apps.kubernetes.io/pod-index')",message="podMetadata.labels may not set the controller's labels (app.kubernetes.io/name, instance, managed-by, dbcontroller.io/...) nor the StatefulSet's"
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations are added to the pods' annotations. Those under
+	// dbcontroller.io/ are the controller's and cannot be set.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('dbcontroller.io/'))",message="podMetadata.annotations may not set annotations under dbcontroller.io/: they are the controller's"
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // ReplicationSpec tunes a replicated PostgreSQL or MySQL Database.

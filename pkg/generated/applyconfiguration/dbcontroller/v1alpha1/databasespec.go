@@ -65,6 +65,15 @@ type DatabaseSpecApplyConfiguration struct {
 	// Restore initialises a new Database's data from a DatabaseBackup before
 	// it first serves. It cannot be changed after creation.
 	Restore *RestoreSpecApplyConfiguration `json:"restore,omitempty"`
+	// Scheduling places the Database's pods on nodes: node selection,
+	// tolerations, affinity, topology spread, priority, and how the pods of
+	// a replicated Database are spread over nodes. Changing it restarts the
+	// pods (a replicated Database's replicas first, then a switchover).
+	Scheduling *SchedulingSpecApplyConfiguration `json:"scheduling,omitempty"`
+	// PodMetadata adds labels and annotations to the Database's pods, for
+	// a service mesh or a monitoring agent. Changing it restarts the pods
+	// as scheduling does.
+	PodMetadata *PodMetadataApplyConfiguration `json:"podMetadata,omitempty"`
 	// Replication tunes the replication that every PostgreSQL and MySQL
 	// Database with replicas >= 2 runs: one primary, behind the client
 	// Service, and replicas >= 1 that stream from it (PostgreSQL's
@@ -156,6 +165,22 @@ func (b *DatabaseSpecApplyConfiguration) WithBackup(value *BackupSpecApplyConfig
 // If called multiple times, the Restore field is set to the value of the last call.
 func (b *DatabaseSpecApplyConfiguration) WithRestore(value *RestoreSpecApplyConfiguration) *DatabaseSpecApplyConfiguration {
 	b.Restore = value
+	return b
+}
+
+// WithScheduling sets the Scheduling field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Scheduling field is set to the value of the last call.
+func (b *DatabaseSpecApplyConfiguration) WithScheduling(value *SchedulingSpecApplyConfiguration) *DatabaseSpecApplyConfiguration {
+	b.Scheduling = value
+	return b
+}
+
+// WithPodMetadata sets the PodMetadata field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PodMetadata field is set to the value of the last call.
+func (b *DatabaseSpecApplyConfiguration) WithPodMetadata(value *PodMetadataApplyConfiguration) *DatabaseSpecApplyConfiguration {
+	b.PodMetadata = value
 	return b
 }
 
