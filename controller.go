@@ -79,6 +79,10 @@ type Config struct {
 	// newClaimEventInformerFactory): they tell why a claim waits for its
 	// volume.
 	ClaimEventInformers kubeinformers.SharedInformerFactory
+	// NodeInformers, when set, watches the nodes (newNodeInformerFactory):
+	// a cordoned node whose pod is a primary leads to a switchover before
+	// a drain evicts it. Without it, no node reads as cordoned.
+	NodeInformers kubeinformers.SharedInformerFactory
 	// Recorder emits events on Databases; when nil, one that writes through
 	// EventsClient.
 	Recorder record.EventRecorder
@@ -174,7 +178,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		cfg.Recorder = newRecorder(ctx, cfg.EventsClient, cfg.KubeClient)
 	}
 
-	caches, cachesSynced, err := reconcile.NewCaches(cfg.KubeInformers, cfg.DBInformers, cfg.ClaimEventInformers)
+	caches, cachesSynced, err := reconcile.NewCaches(cfg.KubeInformers, cfg.DBInformers, cfg.ClaimEventInformers, cfg.NodeInformers)
 	if err != nil {
 		return nil, err
 	}
@@ -238,8 +242,9 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	secrets := cfg.KubeInformers.Core().V1().Secrets().Informer()
 	pods := cfg.KubeInformers.Core().V1().Pods().Informer()
 	jobs := cfg.KubeInformers.Batch().V1().Jobs().Informer()
+	budgets := cfg.KubeInformers.Policy().V1().PodDisruptionBudgets().Informer()
 	// Children lead to the Database that owns them.
-	for _, inf := range []cache.SharedIndexInformer{statefulSets, services, secrets, jobs} {
+	for _, inf := range []cache.SharedIndexInformer{statefulSets, services, secrets, jobs, budgets} {
 		if _, err := inf.AddEventHandler(onChange(c.handleObject)); err != nil {
 			return nil, err
 		}
@@ -257,6 +262,18 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	// waits: it leads to the claim's Database.
 	if _, err := cfg.ClaimEventInformers.Core().V1().Events().Informer().AddEventHandler(onChange(c.enqueueClaimEvent)); err != nil {
 		return nil, err
+	}
+	// A node cordoned, or uncordoned, leads to the Databases of its pods.
+	if cfg.NodeInformers != nil {
+		if _, err := cfg.NodeInformers.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(old, new interface{}) {
+				if old.(*corev1.Node).Spec.Unschedulable != new.(*corev1.Node).Spec.Unschedulable {
+					c.enqueueNodesDatabases(pods.GetIndexer(), new.(*corev1.Node).Name)
+				}
+			},
+		}); err != nil {
+			return nil, err
+		}
 	}
 	// A DatabaseBackup leads to the Database it backs up, which need not exist.
 	if _, err := cfg.DBInformers.Dbcontroller().V1alpha1().DatabaseBackups().Informer().AddEventHandler(onChange(c.enqueueBackupsDatabase)); err != nil {
@@ -521,6 +538,18 @@ func (c *Controller) enqueueByLabel(obj interface{}) {
 		return
 	}
 	c.enqueueFollowUp(cache.ObjectName{Namespace: object.GetNamespace(), Name: name})
+}
+
+// enqueueNodesDatabases enqueues the Databases of the pods on node.
+func (c *Controller) enqueueNodesDatabases(pods cache.Indexer, node string) {
+	onNode, err := pods.ByIndex(reconcile.IndexNode, node)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, pod := range onNode {
+		c.enqueueByLabel(pod)
+	}
 }
 
 // enqueueClaimEvent puts on the work queue the Database of the Pending

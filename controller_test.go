@@ -433,6 +433,11 @@ func TestStripForCache(t *testing.T) {
 			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", UID: "u", ResourceVersion: "7"},
 				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: "c", UID: "cu"}, Type: corev1.EventTypeWarning,
 				Reason: "ProvisioningFailed", Message: "m", Count: 3, LastTimestamp: metav1.NewTime(actiontest.Now)}},
+		{"Node: whether it is cordoned, and what names it",
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "7", ManagedFields: managed, Labels: map[string]string{"a": "b"}},
+				Spec:   corev1.NodeSpec{Unschedulable: true, PodCIDR: "10.0.0.0/24", Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
+				Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"postgres:16"}}}}},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "7"}, Spec: corev1.NodeSpec{Unschedulable: true}}},
 		{"StatefulSet: all but managed fields",
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: managed}, Spec: appsv1.StatefulSetSpec{ServiceName: "h"}},
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: appsv1.StatefulSetSpec{ServiceName: "h"}}},
@@ -479,6 +484,29 @@ func TestClaimEventEnqueuesTheDatabase(t *testing.T) {
 	}
 	if got, _ := c.workqueue.Get(); got != ref(db) {
 		t.Fatalf("enqueued %v, want %v", got, ref(db))
+	}
+}
+
+// A node cordoned leads to the Databases whose pods run on it, and to no other.
+func TestNodeEnqueuesItsDatabases(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	pod := func(db, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: db + "-0", Namespace: "default",
+			Labels: names.Labels(actiontest.NewDatabase(db, "postgresql", "16", 1))}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	f.seed(pod("orders", "node-a"), pod("billing", "node-a"), pod("stock", "node-b"))
+	c, _, kubeI, _ := f.newController(ctx)
+	c.enqueueNodesDatabases(kubeI.Core().V1().Pods().Informer().GetIndexer(), "node-a")
+	var got []string
+	for c.workqueue.Len() > 0 {
+		key, _ := c.workqueue.Get()
+		got = append(got, key.String())
+		c.workqueue.Done(key)
+	}
+	slices.Sort(got)
+	if want := []string{"default/billing", "default/orders"}; !slices.Equal(got, want) {
+		t.Fatalf("enqueued %v, want %v", got, want)
 	}
 }
 

@@ -69,6 +69,7 @@ type options struct {
 	healthProbeAddress string
 	profiling          bool
 	toolsImage         string
+	watchNodes         bool
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -93,6 +94,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "Address serving /metrics. \"0\" disables it.")
 	fs.StringVar(&o.healthProbeAddress, "health-probe-bind-address", ":8081", "Address serving /healthz and /readyz. \"0\" disables it.")
 	fs.BoolVar(&o.profiling, "profiling", false, "Also serve Go's profiles (/debug/pprof/) at --metrics-bind-address.")
+	fs.BoolVar(&o.watchNodes, "watch-nodes", true,
+		"Watch nodes, so that the primary of a replicated Database whose node is cordoned (for a drain) is switched over to a replica on another node before it is evicted. Needs get, list and watch on nodes, which the namespace-scoped install does not grant: it sets false.")
 	fs.StringVar(&o.toolsImage, "tools-image", "",
 		"The controller's own image. The pods that back up to and restore from an object store (spec.backup.objectStore) run its binary, copied in by an init container. The default is the image of the container named controller of the pod $POD_NAME in $POD_NAMESPACE (the Deployment sets both); without either, those backups and restores are refused, saying why.")
 }
@@ -180,6 +183,10 @@ func run(ctx context.Context, o options) error {
 
 	kubeInformerFactory, dbInformerFactory := newInformerFactories(kubeClient, dbClient, o.namespace, o.resync)
 	claimEventInformerFactory := newClaimEventInformerFactory(eventsClient, o.namespace)
+	var nodeInformerFactory kubeinformers.SharedInformerFactory
+	if o.watchNodes {
+		nodeInformerFactory = newNodeInformerFactory(kubeClient)
+	}
 	controller, err := NewController(ctx, Config{
 		KubeClient:          kubeClient,
 		EventsClient:        eventsClient,
@@ -187,6 +194,7 @@ func run(ctx context.Context, o options) error {
 		KubeInformers:       kubeInformerFactory,
 		DBInformers:         dbInformerFactory,
 		ClaimEventInformers: claimEventInformerFactory,
+		NodeInformers:       nodeInformerFactory,
 		Metrics:             m,
 
 		CredentialsCheckInterval: o.credentialsCheck,
@@ -205,6 +213,10 @@ func run(ctx context.Context, o options) error {
 	defer kubeInformerFactory.Shutdown()
 	defer dbInformerFactory.Shutdown()
 	defer claimEventInformerFactory.Shutdown()
+	if nodeInformerFactory != nil {
+		nodeInformerFactory.Start(ctx.Done())
+		defer nodeInformerFactory.Shutdown()
+	}
 	defer cancel() // runs before the Shutdowns above
 
 	var electionCheck *leaderelection.HealthzAdaptor
@@ -468,11 +480,18 @@ func newClaimEventInformerFactory(eventsClient kubernetes.Interface, namespace s
 		kubeinformers.WithTransform(stripForCache))
 }
 
+// newNodeInformerFactory returns the informer factory of the nodes, which
+// carry no label of the controller's: it keeps of each only what says
+// whether it is cordoned (stripNode), with no resync.
+func newNodeInformerFactory(kubeClient kubernetes.Interface) kubeinformers.SharedInformerFactory {
+	return kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithTransform(stripForCache))
+}
+
 // stripForCache drops what the controller never reads before an object
 // enters an informer cache: managed fields on every object; the data of
 // Secrets, so credentials never sit in the controller's memory; the spec of
 // pods but their node, as the rest is the StatefulSet's template, read
-// there; all of an event but what names its object, its kind and when and
+// there; all of a node but whether it is cordoned; all of an event but what names its object, its kind and when and
 // how often it happened; and the copy of a Database's manifest that
 // `kubectl apply` keeps in an annotation.
 func stripForCache(obj interface{}) (interface{}, error) {
@@ -485,6 +504,11 @@ func stripForCache(obj interface{}) (interface{}, error) {
 		o.StringData = nil
 	case *corev1.Pod:
 		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
+	case *corev1.Node:
+		*o = corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion},
+			Spec:       corev1.NodeSpec{Unschedulable: o.Spec.Unschedulable},
+		}
 	case *corev1.Event:
 		*o = corev1.Event{
 			ObjectMeta:     metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion},

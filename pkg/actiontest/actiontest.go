@@ -32,6 +32,7 @@ var (
 	Claims          = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
 	StatefulSets    = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
 	Jobs            = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	Budgets         = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
 	Databases       = schema.GroupVersionResource{Group: "dbcontroller.io", Version: "v1alpha1", Resource: "databases"}
 	DatabaseBackups = schema.GroupVersionResource{Group: "dbcontroller.io", Version: "v1alpha1", Resource: "databasebackups"}
 )

@@ -62,6 +62,8 @@ func TestReplicatedGolden(t *testing.T) {
 		"statefulset-replicated-restore-postgresql": NewStatefulSet(db, e, "postgres:16", StorageOf(db), src, true),
 		"service-read-only-postgresql":              NewReadOnlyService(db, e),
 		"statefulset-replicated-mysql":              NewStatefulSet(my, lookup(t, my.Spec.Engine), "mysql:8.4", StorageOf(my), nil, true),
+		"disruption-budgets":                        NewDisruptionBudgets(db, false),
+		"disruption-budgets-stranded":               NewDisruptionBudgets(db, true),
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := yaml.Marshal(ac)

@@ -46,6 +46,14 @@ type Instance struct {
 	// not run out: its server is shutting down, and sends the changes it
 	// wrote to its replicas before it stops.
 	Terminating bool
+	// Cordoned says the pod's node is cordoned (unschedulable): it is
+	// being drained, or is about to be, and its pods evicted.
+	Cordoned bool
+	// StreamedLast says the last look at the Database, while its primary
+	// answered, saw this replica stream from it: what a handover goes by
+	// once the primary's pod is being deleted and its server no longer
+	// says which replicas it sends changes to.
+	StreamedLast bool
 	// Reachable says the server answered; the fields below are known only then.
 	Reachable bool
 	// Replica says the server applies another's changes and writes none of
@@ -169,6 +177,13 @@ func Next(o Observation) Action {
 		lost = 0
 	}
 	if exists && primary.Terminating {
+		// Deleted on purpose (kubectl delete pod, an eviction, a drain):
+		// hand over at once, as its shutdown sends its last changes,
+		// rather than wait for the pod to come back.
+		if to, ok := successor(o, primary); ok {
+			return Action{Kind: ActionRecordTarget, Instance: to.Name,
+				Reason: fmt.Sprintf("the pod of the primary %s is being deleted; switching over to %s, the replica streaming from it with the most %s received, as it shuts down", primary.Name, to.Name, o.Terms.log())}
+		}
 		return waitShutdown(o)
 	}
 	if lost < o.FailoverDelay {
@@ -296,6 +311,16 @@ func steady(o Observation, primary Instance) Action {
 			return Action{Kind: ActionLabelReplica, Instance: i.Name, Reason: i.Name + " streams from " + primary.Name}
 		}
 	}
+	if primary.Cordoned {
+		// A drain evicts it next (the primary's disruption budget holds
+		// the eviction until it is a replica): switch over now, to a node
+		// that stays, so that writes pause for a switchover.
+		if to, ok := successor(o, primary); ok && !to.Cordoned {
+			return Action{Kind: ActionRecordTarget, Instance: to.Name,
+				Reason: fmt.Sprintf("the node of the primary %s is cordoned; switching over to %s, on a node that is not, before it is drained", primary.Name, to.Name)}
+		}
+		return Action{Kind: ActionNone, Reason: "the node of the primary " + primary.Name + " is cordoned, and no replica on another node streams from it to switch over to"}
+	}
 	if o.Requested != "" && o.Requested != primary.Name {
 		r, exists := byNameOf(o.Instances, o.Requested)
 		switch {
@@ -303,10 +328,33 @@ func steady(o Observation, primary Instance) Action {
 			return Action{Kind: ActionNone, Reason: "switchover to " + o.Requested + " asked for, and no such instance exists"}
 		case !r.Reachable || r.Upstream != primary.Name:
 			return Action{Kind: ActionNone, Reason: "switchover to " + o.Requested + " waits until it streams from " + primary.Name}
+		case r.Cordoned:
+			return Action{Kind: ActionNone, Reason: "switchover to " + o.Requested + " waits until its node is no longer cordoned"}
 		}
 		return Action{Kind: ActionRecordTarget, Instance: o.Requested, Reason: "switchover to " + o.Requested + " as asked"}
 	}
 	return Action{Kind: ActionNone}
+}
+
+// successor is the replica to hand primary's role to in a planned
+// switchover: one that streams from it (or did at the last look, when it
+// no longer answers), on a node that is not cordoned if there is one, and
+// of those the most advanced. None when no replica streams.
+func successor(o Observation, primary Instance) (Instance, bool) {
+	var best *Instance
+	for k := range o.Instances {
+		c := &o.Instances[k]
+		if c.Name == primary.Name || !c.Reachable || !c.Replica || (c.Upstream != primary.Name && !(c.StreamedLast && !primary.Reachable)) {
+			continue
+		}
+		if best == nil || (best.Cordoned && !c.Cordoned) || (best.Cordoned == c.Cordoned && moreAdvanced(*c, *best)) {
+			best = c
+		}
+	}
+	if best == nil {
+		return Instance{}, false
+	}
+	return *best, true
 }
 
 // waitShutdown waits for a primary whose pod is being deleted: its clean

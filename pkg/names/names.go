@@ -41,6 +41,14 @@ func ReadOnlyHost(db *dbv1alpha1.Database) string {
 	return fmt.Sprintf("%s.%s.svc", ReadOnlyServiceName(db), db.Namespace)
 }
 
+// DisruptionBudgetName is the name of the PodDisruptionBudget over every
+// pod of a replicated Database.
+func DisruptionBudgetName(db *dbv1alpha1.Database) string { return db.Name }
+
+// PrimaryDisruptionBudgetName is the name of the PodDisruptionBudget over
+// the primary of a replicated Database.
+func PrimaryDisruptionBudgetName(db *dbv1alpha1.Database) string { return db.Name + "-primary" }
+
 // StatefulSetName is the name of the StatefulSet.
 func StatefulSetName(db *dbv1alpha1.Database) string { return db.Name }
 

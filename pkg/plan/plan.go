@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
@@ -39,6 +40,10 @@ type Observed struct {
 	// that archive to an object store run; "" when it is not known, and
 	// they cannot archive.
 	ToolsImage string
+	// Stranded says the primary's node is cordoned and no other pod of the
+	// Database runs on a node that is not: no switchover can move the
+	// primary off before a drain (builder.NewDisruptionBudgets).
+	Stranded bool
 }
 
 // Plan is what one sync pass of a Database should bring about.
@@ -73,6 +78,10 @@ type Plan struct {
 	// Service of the replicas.
 	Replicated      bool
 	ReadOnlyService *corev1ac.ServiceApplyConfiguration
+	// DisruptionBudgets are, for a replicated Database that asks for two
+	// replicas or more, its PodDisruptionBudgets (builder.NewDisruptionBudgets);
+	// none otherwise, and those that exist are deleted.
+	DisruptionBudgets []*policyv1ac.PodDisruptionBudgetApplyConfiguration
 	// Grow lists the data volume claims below spec.storage.size.
 	Grow []ClaimGrowth
 }
@@ -137,6 +146,11 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 	p.Service = stamp(builder.NewService(db, e, primaryOnly))
 	if p.Replicated {
 		p.ReadOnlyService = stamp(builder.NewReadOnlyService(db, e))
+		if db.Spec.DesiredReplicas() >= 2 {
+			for _, b := range builder.NewDisruptionBudgets(db, observed.Stranded) {
+				p.DisruptionBudgets = append(p.DisruptionBudgets, stamp(b))
+			}
+		}
 	}
 	sts := builder.NewStatefulSet(db, e, image, storage, observed.Restore, p.Replicated)
 	if keep := replicasToKeep(db); keep > *sts.Spec.Replicas {

@@ -5,12 +5,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
@@ -107,6 +109,41 @@ func (a statefulSetAdapter) repair(ctx context.Context, desired *appsv1ac.Statef
 		func() (*appsv1.StatefulSet, error) { return statefulSets.Apply(ctx, desired, repairOptions) },
 		func(patch []byte) error {
 			_, err := statefulSets.Patch(ctx, *desired.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+			return err
+		})
+}
+
+// budgetAdapter reads and writes PodDisruptionBudgets.
+type budgetAdapter struct {
+	client kubernetes.Interface
+}
+
+var _ childAdapter[*policyv1.PodDisruptionBudget, *policyv1ac.PodDisruptionBudgetApplyConfiguration] = budgetAdapter{}
+
+func (budgetAdapter) kind() string { return "PodDisruptionBudget" }
+
+func (budgetAdapter) cached(r *reader, namespace, name string) (*policyv1.PodDisruptionBudget, error) {
+	return r.budget(namespace, name)
+}
+
+func (a budgetAdapter) live(ctx context.Context, namespace, name string) (*policyv1.PodDisruptionBudget, error) {
+	return a.client.PolicyV1().PodDisruptionBudgets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (a budgetAdapter) create(ctx context.Context, desired *policyv1ac.PodDisruptionBudgetApplyConfiguration) (*policyv1.PodDisruptionBudget, error) {
+	obj := &policyv1.PodDisruptionBudget{}
+	if err := builder.Convert(desired, obj); err != nil {
+		return nil, err
+	}
+	return a.client.PolicyV1().PodDisruptionBudgets(*desired.Namespace).Create(ctx, obj, createOptions)
+}
+
+func (a budgetAdapter) repair(ctx context.Context, desired *policyv1ac.PodDisruptionBudgetApplyConfiguration) (*policyv1.PodDisruptionBudget, error) {
+	budgets := a.client.PolicyV1().PodDisruptionBudgets(*desired.Namespace)
+	return applyOwningAll(ctx,
+		func() (*policyv1.PodDisruptionBudget, error) { return budgets.Apply(ctx, desired, repairOptions) },
+		func(patch []byte) error {
+			_, err := budgets.Patch(ctx, *desired.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 			return err
 		})
 }

@@ -13,9 +13,10 @@ import (
 // NewCaches gives the informers of the controller's factories the indexes a
 // pass reads through, and returns their caches, and whether each has
 // synced. kube should be limited to the objects labelled as managed by
-// this controller, and claimEvents to the events about claims.
+// this controller, and claimEvents to the events about claims; nodes, when
+// not nil, watches the nodes, to see the primaries' nodes cordoned.
 func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedInformerFactory,
-	claimEvents kubeinformers.SharedInformerFactory) (Caches, []cache.InformerSynced, error) {
+	claimEvents, nodes kubeinformers.SharedInformerFactory) (Caches, []cache.InformerSynced, error) {
 	if claimEvents == nil {
 		return Caches{}, nil, errors.New("no informer factory for the events about claims")
 	}
@@ -32,8 +33,16 @@ func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedI
 		{kube.Batch().V1().Jobs().Informer(), instance, &c.Jobs},
 		{dbs.Dbcontroller().V1alpha1().DatabaseBackups().Informer(), cache.Indexers{backup.IndexDatabase: backup.IndexByDatabase}, &c.Backups},
 		{kube.Core().V1().PersistentVolumeClaims().Informer(), instance, &c.Claims},
-		{kube.Core().V1().Pods().Informer(), instance, &c.Pods},
+		{kube.Core().V1().Pods().Informer(), cache.Indexers{IndexInstance: IndexByInstance, IndexNode: IndexByNode}, &c.Pods},
 		{claimEvents.Core().V1().Events().Informer(), cache.Indexers{IndexClaim: IndexByClaim}, &c.ClaimEvents},
+		{kube.Policy().V1().PodDisruptionBudgets().Informer(), nil, &c.Budgets},
+	}
+	if nodes != nil {
+		informers = append(informers, struct {
+			informer cache.SharedIndexInformer
+			indexers cache.Indexers
+			into     *cache.Indexer
+		}{nodes.Core().V1().Nodes().Informer(), nil, &c.Nodes})
 	}
 	synced := make([]cache.InformerSynced, 0, len(informers))
 	for _, inf := range informers {

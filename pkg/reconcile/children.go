@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/dbcontroller/database-controller/pkg/drift"
+	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/plan"
 )
 
@@ -113,4 +114,40 @@ func createOrLook[T metav1.Object, AC any](ctx context.Context, p *pass, a child
 	}
 	existing, err := a.live(ctx, key.Namespace, key.Name)
 	return existing, false, err
+}
+
+// ensureDisruptionBudgets brings a replicated Database's
+// PodDisruptionBudgets to the plan, and deletes those of a Database that
+// no longer needs them (one replica or none): a budget over the primary
+// of a single server would hold every drain. It returns what it created.
+func (p *pass) ensureDisruptionBudgets(ctx context.Context) ([]string, error) {
+	var created []string
+	for _, desired := range p.plan.DisruptionBudgets {
+		_, made, err := ensureChild(ctx, p, p.r.budgets, desired, *desired.Name)
+		created = append(created, made...)
+		if err != nil {
+			return created, err
+		}
+	}
+	if len(p.plan.DisruptionBudgets) > 0 {
+		return created, nil
+	}
+	for _, name := range []string{names.DisruptionBudgetName(p.db), names.PrimaryDisruptionBudgetName(p.db)} {
+		budget, err := p.read.budget(p.db.Namespace, name)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return created, err
+		case !metav1.IsControlledBy(budget, p.db):
+			continue
+		}
+		uid := budget.UID
+		err = p.r.kube.PolicyV1().PodDisruptionBudgets(p.db.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return created, fmt.Errorf("deleting PodDisruptionBudget %s: %w", name, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted the PodDisruptionBudget of a Database that is no longer replicated", "budget", klog.KObj(budget))
+	}
+	return created, nil
 }

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,6 +56,8 @@ type fixture struct {
 	jobLister         []*batchv1.Job
 	backupLister      []*dbv1alpha1.DatabaseBackup
 	claimEventLister  []*corev1.Event
+	budgetLister      []*policyv1.PodDisruptionBudget
+	nodeLister        []*corev1.Node
 
 	// Objects in the fake clientsets at start.
 	kubeobjects []runtime.Object
@@ -167,6 +170,12 @@ func (f *fixture) seed(objs ...runtime.Object) {
 		case *corev1.Event:
 			f.claimEventLister = append(f.claimEventLister, o)
 			f.kubeobjects = append(f.kubeobjects, o)
+		case *policyv1.PodDisruptionBudget:
+			f.budgetLister = append(f.budgetLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.Node:
+			f.nodeLister = append(f.nodeLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
 		default:
 			f.t.Fatalf("cannot seed %T", o)
 		}
@@ -195,8 +204,10 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		Jobs:         f.cache(srcJobs, instance, f.jobLister),
 		Backups:      f.cache(srcBackups, cache.Indexers{backup.IndexDatabase: backup.IndexByDatabase}, f.backupLister),
 		Claims:       f.cache(srcClaims, instance, f.claimLister),
-		Pods:         f.cache(srcPods, instance, f.podLister),
+		Pods:         f.cache(srcPods, cache.Indexers{IndexInstance: IndexByInstance, IndexNode: IndexByNode}, f.podLister),
 		ClaimEvents:  f.cache(srcClaimEvents, cache.Indexers{IndexClaim: IndexByClaim}, f.claimEventLister),
+		Budgets:      f.cache(srcBudgets, nil, f.budgetLister),
+		Nodes:        f.cache(srcNodes, nil, f.nodeLister),
 	}
 	recorder := record.NewFakeRecorder(100)
 	toolsImage := actiontest.ToolsImage
@@ -444,6 +455,7 @@ var (
 	servicesResource     = actiontest.Services
 	statefulSetsResource = actiontest.StatefulSets
 	podsResource         = actiontest.Pods
+	budgetsResource      = actiontest.Budgets
 	backupsResource      = actiontest.DatabaseBackups
 )
 

@@ -61,3 +61,17 @@ func ClaimOf(e *corev1.Event) cache.ObjectName {
 	}
 	return cache.NewObjectName(ns, e.InvolvedObject.Name)
 }
+
+// IndexNode is the name of the index, on the pods informer, of pods by the
+// node they run on: a node cordoned leads to the Databases it runs.
+const IndexNode = "node"
+
+// IndexByNode indexes a pod by its node's name; pods not scheduled yet
+// are not indexed.
+func IndexByNode(obj interface{}) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Spec.NodeName == "" {
+		return nil, nil
+	}
+	return []string{p.Spec.NodeName}, nil
+}

@@ -1,9 +1,12 @@
 package reconcile
 
 import (
+	"strconv"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,6 +38,8 @@ const (
 	srcClaims
 	srcPods
 	srcClaimEvents
+	srcBudgets
+	srcNodes
 	numSources
 )
 
@@ -48,20 +53,25 @@ var resources = [numSources]schema.GroupResource{
 	srcClaims:       {Resource: "persistentvolumeclaims"},
 	srcPods:         {Resource: "pods"},
 	srcClaimEvents:  {Resource: "events"},
+	srcBudgets:      {Group: "policy", Resource: "poddisruptionbudgets"},
+	srcNodes:        {Resource: "nodes"},
 }
 
 // Caches are the indexers of the informers a pass reads, each limited to
 // the objects labelled as managed by this controller (the events: to those
-// about claims). Claims, Pods and Jobs have the index IndexInstance,
-// Backups backup.IndexDatabase, and ClaimEvents IndexClaim.
+// about claims; the nodes: to what tells whether they are cordoned).
+// Claims, Pods and Jobs have the index IndexInstance, Backups
+// backup.IndexDatabase, and ClaimEvents IndexClaim. Nodes is nil when the
+// controller does not watch nodes: no node reads as cordoned then.
 type Caches struct {
-	StatefulSets, Services, Secrets, Jobs, Backups, Claims, Pods, ClaimEvents cache.Indexer
+	StatefulSets, Services, Secrets, Jobs, Backups, Claims, Pods, ClaimEvents, Budgets, Nodes cache.Indexer
 }
 
 func (c Caches) indexers() [numSources]cache.Indexer {
 	return [numSources]cache.Indexer{
 		srcStatefulSets: c.StatefulSets, srcServices: c.Services, srcSecrets: c.Secrets, srcJobs: c.Jobs,
 		srcBackups: c.Backups, srcClaims: c.Claims, srcPods: c.Pods, srcClaimEvents: c.ClaimEvents,
+		srcBudgets: c.Budgets, srcNodes: c.Nodes,
 	}
 }
 
@@ -109,7 +119,12 @@ func (r *reader) record(rd read, hash uint64, ok bool) {
 // get reads the object of src at namespace/name: nil, with a NotFound
 // error as a lister's, when the cache does not hold it.
 func (r *reader) get(src source, namespace, name string) (any, error) {
-	key := namespace + "/" + name
+	key := cache.NewObjectName(namespace, name).String()
+	if r.caches[src] == nil {
+		// A cache the controller does not keep holds nothing.
+		r.record(read{src: src, key: key}, hashStrings(key, "absent"), true)
+		return nil, apierrors.NewNotFound(resources[src], name)
+	}
 	obj, exists, err := r.caches[src].GetByKey(key)
 	if err != nil {
 		r.ok = false
@@ -121,6 +136,11 @@ func (r *reader) get(src source, namespace, name string) (any, error) {
 		return nil, apierrors.NewNotFound(resources[src], name)
 	}
 	h, ok := hashObject(obj)
+	if node, isNode := obj.(*corev1.Node); isNode {
+		// A node's status changes all the time; a pass reads only
+		// whether it is cordoned.
+		h, ok = hashStrings(key, string(node.UID), strconv.FormatBool(node.Spec.Unschedulable)), true
+	}
 	r.record(rd, h, ok)
 	return obj, nil
 }
@@ -220,6 +240,20 @@ func (r *reader) service(namespace, name string) (*corev1.Service, error) {
 // secret reads a Secret as the cache holds it: with no data.
 func (r *reader) secret(namespace, name string) (*corev1.Secret, error) {
 	return getAs[*corev1.Secret](r, srcSecrets, namespace, name)
+}
+
+func (r *reader) budget(namespace, name string) (*policyv1.PodDisruptionBudget, error) {
+	return getAs[*policyv1.PodDisruptionBudget](r, srcBudgets, namespace, name)
+}
+
+// cordoned reports whether the node is cordoned (unschedulable), as the
+// nodes' cache says: a node it does not hold is not.
+func (r *reader) cordoned(node string) bool {
+	if node == "" {
+		return false
+	}
+	n, err := getAs[*corev1.Node](r, srcNodes, "", node)
+	return err == nil && n.Spec.Unschedulable
 }
 
 func (r *reader) job(namespace, name string) (*batchv1.Job, error) {

@@ -5,7 +5,8 @@
 //
 // The steps, in order, one file each, each returning what it found:
 //   - credentials.go: the credentials Secret, made once, never rewritten;
-//   - children.go: the Services and the StatefulSet, created or repaired;
+//   - children.go: the Services, the StatefulSet and a replicated
+//     Database's PodDisruptionBudgets, created or repaired;
 //   - replication.go: a replicated Database's roles (package ha decides);
 //   - pods.go: pods of an earlier revision that were never scheduled,
 //     replaced so that a rolling update can go on;
@@ -106,6 +107,7 @@ type Reconciler struct {
 	caches       [numSources]cache.Indexer
 	statefulSets statefulSetAdapter
 	services     serviceAdapter
+	budgets      budgetAdapter
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
 	random       io.Reader
@@ -158,6 +160,7 @@ func New(cfg Config) *Reconciler {
 		caches:       cfg.Caches.indexers(),
 		statefulSets: statefulSetAdapter{client: cfg.KubeClient},
 		services:     serviceAdapter{client: cfg.KubeClient},
+		budgets:      budgetAdapter{client: cfg.KubeClient},
 		recorder:     cfg.Recorder,
 		clock:        cfg.Clock,
 		random:       cfg.Random,
@@ -303,6 +306,7 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	if f.pods, err = p.read.ownPods(p.db); err != nil {
 		return f, err
 	}
+	observed.Stranded = p.stranded(f.pods)
 	if p.db.DeletionTimestamp == nil {
 		if observed.Restore, err = p.restoreSource(observed.StatefulSet); err != nil {
 			p.plan = plan.Compute(p.db, observed)
@@ -350,6 +354,11 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 		return f, err
 	}
 	f.statefulSet = sts
+	created, err = p.ensureDisruptionBudgets(ctx)
+	f.created = append(f.created, created...)
+	if err != nil {
+		return f, err
+	}
 	if f.replication, err = p.ensureReplication(ctx, sts, f.pods, p.recordTarget(f)); err != nil {
 		return f, err
 	}

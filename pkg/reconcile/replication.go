@@ -165,7 +165,7 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 	}
 	s := &replicaSet{p: p, sts: sts, client: client, cred: cred, port: p.plan.Engine.Runtime().Port}
 	p.reportDivergences(rs, pods)
-	instances := s.probeAll(ctx, pods)
+	instances := s.probeAll(ctx, pods, rs)
 	desired := db.Spec.DesiredReplicas()
 	if desired == 0 {
 		// Stopping, or stopped: the servers go down on purpose, and the
@@ -202,7 +202,7 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 			switch {
 			case rs.Primary == "":
 				reason, kind = ReasonPrimaryChosen, corev1.EventTypeNormal
-			case !primaryLost(rs):
+			case !primaryLost(rs) || handingOver(rs, instances):
 				reason, kind = ReasonSwitchingOver, corev1.EventTypeNormal
 			}
 			found.condition = replicatingCondition(rs, instances, last, desired)
@@ -477,6 +477,13 @@ func (p *pass) restart(ctx context.Context, i *instance, why string) error {
 // not a switchover.
 func primaryLost(rs *dbv1alpha1.ReplicationStatus) bool { return rs.PrimaryLostSince != nil }
 
+// handingOver reports whether the recorded primary's pod is being deleted:
+// it no longer serves, but goes on purpose, and hands over (a switchover).
+func handingOver(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
+	i, ok := instances[rs.Primary]
+	return ok && i.ha.Terminating
+}
+
 // observation is what the decision reads, and keeps the time the primary
 // was first seen not serving.
 func (s *replicaSet) observation(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) ha.Observation {
@@ -543,8 +550,9 @@ func divergence(pod *corev1.Pod) string {
 	return ""
 }
 
-// probeAll asks the server of every pod of pods, at once, what it is.
-func (s *replicaSet) probeAll(ctx context.Context, pods []*corev1.Pod) map[string]*instance {
+// probeAll asks the server of every pod of pods, at once, what it is. rs
+// is the replication status as last written: which replicas streamed.
+func (s *replicaSet) probeAll(ctx context.Context, pods []*corev1.Pod, rs *dbv1alpha1.ReplicationStatus) map[string]*instance {
 	instances := map[string]*instance{}
 	var wg sync.WaitGroup
 	now := s.p.r.clock.Now()
@@ -554,7 +562,8 @@ func (s *replicaSet) probeAll(ctx context.Context, pods []*corev1.Pod) map[strin
 			continue
 		}
 		i := &instance{pod: pod, ha: ha.Instance{Name: pod.Name, Ordinal: ordinal, Role: ha.Role(pod.Labels[dbv1alpha1.LabelRole]),
-			Ready: podReady(pod) && pod.DeletionTimestamp == nil, Terminating: terminating(pod, now)}}
+			Ready: podReady(pod) && pod.DeletionTimestamp == nil, Terminating: terminating(pod, now),
+			Cordoned: s.p.read.cordoned(pod.Spec.NodeName), StreamedLast: streamedLast(rs, pod.Name)}}
 		instances[pod.Name] = i
 		wg.Go(func() { s.probe(ctx, i) })
 	}
@@ -571,6 +580,41 @@ func (s *replicaSet) probeAll(ctx context.Context, pods []*corev1.Pod) map[strin
 		}
 	}
 	return instances
+}
+
+// stranded reports whether the primary's node is cordoned and no other
+// pod of the Database runs on a node that is not (plan.Observed.Stranded).
+func (p *pass) stranded(pods []*corev1.Pod) bool {
+	rs := p.db.Status.Replication
+	if rs == nil || rs.Primary == "" {
+		return false
+	}
+	var primary *corev1.Pod
+	for _, pod := range pods {
+		if pod.Name == rs.Primary {
+			primary = pod
+		}
+	}
+	if primary == nil || !p.read.cordoned(primary.Spec.NodeName) {
+		return false
+	}
+	for _, pod := range pods {
+		if pod != primary && pod.Spec.NodeName != "" && !p.read.cordoned(pod.Spec.NodeName) {
+			return false
+		}
+	}
+	return true
+}
+
+// streamedLast reports whether rs, the status as last written, says the
+// replica name streamed from the primary.
+func streamedLast(rs *dbv1alpha1.ReplicationStatus, name string) bool {
+	for _, st := range rs.Instances {
+		if st.Name == name {
+			return st.Streaming
+		}
+	}
+	return false
 }
 
 // probe asks i's server what it is; a server that does not answer, or

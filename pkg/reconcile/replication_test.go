@@ -11,7 +11,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
@@ -23,6 +25,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/plan"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
@@ -110,6 +113,14 @@ func (f *fixture) convergedReplicated(db *dbv1alpha1.Database) {
 		Replication: rs, Replicating: replicating, Now: metav1.NewTime(testNow.Add(-time.Hour))})
 	ro.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	f.seed(ro)
+	for _, b := range p.DisruptionBudgets {
+		budget := &policyv1.PodDisruptionBudget{}
+		if err := builder.Convert(b, budget); err != nil {
+			f.t.Fatal(err)
+		}
+		budget.UID = types.UID(budget.Name + "-uid")
+		f.seed(budget)
+	}
 }
 
 // expectTargetRecorded expects the status write that records name as the
@@ -246,18 +257,24 @@ func TestReplicationFailover(t *testing.T) {
 }
 
 // The primary's pod is being deleted (a drain, or kubectl delete pod), and
-// the failover delay has run out: while its grace period lasts, its server
+// the failover delay has run out. While its grace period lasts, its server
 // shuts down cleanly, sending its last WAL to the replicas, and nothing is
-// promoted before it is gone; a pod whose grace period ran out (its node is
-// gone) is not waited for.
-func TestReplicationPrimaryBeingDeletedIsWaitedFor(t *testing.T) {
+// promoted before it is gone; but the controller hands over at once: the
+// replica that streamed from it with the most WAL is recorded as the
+// target (a switchover, not a failover), and the old primary loses its
+// label. With no replica that streamed at the last look, it is only
+// waited for. A pod whose grace period ran out (its node is gone) is not
+// waited for.
+func TestReplicationPrimaryBeingDeleted(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		deletion time.Duration // from now, when its grace period ends
-		failover bool
+		streamed bool          // the status says the replicas streamed
+		want     string        // handover, wait or failover
 	}{
-		{"its grace period lasts: waited for", 25 * time.Second, false},
-		{"its grace period ran out: failed over", -10 * time.Second, true},
+		{"its grace period lasts: handed over to the replica that streamed with the most WAL, after its shutdown", 25 * time.Second, true, "handover"},
+		{"its grace period lasts, no replica streamed: waited for", 25 * time.Second, false, "wait"},
+		{"its grace period ran out: failed over", -10 * time.Second, true, "failover"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -265,17 +282,32 @@ func TestReplicationPrimaryBeingDeletedIsWaitedFor(t *testing.T) {
 			db := newDatabase("orders", "postgresql", "16", 3)
 			f.primaryDown(db)
 			f.podLister[0].DeletionTimestamp = ptr.To(metav1.NewTime(testNow.Add(tt.deletion)))
+			if !tt.streamed {
+				for k := range db.Status.Replication.Instances {
+					db.Status.Replication.Instances[k].Streaming = false
+				}
+			}
 			// A pod being deleted is not asked.
-			if tt.failover {
+			switch tt.want {
+			case "failover":
 				f.expectFailover(db, probes(1, 2))
 				f.run(ctx, ref(db), pollServers)
 				return
+			case "handover":
+				f.expectGet(secretsResource, "default", "orders-credentials")
+				target := f.expectTargetRecorded(db, "orders-2")
+				f.expectPodRole(db, 0, "")
+				target.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "replica"}}
+				msg := "making orders-2 the primary: waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
+				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", target, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+				f.events = []string{"Normal SwitchingOver the pod of the primary orders-0 is being deleted; switching over to orders-2, the replica streaming from it with the most WAL received, as it shuts down"}
+			case "wait":
+				f.expectGet(secretsResource, "default", "orders-credentials")
+				rs := db.Status.Replication.DeepCopy()
+				rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "replica"}}
+				msg := "waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
+				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
 			}
-			f.expectGet(secretsResource, "default", "orders-credentials")
-			rs := db.Status.Replication.DeepCopy()
-			rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "replica"}}
-			msg := "waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
-			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
 			f.calls = probes(1, 2)
 			f.run(ctx, ref(db), pollServers)
 			var recheck *RecheckError
@@ -657,6 +689,10 @@ func TestReplicationScaling(t *testing.T) {
 		delete(f.sql.Facts, podIP(0))
 
 		f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+		// No server to keep up through a drain: the budgets go.
+		for _, name := range []string{"orders", "orders-primary"} {
+			f.expectDelete(budgetsResource, "default", name, types.UID(name+"-uid"))
+		}
 		f.expectGet(secretsResource, "default", "orders-credentials")
 		rs := db.Status.Replication.DeepCopy()
 		rs.Instances[0] = dbv1alpha1.InstanceStatus{Name: "orders-0"}
@@ -819,4 +855,107 @@ func TestReplicationDivergenceIsReported(t *testing.T) {
 		f.calls = probes(0, 1, 2)
 		f.run(ctx, ref(db), pollServers)
 	})
+}
+
+// onNodes puts the fixture's pods of db on nodes node-0, node-1, ..., and
+// seeds those nodes, cordoned where asked.
+func (f *fixture) onNodes(cordoned ...int) {
+	for k, pod := range f.podLister {
+		pod.Spec.NodeName = fmt.Sprintf("node-%d", k)
+		f.seed(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pod.Spec.NodeName, UID: types.UID(pod.Spec.NodeName + "-uid")},
+			Spec: corev1.NodeSpec{Unschedulable: slices.Contains(cordoned, k)}})
+	}
+}
+
+// The primary's node is cordoned, for a drain: the controller switches
+// over at once to the replica on a node that is not cordoned with the most
+// WAL received (orders-1 here: orders-2's node is cordoned too), as for a
+// switchover asked for, and the budgets stay. With every node cordoned,
+// no switchover can move the primary off first: the primary's budget lets
+// it go instead (it hands over as its pod is deleted). A replica's node
+// cordoned changes nothing. (Three pods, orders-0 the primary.)
+func TestReplicationCordonedNodes(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		cordoned []int
+		expect   func(f *fixture, db *dbv1alpha1.Database)
+	}{
+		{"the primary's node: a switchover to a replica on a node that is not cordoned", []int{0, 2}, func(f *fixture, db *dbv1alpha1.Database) {
+			f.sql.Facts[podIP(2)].Received = 100
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			target := f.expectTargetRecorded(db, "orders-1")
+			f.expectPodRole(db, 0, "")
+			f.expectDelete(podsResource, "default", "orders-0", "orders-0-uid")
+			rs := target.DeepCopy()
+			rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica", Streaming: true},
+				{Name: "orders-2", Role: "replica", Streaming: true}}
+			msg := "making orders-1 the primary: waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
+			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+			f.events = []string{"Normal SwitchingOver the node of the primary orders-0 is cordoned; switching over to orders-1, on a node that is not, before it is drained",
+				"Normal Fenced orders-0 still accepts writes; it is fenced before orders-1 is promoted"}
+			f.calls = append(probes(0, 1, 2), "fence 192.0.2.10")
+		}},
+		{"every node: the primary's budget lets it go", []int{0, 1, 2}, func(f *fixture, db *dbv1alpha1.Database) {
+			f.expectApply(budgetsResource, "default", "orders-primary", plan.Compute(db, plan.Observed{ToolsImage: actiontest.ToolsImage, Stranded: true}).DisruptionBudgets[1])
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			f.events = []string{"Normal Updated Updated PodDisruptionBudget orders-primary to match the Database spec"}
+			f.calls = probes(0, 1, 2)
+		}},
+		{"a replica's node: nothing", []int{1}, func(f *fixture, db *dbv1alpha1.Database) {
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			f.calls = probes(0, 1, 2)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 3)
+			f.convergedReplicated(db)
+			f.onNodes(tt.cordoned...)
+			tt.expect(f, db)
+			f.run(ctx, ref(db), pollServers)
+		})
+	}
+}
+
+// A replicated Database gets its two PodDisruptionBudgets, made once (and
+// deleted when it is scaled below two: TestReplicationScaling); a budget
+// of the same name that another owner controls is left alone.
+func TestDisruptionBudgets(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		replicas int32
+		seed     func(f *fixture, db *dbv1alpha1.Database)
+		outcome  outcome
+	}{
+		{"made for a replicated Database", 3, func(f *fixture, db *dbv1alpha1.Database) {
+			f.budgetLister = nil
+			f.kubeobjects = slices.DeleteFunc(f.kubeobjects, func(o runtime.Object) bool { _, ok := o.(*policyv1.PodDisruptionBudget); return ok })
+			for _, b := range desired(f.t, db).DisruptionBudgets {
+				f.kubeactions = append(f.kubeactions, actiontest.Create(budgetsResource, actiontest.Object[policyv1.PodDisruptionBudget](f.t, b)))
+			}
+			f.events = []string{"Normal Created Created PodDisruptionBudget orders, PodDisruptionBudget orders-primary"}
+		}, pollServers},
+		{"kept while they match", 3, func(*fixture, *dbv1alpha1.Database) {}, pollServers},
+		{"another owner's budget of the name is not deleted", 1, func(f *fixture, db *dbv1alpha1.Database) {
+			f.seed(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "default", UID: "theirs"}})
+		}, synced},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", tt.replicas)
+			if tt.replicas > 1 {
+				f.convergedReplicated(db)
+			} else {
+				f.converged(db)
+			}
+			tt.seed(f, db)
+			if tt.replicas > 1 {
+				f.expectGet(secretsResource, "default", "orders-credentials")
+				f.calls = probes(0, 1, 2)
+			}
+			f.run(ctx, ref(db), tt.outcome)
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -207,7 +208,7 @@ func (f *fixture) stampResourceVersions() {
 	n := 100
 	for _, objs := range [][]metav1.Object{objects(f.dbLister), objects(f.statefulSetLister), objects(f.serviceLister),
 		objects(f.secretLister), objects(f.claimLister), objects(f.podLister), objects(f.jobLister), objects(f.backupLister),
-		objects(f.claimEventLister)} {
+		objects(f.claimEventLister), objects(f.budgetLister), objects(f.nodeLister)} {
 		for _, o := range objs {
 			n++
 			o.SetResourceVersion(fmt.Sprint(n))
@@ -237,6 +238,10 @@ func (f *fixture) change(rd read, n int) {
 		if exists {
 			changed := obj.(runtime.Object).DeepCopyObject()
 			changed.(metav1.Object).SetResourceVersion("changed")
+			if node, ok := changed.(*corev1.Node); ok {
+				// What a pass reads of a node.
+				node.Spec.Unschedulable = !node.Spec.Unschedulable
+			}
 			f.update(indexer, changed)
 			return
 		}
@@ -281,6 +286,10 @@ func newOf(src source, meta metav1.ObjectMeta) runtime.Object {
 		return &corev1.Pod{ObjectMeta: meta}
 	case srcClaimEvents:
 		return &corev1.Event{ObjectMeta: meta}
+	case srcBudgets:
+		return &policyv1.PodDisruptionBudget{ObjectMeta: meta}
+	case srcNodes:
+		return &corev1.Node{ObjectMeta: meta}
 	}
 	panic(fmt.Sprintf("no kind for source %d", src))
 }

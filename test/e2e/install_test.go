@@ -85,7 +85,14 @@ func TestLeastPrivilege(t *testing.T) {
 		{[]string{"get", "configmaps", "-n", "default"}, "no"},
 		{[]string{"create", "deployments.apps", "-n", "default"}, "no"},
 		{[]string{"update", "leases.coordination.k8s.io", "-n", "default"}, "no"},
-		{[]string{"get", "nodes"}, "no"},
+		// Whether nodes are cordoned, for drains; nothing else of them.
+		{[]string{"watch", "nodes"}, "yes"},
+		{[]string{"patch", "nodes"}, "no"},
+		{[]string{"update", "nodes"}, "no"},
+		// A replicated Database's disruption budgets; never an eviction.
+		{[]string{"delete", "poddisruptionbudgets.policy", "-n", "default"}, "yes"},
+		{[]string{"update", "poddisruptionbudgets.policy", "-n", "default"}, "no"},
+		{[]string{"create", "pods/eviction", "-n", "default"}, "no"},
 	}
 	for _, tt := range tests {
 		out, _ := e2eutil.KubectlRun("", append([]string{"auth", "can-i", as}, tt.args...)...)

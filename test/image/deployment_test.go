@@ -304,11 +304,22 @@ func TestInstallScope(t *testing.T) {
 			d := deploymentOf(t, objs)
 			c := controllerContainer(t, d)
 
-			var nsArgs []string
+			var nsArgs, nodeArgs []string
 			for _, a := range c.Args {
 				if a == "--namespace" || strings.HasPrefix(a, "--namespace=") || strings.HasPrefix(a, "-namespace") {
 					nsArgs = append(nsArgs, a)
 				}
+				if strings.HasPrefix(strings.TrimLeft(a, "-"), "watch-nodes") {
+					nodeArgs = append(nodeArgs, a)
+				}
+			}
+			// Nodes are cluster-scoped: only the cluster-wide install may
+			// watch them (the flag's default), and the namespaced one says
+			// it does not, or the controller would fail to list them.
+			if wantNodes := []string{"--watch-nodes=false"}; v.namespaced && !slices.Equal(nodeArgs, wantNodes) {
+				t.Errorf("node args %q, want %q: the namespaced Role cannot grant nodes", nodeArgs, wantNodes)
+			} else if !v.namespaced && len(nodeArgs) > 0 {
+				t.Errorf("the cluster-wide install passes %q: it watches nodes, for drains", nodeArgs)
 			}
 
 			if !v.namespaced {

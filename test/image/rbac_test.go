@@ -56,7 +56,17 @@ var controllerPermissions = map[grant][]string{
 	{Group: "", Resource: "pods"}:                                      verbs("get", "list", "watch", "patch", "delete"),
 	{Group: "batch", Resource: "jobs"}:                                 verbs("get", "list", "watch", "create", "delete"),
 	{Group: "", Resource: "events"}:                                    verbs("create", "patch", "list", "watch"),
+	{Group: "policy", Resource: "poddisruptionbudgets"}:                verbs("get", "list", "watch", "create", "patch", "delete"),
 }
+
+// clusterPermissions are controllerPermissions and, cluster-scoped, the
+// nodes, watched to see them cordoned (--watch-nodes): the ClusterRole
+// grants these, the namespaced Role cannot.
+var clusterPermissions = func() map[grant][]string {
+	out := maps.Clone(controllerPermissions)
+	out[grant{Group: "", Resource: "nodes"}] = verbs("get", "list", "watch")
+	return out
+}()
 
 // leaderElectionPermissions: a Lease in the controller's namespace, named
 // by --leader-elect-id (default database-controller).
@@ -208,7 +218,7 @@ func TestRBACDatabaseStatusOnlyThroughSubresource(t *testing.T) {
 func TestRBACExactPermissions(t *testing.T) {
 	// The source files.
 	cases := map[string]map[grant][]string{
-		"ClusterRole database-controller":          controllerPermissions,
+		"ClusterRole database-controller":          clusterPermissions,
 		"Role database-controller":                 controllerPermissions,
 		"Role database-controller-leader-election": leaderElectionPermissions,
 	}
@@ -241,7 +251,7 @@ func TestRBACExactPermissions(t *testing.T) {
 			if v.namespaced {
 				want["Role database-controller"] = controllerPermissions
 			} else {
-				want["ClusterRole database-controller"] = controllerPermissions
+				want["ClusterRole database-controller"] = clusterPermissions
 			}
 			got := map[string]map[grant][]string{}
 			for _, r := range roles(t, objs) {
