@@ -167,6 +167,12 @@ type Replication struct {
 	// stops it: what makes its shutdown quicker. A primary's shutdown is
 	// what a failover after its pod's deletion waits for.
 	PreStop []string
+	// ShutdownSendsAll says a primary's clean shutdown sends every change
+	// it wrote to the replicas that stream from it before it ends
+	// (PostgreSQL's walsenders do): a primary whose pod is being deleted
+	// then hands over at once to such a replica, losing nothing
+	// (ha.Observation.ShutdownSendsAll).
+	ShutdownSendsAll bool
 }
 
 // BackupTool is how an engine's image dumps one database to a file and

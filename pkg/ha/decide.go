@@ -103,6 +103,11 @@ type Observation struct {
 	FailoverDelay time.Duration
 	// Terms are the engine's words for its change log, in Reasons.
 	Terms Terms
+	// ShutdownSendsAll says the engine's clean shutdown of a primary sends
+	// all it wrote to the replicas that stream from it: a primary whose pod
+	// is being deleted hands over at once. Otherwise it is waited for,
+	// as a primary that does not serve.
+	ShutdownSendsAll bool
 }
 
 // Kind is what an Action does.
@@ -179,8 +184,10 @@ func Next(o Observation) Action {
 	if exists && primary.Terminating {
 		// Deleted on purpose (kubectl delete pod, an eviction, a drain):
 		// hand over at once, as its shutdown sends its last changes,
-		// rather than wait for the pod to come back.
-		if to, ok := successor(o, primary); ok {
+		// rather than wait for the pod to come back. An engine whose
+		// shutdown may end before its replicas have it all (MySQL's
+		// asynchronous replication) is waited for.
+		if to, ok := successor(o, primary); ok && o.ShutdownSendsAll {
 			return Action{Kind: ActionRecordTarget, Instance: to.Name,
 				Reason: fmt.Sprintf("the pod of the primary %s is being deleted; switching over to %s, the replica streaming from it with the most %s received, as it shuts down", primary.Name, to.Name, o.Terms.log())}
 		}

@@ -489,7 +489,8 @@ func handingOver(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instanc
 func (s *replicaSet) observation(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) ha.Observation {
 	db := s.p.db
 	now := s.p.r.clock.Now()
-	o := ha.Observation{Now: now, Primary: rs.Primary, Target: rs.TargetPrimary, FailoverDelay: db.Spec.FailoverDelay(), Terms: s.client.Terms()}
+	o := ha.Observation{Now: now, Primary: rs.Primary, Target: rs.TargetPrimary, FailoverDelay: db.Spec.FailoverDelay(), Terms: s.client.Terms(),
+		ShutdownSendsAll: s.p.plan.Engine.Runtime().Replication.ShutdownSendsAll}
 	for _, name := range sortedNames(instances) {
 		o.Instances = append(o.Instances, instances[name].ha)
 	}

@@ -29,6 +29,9 @@ var replication = engine.Replication{
 		"-c", "hot_standby_feedback=on",
 		"-c", "cluster_name=$(POD_NAME)"},
 	InitScript: initScript,
+	// A walsender ends at shutdown only once it sent all the WAL, the
+	// shutdown checkpoint included, and its standby flushed it.
+	ShutdownSendsAll: true,
 }
 
 // initScript runs before every start of a replicated PostgreSQL server.
