@@ -40,9 +40,10 @@ type Observed struct {
 	// that archive to an object store run; "" when it is not known, and
 	// they cannot archive.
 	ToolsImage string
-	// Stranded says the primary's node is cordoned and no other pod of the
-	// Database runs on a node that is not: no switchover can move the
-	// primary off before a drain (builder.NewDisruptionBudgets).
+	// Stranded says the primary's node is cordoned, no other pod of the
+	// Database runs on a node that is not, and every other pod is ready:
+	// no switchover can move the primary off before a drain, and it may be
+	// let go (builder.NewDisruptionBudgets).
 	Stranded bool
 }
 
