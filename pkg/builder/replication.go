@@ -34,7 +34,9 @@ func withReplication(spec *corev1ac.PodSpecApplyConfiguration, server *corev1ac.
 			corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name"))),
 		corev1ac.EnvVar().WithName("DBC_PRIMARY_HOST").WithValue(names.Host(db)),
 	}
-	server.WithEnv(podEnv...).WithArgs(repl.ServerArgs...)
+	// A replica whose server keeps failing to start is seeded again by the
+	// controller: the end of its log is the evidence it reports.
+	server.WithEnv(podEnv...).WithArgs(repl.ServerArgs...).WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError)
 	if len(repl.ServerCommand) > 0 {
 		server.WithCommand(repl.ServerCommand...)
 	}

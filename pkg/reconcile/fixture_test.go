@@ -456,6 +456,7 @@ var (
 	statefulSetsResource = actiontest.StatefulSets
 	podsResource         = actiontest.Pods
 	budgetsResource      = actiontest.Budgets
+	claimsResource       = actiontest.Claims
 	backupsResource      = actiontest.DatabaseBackups
 )
 

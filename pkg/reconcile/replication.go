@@ -47,6 +47,7 @@ const (
 	ReasonRollingOut     = "RollingOut"
 	ReasonDiverged       = "Diverged"
 	ReasonReplicaBroken  = "ReplicaBroken"
+	ReasonReseeding      = "Reseeding"
 )
 
 // brokenRestartAge is how old the pod of a replica that cannot replicate
@@ -265,6 +266,11 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 			return found, err
 		}
 		if !restarted {
+			if restarted, err = s.reseedUnstartable(ctx, rs, instances); err != nil {
+				return found, err
+			}
+		}
+		if !restarted {
 			if err := s.rollOutReplica(ctx, rs, instances); err != nil {
 				return found, err
 			}
@@ -443,6 +449,86 @@ func (s *replicaSet) restartBroken(ctx context.Context, rs *dbv1alpha1.Replicati
 	return false, nil
 }
 
+// reseedAfterCrashes is how many times in a row a replica's server must
+// have failed to start before the controller seeds it again.
+const reseedAfterCrashes = 3
+
+// reseedUnstartable seeds again from the primary the first replica, by
+// name, whose data cannot start: its server ended with an error, other
+// than running out of memory, reseedAfterCrashes times in a row, each
+// before it ever became ready, while the primary serves and runs the same
+// revision of the pods (so the data is at fault, not the pods' spec). It
+// deletes the replica's data volume claim, then its pod: the StatefulSet
+// makes both again, and the new pod clones the primary's data. Never the
+// primary, whose data is the one copy a clone comes from; never without a
+// Warning that names the claim and the volume discarded, and why. It
+// reports whether it seeded one again.
+func (s *replicaSet) reseedUnstartable(ctx context.Context, rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) (bool, error) {
+	primary, ok := instances[rs.Primary]
+	if !ok || !primary.ha.Serving() {
+		return false, nil
+	}
+	claims, err := s.p.read.ownClaims(s.p.db)
+	if err != nil {
+		return false, err
+	}
+	for _, name := range sortedNames(instances) {
+		i := instances[name]
+		if name == rs.Primary || i.ha.Reachable || i.pod.DeletionTimestamp != nil || i.pod.Labels[revisionLabel] != primary.pod.Labels[revisionLabel] {
+			continue
+		}
+		crashed := unstartable(i.pod, s.p.plan.Engine.Name())
+		if crashed == nil {
+			continue
+		}
+		claimName := names.DataVolume + "-" + name
+		idx := slices.IndexFunc(claims, func(c *corev1.PersistentVolumeClaim) bool { return c.Name == claimName })
+		if idx < 0 {
+			continue
+		}
+		claim := claims[idx]
+		volume := claim.Spec.VolumeName
+		if volume == "" {
+			volume = "none bound"
+		}
+		s.p.r.recorder.Eventf(s.p.db, corev1.EventTypeWarning, ReasonReseeding,
+			"Seeding %s again from %s: its server failed to start %d times in a row, while %s runs the same pods, and last ended with %s. Its data volume claim %s (volume %s) is deleted, with its data unless the volume's reclaim policy keeps it",
+			name, rs.Primary, reseedAfterCrashes, rs.Primary, status.DescribeExit(crashed), claimName, volume)
+		klog.FromContext(ctx).Info("Seeding a replica whose data cannot start again", "pod", klog.KObj(i.pod), "claim", claimName, "volume", volume)
+		uid := claim.UID
+		if err := s.p.r.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Delete(ctx, claimName,
+			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+			return false, fmt.Errorf("deleting the data volume claim %s of %s to seed it again: %w", claimName, name, err)
+		}
+		if err := s.p.restart(ctx, i, "to seed it again"); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// unstartable is how the container named server of pod last ended, when
+// it fails to start: restarted reseedAfterCrashes times or more, not
+// started since (its startup probe never passed), its last run shorter
+// than status.CrashLoopReset and ended by an error of its own, not by the
+// kernel for want of memory. nil otherwise.
+func unstartable(pod *corev1.Pod, server string) *corev1.ContainerStateTerminated {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != server {
+			continue
+		}
+		last := cs.LastTerminationState.Terminated
+		if cs.Ready || (cs.Started != nil && *cs.Started) || cs.RestartCount < reseedAfterCrashes ||
+			last == nil || last.ExitCode == 0 || last.Reason == "OOMKilled" ||
+			last.FinishedAt.Sub(last.StartedAt.Time) >= status.CrashLoopReset {
+			return nil
+		}
+		return last
+	}
+	return nil
+}
+
 // anyReplicaStreams reports whether a ready replica streams from the primary.
 func anyReplicaStreams(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
 	for name, i := range instances {
@@ -583,8 +669,9 @@ func (s *replicaSet) probeAll(ctx context.Context, pods []*corev1.Pod, rs *dbv1a
 	return instances
 }
 
-// stranded reports whether the primary's node is cordoned and no other
-// pod of the Database runs on a node that is not (plan.Observed.Stranded).
+// stranded reports whether the primary's node is cordoned, no other pod
+// of the Database runs on a node that is not, and every other pod is
+// ready (plan.Observed.Stranded).
 func (p *pass) stranded(pods []*corev1.Pod) bool {
 	rs := p.db.Status.Replication
 	if rs == nil || rs.Primary == "" {
@@ -600,7 +687,7 @@ func (p *pass) stranded(pods []*corev1.Pod) bool {
 		return false
 	}
 	for _, pod := range pods {
-		if pod != primary && pod.Spec.NodeName != "" && !p.read.cordoned(pod.Spec.NodeName) {
+		if pod != primary && (!podReady(pod) || !p.read.cordoned(pod.Spec.NodeName)) {
 			return false
 		}
 	}

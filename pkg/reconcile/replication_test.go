@@ -959,3 +959,72 @@ func TestDisruptionBudgets(t *testing.T) {
 		})
 	}
 }
+
+// A replica whose server failed to start reseedAfterCrashes times in a row,
+// while the primary serves the same revision of the pods, is seeded again:
+// its data volume claim, then its pod, deleted on their UIDs, with a
+// Warning that names the claim, its volume and the server's last words.
+// Fewer crashes, a server killed for want of memory, a replica of another
+// revision than the primary, or a primary that does not serve: left alone.
+func TestReplicationReseedsAReplicaWhoseDataCannotStart(t *testing.T) {
+	const fatal = `postgres: could not find the database system
+Expected to find it in the directory "/var/lib/postgresql/data/pgdata",
+but could not open file "/var/lib/postgresql/data/pgdata/global/pg_control": No such file or directory`
+	for _, tt := range []struct {
+		name    string
+		change  func(f *fixture, db *dbv1alpha1.Database)
+		reseeds bool
+	}{
+		{"crashed 5 times: seeded again", func(*fixture, *dbv1alpha1.Database) {}, true},
+		{"crashed 4 times: left alone", func(f *fixture, db *dbv1alpha1.Database) {
+			f.podLister[2].Status.ContainerStatuses[0].RestartCount = reseedAfterCrashes - 1
+		}, false},
+		{"killed for want of memory: left alone", func(f *fixture, db *dbv1alpha1.Database) {
+			last := f.podLister[2].Status.ContainerStatuses[0].LastTerminationState.Terminated
+			last.Reason, last.ExitCode = "OOMKilled", 137
+		}, false},
+		{"a revision the primary does not run: left alone", func(f *fixture, db *dbv1alpha1.Database) {
+			f.podLister[2].Labels[revisionLabel] = "rev-2"
+		}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 3)
+			f.convergedReplicated(db)
+			pod := f.podLister[2]
+			pod.Status.Conditions[0].Status = corev1.ConditionFalse
+			started := testNow.Add(-30 * time.Second)
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "postgresql", RestartCount: reseedAfterCrashes, Started: ptr.To(false),
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: fatal,
+					StartedAt: metav1.NewTime(started), FinishedAt: metav1.NewTime(started.Add(time.Second))}}}}
+			delete(f.sql.Facts, podIP(2))
+			f.sql.Facts[podIP(0)].Standbys = f.sql.Facts[podIP(0)].Standbys[:1]
+			data := claim(db, 2, "1Gi")
+			data.UID, data.Spec.VolumeName = "data-orders-2-uid", "pv-17"
+			f.seed(data)
+			tt.change(f, db)
+
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			rs := db.Status.Replication.DeepCopy()
+			rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2"}
+			crashing := "container postgresql of pod orders-2 keeps crashing; it last ended with " + status.DescribeExit(pod.Status.ContainerStatuses[0].LastTerminationState.Terminated)
+			st := replicatedStatus(db, "Degraded", rs,
+				"False", "CrashLooping", "2/3 replicas are ready: "+crashing,
+				"True", "WaitingForReadiness", "every replica runs the current spec; waiting for 1/3 to pass the readiness probe",
+				"False", "ReplicasNotStreaming", "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2")
+			st.ReadyReplicas = 2
+			f.statefulSetLister[0].Status.ReadyReplicas = 2
+			f.expectStatusUpdate(db, st)
+			if tt.reseeds {
+				f.expectDelete(claimsResource, "default", "data-orders-2", "data-orders-2-uid")
+				f.expectDelete(podsResource, "default", "orders-2", "orders-2-uid")
+				f.events = []string{"Warning Reseeding Seeding orders-2 again from orders-0: its server failed to start 3 times in a row, while orders-0 runs the same pods, and last ended with Error (exit code 1): postgres: could not find the database system. Its data volume claim data-orders-2 (volume pv-17) is deleted, with its data unless the volume's reclaim policy keeps it"}
+			}
+			f.events = append(f.events, "Warning CrashLooping "+crashing)
+			f.calls = probes(0, 1, 2)
+			f.run(ctx, ref(db), pollServers)
+		})
+	}
+}

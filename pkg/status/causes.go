@@ -226,13 +226,13 @@ func crashCause(container string, cs corev1.ContainerStatus, crashed *corev1.Con
 		// One crash, and the kubelet restarts it: what it is, no loop,
 		// and nothing for a person to do yet.
 		return &Cause{Reason: ReasonRestarting, Subject: container,
-			Message: fmt.Sprintf("%s is restarting; it ended with %s", container, describeExit(crashed))}
+			Message: fmt.Sprintf("%s is restarting; it ended with %s", container, DescribeExit(crashed))}
 	}
 	// Between two crashes the container has just ended, or runs for a
 	// moment: still a crash loop, so that the cause does not flap (a status
 	// write and a Warning) with each restart.
 	return &Cause{Reason: ReasonCrashLooping, Stuck: true, Subject: container,
-		Message: fmt.Sprintf("%s keeps crashing; it last ended with %s", container, describeExit(crashed))}
+		Message: fmt.Sprintf("%s keeps crashing; it last ended with %s", container, DescribeExit(crashed))}
 }
 
 // readySince is when pod's Ready condition last changed; zero when it has none.
@@ -303,10 +303,12 @@ func lastCrash(cs corev1.ContainerStatus) *corev1.ContainerStateTerminated {
 
 // lastExit describes how a container last ended: "OOMKilled (exit code 137)".
 func lastExit(cs corev1.ContainerStatus) string {
-	return describeExit(cs.LastTerminationState.Terminated)
+	return DescribeExit(cs.LastTerminationState.Terminated)
 }
 
-func describeExit(t *corev1.ContainerStateTerminated) string {
+// DescribeExit describes how a container ended: its reason, exit code and
+// the first line of its message, "Error (exit code 1): FATAL: ...".
+func DescribeExit(t *corev1.ContainerStateTerminated) string {
 	if t == nil {
 		return "an unknown exit"
 	}

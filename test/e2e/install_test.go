@@ -73,7 +73,9 @@ func TestLeastPrivilege(t *testing.T) {
 		{[]string{"update", "jobs.batch", "-n", "default"}, "no"},
 		{[]string{"create", "pods/exec", "-n", "default"}, "no"},
 		{[]string{"delete", "statefulsets.apps", "-n", "default"}, "no"},
-		{[]string{"delete", "persistentvolumeclaims", "-n", "default"}, "no"},
+		// The data claim of a replica whose data cannot start, to seed it again.
+		{[]string{"delete", "persistentvolumeclaims", "-n", "default"}, "yes"},
+		{[]string{"update", "persistentvolumeclaims", "-n", "default"}, "no"},
 		{[]string{"update", "secrets", "-n", "default"}, "no"},
 		{[]string{"delete", "secrets", "-n", "default"}, "no"},
 		{[]string{"update", "databases.dbcontroller.io", "-n", "default"}, "no"},

@@ -52,7 +52,7 @@ var controllerPermissions = map[grant][]string{
 	{Group: "apps", Resource: "statefulsets"}:                          verbs("get", "list", "watch", "create", "patch"),
 	{Group: "", Resource: "services"}:                                  verbs("get", "list", "watch", "create", "patch"),
 	{Group: "", Resource: "secrets"}:                                   verbs("get", "list", "watch", "create", "patch"),
-	{Group: "", Resource: "persistentvolumeclaims"}:                    verbs("get", "list", "watch", "create", "patch"),
+	{Group: "", Resource: "persistentvolumeclaims"}:                    verbs("get", "list", "watch", "create", "patch", "delete"),
 	{Group: "", Resource: "pods"}:                                      verbs("get", "list", "watch", "patch", "delete"),
 	{Group: "batch", Resource: "jobs"}:                                 verbs("get", "list", "watch", "create", "delete"),
 	{Group: "", Resource: "events"}:                                    verbs("create", "patch", "list", "watch"),

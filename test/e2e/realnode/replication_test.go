@@ -246,20 +246,28 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 	}
 }
 
-// writer is a client pod that runs writerScript.
+// writer is a client pod that runs a script through a Database's
+// Secret: writerScript, or pgbenchScript.
 type writer struct {
 	ns, pod string
 }
 
-func startWriter(t testing.TB, ns, db string, seconds int) *writer {
+// startClient starts a pod named prefix-N that runs script with the
+// Database's URI, and waits until it runs.
+func startClient(t testing.TB, ns, db, prefix, script string) *writer {
 	t.Helper()
-	name := "writer-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10)
-	e2eutil.KubectlIn(t, clientPod(name, db, postgresImage, fmt.Sprintf(writerScript, seconds), "uri"), "-n", ns, "create", "-f", "-")
-	e2eutil.Eventually(t, converge, "writer pod "+name+" to run", func() (bool, string) {
+	name := prefix + "-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10)
+	e2eutil.KubectlIn(t, clientPod(name, db, postgresImage, script, "uri"), "-n", ns, "create", "-f", "-")
+	e2eutil.Eventually(t, converge, "client pod "+name+" to run", func() (bool, string) {
 		phase := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}"))
 		return phase == "Running" || phase == "Succeeded", "phase " + phase
 	})
 	return &writer{ns: ns, pod: name}
+}
+
+func startWriter(t testing.TB, ns, db string, seconds int) *writer {
+	t.Helper()
+	return startClient(t, ns, db, "writer", fmt.Sprintf(writerScript, seconds))
 }
 
 // wait waits for the writer to end and returns what it printed.
@@ -319,9 +327,9 @@ func primaryOf(t testing.TB, ns, name string) string {
 }
 
 // The primary's node is unavailable (cordoned, so that its pod, deleted,
-// cannot come back) and the controller is killed with SIGKILL while the
-// failover delay runs: the restarted controller reads from the status when
-// the primary was lost and finishes the failover. Then the new primary's
+// cannot come back) and the controller is killed with SIGKILL once the
+// status records the primary lost (and the replica it hands over to): the
+// restarted controller reads it from the status and finishes the change. Then the new primary's
 // server is killed with SIGKILL: a replica is promoted at once (delay 0),
 // the old primary rejoins, and the acknowledged writes lost to the
 // asynchronous replication are counted. Last, the same crash with
@@ -383,8 +391,9 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 
 // loseThePrimaryAndTheController makes the primaries' node unavailable
 // (cordoned, so that their pods, deleted, cannot come back) and kills the
-// controller with SIGKILL while the failover delay of each Database in
-// names runs, once each status records when its primary was lost. It
+// controller with SIGKILL once each status of the Databases in names
+// records when its primary was lost (with, since a deleted primary's pod
+// hands over at once, the replica it hands over to). It
 // starts the controller again 2 s later, waits for it to make another pod
 // the primary of each, then uncordons the node and waits for each old
 // primary to replicate again. It returns when the pods were deleted.
@@ -407,7 +416,7 @@ func loseThePrimaryAndTheController(t *testing.T, ns string, names ...string) ti
 		})
 	}
 	killController(t)
-	t.Logf("controller killed with SIGKILL %s after the primaries' pods were deleted, during the failover delay", time.Since(lostAt).Round(100*time.Millisecond))
+	t.Logf("controller killed with SIGKILL %s after the primaries' pods were deleted, as they hand over", time.Since(lostAt).Round(100*time.Millisecond))
 	time.Sleep(2 * time.Second)
 	startController(t)
 	for _, name := range names {

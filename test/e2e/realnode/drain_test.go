@@ -1,0 +1,283 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
+)
+
+// pgbenchScript runs pgbench with 4 clients through the Secret's URI in
+// slots of one second for seconds, and prints each slot's start and the
+// transactions it committed ("slot T N"): pgbench's clients give up on a
+// lost connection, so one long run would say nothing after the first
+// failure, where a user's pool reconnects.
+const pgbenchScript = `end=$(( $(date +%%s) + %d ))
+while [ "$(date +%%s)" -lt "$end" ]; do
+  t=$(date +%%s.%%N)
+  n=$(PGCONNECT_TIMEOUT=1 pgbench -n -c 4 -T 1 "$URI" 2>/dev/null | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
+  echo "slot $t ${n:-0}"
+done`
+
+// idleSeconds is how long, of the slots pgbench printed, none committed a
+// transaction, and the slots in all.
+func idleSeconds(t testing.TB, out string) (idle float64, slots int) {
+	t.Helper()
+	var starts []float64
+	var counts []int
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "slot" {
+			continue
+		}
+		at, err1 := strconv.ParseFloat(f[1], 64)
+		n, err2 := strconv.Atoi(f[2])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("pgbench line %q", line)
+		}
+		starts, counts = append(starts, at), append(counts, n)
+	}
+	for k := range starts {
+		if counts[k] == 0 && k+1 < len(starts) {
+			idle += starts[k+1] - starts[k]
+		}
+	}
+	return idle, len(starts)
+}
+
+// primaryGaps samples the role labels of a Database's pods every 100 ms
+// and measures the longest time no pod was labelled primary.
+type primaryGaps struct {
+	stop    chan struct{}
+	done    sync.WaitGroup
+	longest time.Duration
+}
+
+func sampleGaps(ns, db string) *primaryGaps {
+	g := &primaryGaps{stop: make(chan struct{})}
+	g.done.Go(func() {
+		var since time.Time
+		for {
+			select {
+			case <-g.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db+","+dbv1alpha1.LabelRole+"="+dbv1alpha1.RolePrimary, "-o", "name")
+			if err != nil {
+				continue
+			}
+			now := time.Now()
+			switch {
+			case strings.TrimSpace(string(out)) == "" && since.IsZero():
+				since = now
+			case strings.TrimSpace(string(out)) != "" && !since.IsZero():
+				g.longest = max(g.longest, now.Sub(since))
+				since = time.Time{}
+			}
+		}
+	})
+	return g
+}
+
+func (g *primaryGaps) finish() time.Duration {
+	close(g.stop)
+	g.done.Wait()
+	return g.longest
+}
+
+// evict asks the Eviction API to evict pod, as kubectl drain does, and
+// returns the API server's refusal, if any.
+func evict(t testing.TB, ns, pod string) error {
+	t.Helper()
+	body := fmt.Sprintf(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":%q,"namespace":%q}}`, pod, ns)
+	out, err := e2eutil.KubectlRun(body, "create", "--raw", "/api/v1/namespaces/"+ns+"/pods/"+pod+"/eviction", "-f", "-")
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// A 3-replica PostgreSQL Database with the default failover delay (30 s),
+// under pgbench (4 clients) and a writer that counts acknowledged rows:
+//  1. kubectl delete pod of the primary hands over at once to a streaming
+//     replica; the seconds with no primary and with no transaction are
+//     reported, and no acknowledged write is lost;
+//  2. the Eviction API refuses to evict the primary (its disruption
+//     budget), and evicts a replica (one server at a time);
+//  3. the node cordoned, with no other node to switch over to: the
+//     primary's budget lets it go, its eviction hands over, and no
+//     acknowledged write is lost.
+//
+// This machine has one real node: the switchover to a replica on another
+// node before the primary is evicted is proven by the fixture tests
+// (TestReplicationCordonedNodes), not here.
+func TestPrimaryHandoverAndDrain(t *testing.T) {
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("drained", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
+	waitReplicating(t, ns, "drained", "three replicas, one primary and two streaming")
+	runClient(t, ns, "drained", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)" && pgbench -q -i -s 2 "$URI"`)
+	sampler := sampleLabels(ns, "drained")
+	defer sampler.finish(t)
+
+	// 1. A plain delete of the primary's pod.
+	writer := startWriter(t, ns, "drained", 150)
+	bench := startClient(t, ns, "drained", "pgbench", fmt.Sprintf(pgbenchScript, 60))
+	time.Sleep(10 * time.Second)
+	gaps := sampleGaps(ns, "drained")
+	old := primaryOf(t, ns, "drained")
+	deleted := time.Now()
+	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
+	e2eutil.Eventually(t, converge, "another primary", func() (bool, string) {
+		p := primaryOf(t, ns, "drained")
+		return p != "" && p != old, "primary " + p
+	})
+	t.Logf("deleted the pod of the primary %s: %s is the primary %s later", old, primaryOf(t, ns, "drained"), time.Since(deleted).Round(100*time.Millisecond))
+	if n := eventsStarting(t, ns, "drained", "SwitchingOver", "the pod of the primary "+old+" is being deleted"); n != 1 {
+		t.Errorf("%d SwitchingOver events for the deleted pod of %s, want 1", n, old)
+	}
+	if n := eventsStarting(t, ns, "drained", "FailingOver", ""); n != 0 {
+		t.Errorf("%d FailingOver events: a deleted pod is a handover, not a failover", n)
+	}
+	idle, slots := idleSeconds(t, bench.wait(t))
+	noPrimary := gaps.finish()
+	t.Logf("delete pod of the primary, failover delay 30 s: %.1f s of %d one-second pgbench slots (4 clients) committed nothing; no pod labelled primary for %s",
+		idle, slots, noPrimary.Round(100*time.Millisecond))
+	waitReplicating(t, ns, "drained", "the old primary to stream again")
+
+	// 2. The budgets: the primary stays, a replica goes.
+	primary := primaryOf(t, ns, "drained")
+	if err := evict(t, ns, primary); err == nil || !strings.Contains(err.Error(), "disruption budget") {
+		t.Errorf("eviction of the primary %s: %v; want refused for its disruption budget", primary, err)
+	}
+	replica := "drained-0"
+	if primary == replica {
+		replica = "drained-1"
+	}
+	if err := evict(t, ns, replica); err != nil {
+		t.Errorf("eviction of the replica %s: %v; want allowed", replica, err)
+	}
+	waitReplicating(t, ns, "drained", "the evicted replica to stream again")
+
+	// 3. Cordoned, with nowhere else to go: the primary is let go, and
+	// its eviction hands over.
+	e2eutil.Kubectl(t, "cordon", "real-node")
+	t.Cleanup(func() { _, _ = e2eutil.KubectlRun("", "uncordon", "real-node") })
+	e2eutil.Eventually(t, converge, "the primary's budget to let it go", func() (bool, string) {
+		out := e2eutil.Kubectl(t, "-n", ns, "get", "pdb", "drained-primary", "-o", "jsonpath={.spec.minAvailable}")
+		return strings.TrimSpace(out) == "0", "minAvailable " + out
+	})
+	primary = primaryOf(t, ns, "drained")
+	evicted := time.Now()
+	if err := evict(t, ns, primary); err != nil {
+		t.Fatalf("eviction of the primary %s on the cordoned node: %v", primary, err)
+	}
+	e2eutil.Eventually(t, converge, "another primary after the eviction", func() (bool, string) {
+		p := primaryOf(t, ns, "drained")
+		return p != "" && p != primary, "primary " + p
+	})
+	t.Logf("evicted the primary %s from the cordoned node: %s is the primary %s later", primary, primaryOf(t, ns, "drained"), time.Since(evicted).Round(100*time.Millisecond))
+	e2eutil.Kubectl(t, "uncordon", "real-node")
+	e2eutil.Eventually(t, converge, "the primary's budget to hold it again", func() (bool, string) {
+		out := e2eutil.Kubectl(t, "-n", ns, "get", "pdb", "drained-primary", "-o", "jsonpath={.spec.minAvailable}")
+		return strings.TrimSpace(out) == "1", "minAvailable " + out
+	})
+	waitReplicating(t, ns, "drained", "the evicted primary to come back as a replica")
+
+	w := parseWrites(t, writer.wait(t))
+	for _, step := range []struct {
+		what string
+		at   time.Time
+	}{{"delete pod of the primary", deleted}, {"eviction of the primary from a cordoned node", evicted}} {
+		since := float64(step.at.UnixNano()) / 1e9
+		from, until := w.outage(since)
+		t.Logf("%s: writes failed for %.1f s (%.1f s to %.1f s after it)", step.what, until-from, from-since, until-since)
+	}
+	lost := w.lost(t, ns, "drained")
+	w.report(t, "handovers", lost, 100)
+	if len(lost) > 0 {
+		t.Errorf("acknowledged writes lost across handovers: %v", lost)
+	}
+}
+
+// eventsStarting is how many times events of reason whose message starts
+// with prefix were recorded about the Database name.
+func eventsStarting(t *testing.T, ns, name, reason, prefix string) int32 {
+	t.Helper()
+	var n int32
+	for _, e := range databaseEvents(t, ns, name, ",reason="+reason) {
+		if strings.HasPrefix(e.Message, prefix) {
+			n += max(e.Count, 1)
+		}
+	}
+	return n
+}
+
+// A replica whose data cannot start (its pg_control removed on the host,
+// then its server killed) crash-loops; the controller seeds it again from
+// the primary, with a Warning that names the claim and volume discarded
+// and the server's words, and it streams again with the primary's rows.
+// The discarded volume is kept (the local volumes' reclaim policy is
+// Retain).
+func TestReplicaWhoseDataCannotStartIsSeededAgain(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("mended", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
+	db := waitReplicating(t, ns, "mended", "three replicas, one primary and two streaming")
+	const sum = `SELECT count(*) || ':' || md5(string_agg(n::text || v, ',' ORDER BY n)) FROM kept`
+	want := strings.TrimSpace(runClient(t, ns, "mended", postgresImage, psql+`-c "CREATE TABLE kept AS SELECT g AS n, md5(g::text) AS v FROM generate_series(1, 10000) g" -c "`+sum+`"`))
+	broken := "mended-2"
+	if db.Status.Replication.Primary == broken {
+		broken = "mended-1"
+	}
+	var pvc corev1.PersistentVolumeClaim
+	e2eutil.GetJSON(t, &pvc, "-n", ns, "get", "pvc", "data-"+broken)
+	var pv corev1.PersistentVolume
+	e2eutil.GetJSON(t, &pv, "get", "pv", pvc.Spec.VolumeName)
+	control := filepath.Join(pv.Spec.Local.Path, "pgdata", "global", "pg_control")
+	if err := os.Remove(control); err != nil {
+		t.Fatalf("removing the replica's pg_control: %v", err)
+	}
+	broke := time.Now()
+	killPostmaster(t, broken)
+
+	e2eutil.Eventually(t, 6*time.Minute, broken+" to be seeded again", func() (bool, string) {
+		n := eventsStarting(t, ns, "mended", "Reseeding", "Seeding "+broken+" again from ")
+		return n == 1, fmt.Sprintf("%d Reseeding events; Ready: %s", n, readyMessage(t, ns, "mended"))
+	})
+	t.Logf("%s seeded again %s after its data was broken", broken, time.Since(broke).Round(time.Second))
+	for _, e := range databaseEvents(t, ns, "mended", ",reason=Reseeding") {
+		if !strings.Contains(e.Message, "data-"+broken+" (volume "+pv.Name+")") || !strings.Contains(e.Message, "could not find the database system") {
+			t.Errorf("the Reseeding event does not name the claim, its volume and the server's words: %q", e.Message)
+		}
+		t.Logf("event: %s", e.Message)
+	}
+	waitReplicating(t, ns, "mended", broken+" to stream again")
+	ip := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", broken, "-o", "jsonpath={.status.podIP}"))
+	got := strings.TrimSpace(runClient(t, ns, "mended", postgresImage, `psql -X -v ON_ERROR_STOP=1 -tA "postgresql://$USERNAME:$PASSWORD@`+ip+`:5432/$DATABASE" -c "SELECT pg_is_in_recovery()" -c "`+sum+`"`))
+	if got != "t\n"+want {
+		t.Errorf("the seeded replica %s answers %q, want in recovery and the primary's %q", broken, got, want)
+	}
+	var kept corev1.PersistentVolume
+	e2eutil.GetJSON(t, &kept, "get", "pv", pv.Name)
+	if kept.Status.Phase != corev1.VolumeReleased {
+		t.Errorf("the discarded volume %s is %s, want Released (kept, reclaim policy Retain)", pv.Name, kept.Status.Phase)
+	}
+}
+
+// readyMessage is the Database's Ready condition, for the logs of a wait.
+func readyMessage(t testing.TB, ns, name string) string {
+	st, reason, msg := e2eutil.Condition(e2eutil.GetDB(t, ns, name), "Ready")
+	return st + "/" + reason + " " + msg
+}
