@@ -203,7 +203,7 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 			switch {
 			case rs.Primary == "":
 				reason, kind = ReasonPrimaryChosen, corev1.EventTypeNormal
-			case !primaryLost(rs) || handingOver(rs, instances):
+			case !primaryLost(rs) || s.handingOver(rs, instances):
 				reason, kind = ReasonSwitchingOver, corev1.EventTypeNormal
 			}
 			found.condition = replicatingCondition(rs, instances, last, desired)
@@ -454,10 +454,10 @@ func (s *replicaSet) restartBroken(ctx context.Context, rs *dbv1alpha1.Replicati
 const reseedAfterCrashes = 3
 
 // reseedUnstartable seeds again from the primary the first replica, by
-// name, whose data cannot start: its server ended with an error, other
-// than running out of memory, reseedAfterCrashes times in a row, each
-// before it ever became ready, while the primary serves and runs the same
-// revision of the pods (so the data is at fault, not the pods' spec). It
+// name, whose data cannot start: its server failed to start
+// reseedAfterCrashes times in a row (unstartable), while the primary
+// serves and runs the same revision of the pods (so the data is at fault,
+// not the pods' spec). It
 // deletes the replica's data volume claim, then its pod: the StatefulSet
 // makes both again, and the new pod clones the primary's data. Never the
 // primary, whose data is the one copy a clone comes from; never without a
@@ -563,11 +563,12 @@ func (p *pass) restart(ctx context.Context, i *instance, why string) error {
 // not a switchover.
 func primaryLost(rs *dbv1alpha1.ReplicationStatus) bool { return rs.PrimaryLostSince != nil }
 
-// handingOver reports whether the recorded primary's pod is being deleted:
-// it no longer serves, but goes on purpose, and hands over (a switchover).
-func handingOver(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
+// handingOver reports whether the recorded primary's pod is being deleted
+// and its engine hands over as it shuts down: it no longer serves, but
+// goes on purpose (a switchover, not a failover).
+func (s *replicaSet) handingOver(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
 	i, ok := instances[rs.Primary]
-	return ok && i.ha.Terminating
+	return ok && i.ha.Terminating && s.p.plan.Engine.Runtime().Replication.ShutdownSendsAll
 }
 
 // observation is what the decision reads, and keeps the time the primary
