@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -156,18 +157,39 @@ func (a budgetAdapter) repair(ctx context.Context, desired *policyv1ac.PodDisrup
 // removed) would stay for ever. The first repair therefore hands the
 // Update entry's fields to the Apply entry (as kubectl does when it moves
 // to server-side apply) and applies again; later repairs are one apply.
+//
+// The hand-over patch is made on the resourceVersion the apply returned,
+// and fails when someone wrote the object in between: a disruption
+// budget's status changes with every pod's readiness. It is then made
+// again from a new apply, ownAllAttempts times at most; after that the
+// apply stands (what the plan sets is in place) and the hand-over waits
+// for the next repair, rather than fail the pass and hold the steps after
+// it.
 func applyOwningAll[T runtime.Object](ctx context.Context, apply func() (T, error), patch func([]byte) error) (T, error) {
-	obj, err := apply()
-	if err != nil {
-		return obj, err
+	logger := klog.FromContext(ctx)
+	for attempt := 1; ; attempt++ {
+		obj, err := apply()
+		if err != nil {
+			return obj, err
+		}
+		upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldManager), FieldManager)
+		if err != nil || upgrade == nil {
+			return obj, err
+		}
+		logger.V(2).Info("Moving the fields set at creation to the apply's field manager", "attempt", attempt)
+		err = patch(upgrade)
+		switch {
+		case apierrors.IsConflict(err) && attempt < ownAllAttempts:
+			continue
+		case apierrors.IsConflict(err):
+			logger.V(2).Info("The object kept changing; the move waits for the next repair")
+			return obj, nil
+		case err != nil:
+			return obj, err
+		}
+		return apply()
 	}
-	upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldManager), FieldManager)
-	if err != nil || upgrade == nil {
-		return obj, err
-	}
-	klog.FromContext(ctx).V(2).Info("Moving the fields set at creation to the apply's field manager")
-	if err := patch(upgrade); err != nil {
-		return obj, err
-	}
-	return apply()
 }
+
+// ownAllAttempts bounds the hand-over patches of one repair (applyOwningAll).
+const ownAllAttempts = 3

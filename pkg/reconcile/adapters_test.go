@@ -2,11 +2,14 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -25,22 +28,33 @@ func TestRepairHandsCreatedFieldsToTheApply(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		managed   []metav1.ManagedFieldsEntry
+		conflicts int // hand-over patches refused for a changed resourceVersion
 		wantVerbs []string
 	}{
-		{"fields set at creation: handed over, applied again", []metav1.ManagedFieldsEntry{created, applied}, []string{"patch", "patch", "patch"}},
-		{"already handed over: one apply", []metav1.ManagedFieldsEntry{applied}, []string{"patch"}},
+		{"fields set at creation: handed over, applied again", []metav1.ManagedFieldsEntry{created, applied}, 0, []string{"patch", "patch", "patch"}},
+		{"already handed over: one apply", []metav1.ManagedFieldsEntry{applied}, 0, []string{"patch"}},
+		{"the object changed between the apply and the hand-over: applied and handed over again", []metav1.ManagedFieldsEntry{created, applied}, 1,
+			[]string{"patch", "patch", "patch", "patch", "patch"}},
+		{"it keeps changing: the apply stands, the hand-over waits for the next repair", []metav1.ManagedFieldsEntry{created, applied}, ownAllAttempts,
+			[]string{"patch", "patch", "patch", "patch", "patch", "patch"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset()
-			applies := 0
+			applies, refused, handed := 0, 0, false
 			var kinds []types.PatchType
 			client.PrependReactor("patch", "statefulsets", func(a core.Action) (bool, runtime.Object, error) {
 				p := a.(core.PatchAction)
 				kinds = append(kinds, p.GetPatchType())
 				sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "default", ResourceVersion: "3"}}
-				if p.GetPatchType() == types.ApplyPatchType {
+				switch {
+				case p.GetPatchType() == types.JSONPatchType && refused < tc.conflicts:
+					refused++
+					return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "orders", errors.New("the object has been modified"))
+				case p.GetPatchType() == types.JSONPatchType:
+					handed = true
+				case p.GetPatchType() == types.ApplyPatchType:
 					applies++
-					if applies == 1 {
+					if !handed {
 						sts.ManagedFields = tc.managed
 					} else {
 						sts.ManagedFields = []metav1.ManagedFieldsEntry{applied}

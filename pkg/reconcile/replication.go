@@ -487,6 +487,20 @@ func (s *replicaSet) reseedUnstartable(ctx context.Context, rs *dbv1alpha1.Repli
 			continue
 		}
 		claim := claims[idx]
+		if _, done := s.p.r.reseeded.get(i.pod.UID); done {
+			// Seeded again already: the caches have not shown it yet.
+			continue
+		}
+		if claim.DeletionTimestamp != nil {
+			// Its claim is deleted, and waits for the pod to go (a pass
+			// that failed to delete the pod, or a cache behind): only the
+			// pod's delete is left.
+			if err := s.p.restart(ctx, i, "to seed it again"); err != nil {
+				return false, err
+			}
+			s.p.r.reseeded.put(i.pod.UID, struct{}{})
+			return true, nil
+		}
 		volume := claim.Spec.VolumeName
 		if volume == "" {
 			volume = "none bound"
@@ -503,6 +517,7 @@ func (s *replicaSet) reseedUnstartable(ctx context.Context, rs *dbv1alpha1.Repli
 		if err := s.p.restart(ctx, i, "to seed it again"); err != nil {
 			return false, err
 		}
+		s.p.r.reseeded.put(i.pod.UID, struct{}{})
 		return true, nil
 	}
 	return false, nil

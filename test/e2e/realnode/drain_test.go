@@ -116,14 +116,15 @@ func evict(t testing.TB, ns, pod string) error {
 //     reported, and no acknowledged write is lost;
 //  2. the Eviction API refuses to evict the primary (its disruption
 //     budget), and evicts a replica (one server at a time);
-//  3. the node cordoned, with no other node to switch over to: the
-//     primary's budget lets it go, its eviction hands over, and no
-//     acknowledged write is lost.
 //
+// The node cordoned, with no other node to switch over to, the primary's
+// budget lets it go, and its eviction hands over: the node-loss tests
+// evict through it (loseThePrimaryAndTheController), as they run alone.
 // This machine has one real node: the switchover to a replica on another
 // node before the primary is evicted is proven by the fixture tests
 // (TestReplicationCordonedNodes), not here.
 func TestPrimaryHandoverAndDrain(t *testing.T) {
+	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("drained", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "drained", "three replicas, one primary and two streaming")
@@ -132,7 +133,7 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 	defer sampler.finish(t)
 
 	// 1. A plain delete of the primary's pod.
-	writer := startWriter(t, ns, "drained", 150)
+	writer := startWriter(t, ns, "drained", 90)
 	bench := startClient(t, ns, "drained", "pgbench", fmt.Sprintf(pgbenchScript, 60))
 	time.Sleep(10 * time.Second)
 	gaps := sampleGaps(ns, "drained")
@@ -170,42 +171,12 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 	}
 	waitReplicating(t, ns, "drained", "the evicted replica to stream again")
 
-	// 3. Cordoned, with nowhere else to go: the primary is let go, and
-	// its eviction hands over.
-	e2eutil.Kubectl(t, "cordon", "real-node")
-	t.Cleanup(func() { _, _ = e2eutil.KubectlRun("", "uncordon", "real-node") })
-	e2eutil.Eventually(t, converge, "the primary's budget to let it go", func() (bool, string) {
-		out := e2eutil.Kubectl(t, "-n", ns, "get", "pdb", "drained-primary", "-o", "jsonpath={.spec.minAvailable}")
-		return strings.TrimSpace(out) == "0", "minAvailable " + out
-	})
-	primary = primaryOf(t, ns, "drained")
-	evicted := time.Now()
-	if err := evict(t, ns, primary); err != nil {
-		t.Fatalf("eviction of the primary %s on the cordoned node: %v", primary, err)
-	}
-	e2eutil.Eventually(t, converge, "another primary after the eviction", func() (bool, string) {
-		p := primaryOf(t, ns, "drained")
-		return p != "" && p != primary, "primary " + p
-	})
-	t.Logf("evicted the primary %s from the cordoned node: %s is the primary %s later", primary, primaryOf(t, ns, "drained"), time.Since(evicted).Round(100*time.Millisecond))
-	e2eutil.Kubectl(t, "uncordon", "real-node")
-	e2eutil.Eventually(t, converge, "the primary's budget to hold it again", func() (bool, string) {
-		out := e2eutil.Kubectl(t, "-n", ns, "get", "pdb", "drained-primary", "-o", "jsonpath={.spec.minAvailable}")
-		return strings.TrimSpace(out) == "1", "minAvailable " + out
-	})
-	waitReplicating(t, ns, "drained", "the evicted primary to come back as a replica")
-
 	w := parseWrites(t, writer.wait(t))
-	for _, step := range []struct {
-		what string
-		at   time.Time
-	}{{"delete pod of the primary", deleted}, {"eviction of the primary from a cordoned node", evicted}} {
-		since := float64(step.at.UnixNano()) / 1e9
-		from, until := w.outage(since)
-		t.Logf("%s: writes failed for %.1f s (%.1f s to %.1f s after it)", step.what, until-from, from-since, until-since)
-	}
+	since := float64(deleted.UnixNano()) / 1e9
+	from, until := w.outage(since)
+	t.Logf("delete pod of the primary: writes failed for %.1f s (%.1f s to %.1f s after it)", until-from, from-since, until-since)
 	lost := w.lost(t, ns, "drained")
-	w.report(t, "handovers", lost, 100)
+	w.report(t, "handover and evictions", lost, 100)
 	if len(lost) > 0 {
 		t.Errorf("acknowledged writes lost across handovers: %v", lost)
 	}

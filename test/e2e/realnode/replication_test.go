@@ -326,10 +326,11 @@ func primaryOf(t testing.TB, ns, name string) string {
 	return ""
 }
 
-// The primary's node is unavailable (cordoned, so that its pod, deleted,
+// The primary's node is drained (cordoned, so that its pod, evicted,
 // cannot come back) and the controller is killed with SIGKILL once the
 // status records the primary lost (and the replica it hands over to): the
-// restarted controller reads it from the status and finishes the change. Then the new primary's
+// restarted controller reads it from the status and finishes the change.
+// Then the new primary's
 // server is killed with SIGKILL: a replica is promoted at once (delay 0),
 // the old primary rejoins, and the acknowledged writes lost to the
 // asynchronous replication are counted. Last, the same crash with
@@ -390,7 +391,8 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 }
 
 // loseThePrimaryAndTheController makes the primaries' node unavailable
-// (cordoned, so that their pods, deleted, cannot come back) and kills the
+// (cordoned, so that their pods, evicted through the Eviction API as a
+// drain does, cannot come back) and kills the
 // controller with SIGKILL once each status of the Databases in names
 // records when its primary was lost (with, since a deleted primary's pod
 // hands over at once, the replica it hands over to). It
@@ -405,9 +407,20 @@ func loseThePrimaryAndTheController(t *testing.T, ns string, names ...string) ti
 	}
 	e2eutil.Kubectl(t, "cordon", "real-node")
 	t.Cleanup(func() { _, _ = e2eutil.KubectlRun("", "uncordon", "real-node") })
+	// With every pod on the cordoned node, no switchover can move the
+	// primary off it first: its disruption budget lets it go, and it is
+	// evicted as a drain would.
+	for _, name := range names {
+		e2eutil.Eventually(t, converge, "the budget of "+old[name]+" to let it go", func() (bool, string) {
+			out := e2eutil.Kubectl(t, "-n", ns, "get", "pdb", name+"-primary", "-o", "jsonpath={.spec.minAvailable}")
+			return strings.TrimSpace(out) == "0", "minAvailable " + out
+		})
+	}
 	lostAt := time.Now()
 	for _, name := range names {
-		e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old[name], "--wait=false")
+		if err := evict(t, ns, old[name]); err != nil {
+			t.Fatalf("eviction of the primary %s from the cordoned node: %v", old[name], err)
+		}
 	}
 	for _, name := range names {
 		e2eutil.Eventually(t, converge, "the controller to record that the primary of "+name+" was lost", func() (bool, string) {
@@ -431,6 +444,9 @@ func loseThePrimaryAndTheController(t *testing.T, ns string, names ...string) ti
 	e2eutil.Kubectl(t, "uncordon", "real-node")
 	for _, name := range names {
 		waitReplicating(t, ns, name, "the old primary of "+name+" to come back as a replica")
+		if out := e2eutil.Kubectl(t, "-n", ns, "get", "pdb", name+"-primary", "-o", "jsonpath={.spec.minAvailable}"); strings.TrimSpace(out) != "1" {
+			t.Errorf("the primary's budget of %s after the uncordon: minAvailable %s, want 1 (held again)", name, out)
+		}
 	}
 	return lostAt
 }
