@@ -198,8 +198,9 @@ func localEnv() []string {
 		// Local volumes are never reused once released (reclaim policy
 		// Retain): one per Database pod, backup volume and claim of the
 		// suite. CI ran out of the 40 it had once the MySQL replication
-		// tests came; the suite logs how many it took.
-		"LOCAL_REAL_NODE_VOLUMES=" + e2eutil.EnvOr("E2E_NODE_VOLUMES", "80"),
+		// tests came, and took 79 of 80 once the drain and reseed tests
+		// came; the suite logs how many it took.
+		"LOCAL_REAL_NODE_VOLUMES=" + e2eutil.EnvOr("E2E_NODE_VOLUMES", "160"),
 		"SKIP_BUILD=" + e2eutil.EnvOr("E2E_NODE_SKIP_BUILD", "1"),
 		"LOCAL_APISERVER_PORT=" + e2eutil.EnvOr("E2E_NODE_APISERVER_PORT", "17443"),
 		"LOCAL_ETCD_PORT=" + e2eutil.EnvOr("E2E_NODE_ETCD_PORT", "13379"),
