@@ -1,7 +1,8 @@
 // Package ha decides the next step of a replicated Database's high
 // availability from what the controller observed of its instances: nothing,
 // label the primary, fail over to the most advanced replica, switch over to
-// a replica a person named, or bring back a former primary as a replica.
+// a replica a person named, off a cordoned node, or from a primary whose
+// pod is being deleted, or bring back a former primary as a replica.
 //
 // It is pure: Next reads an Observation and returns one Action, and does no
 // I/O. The controller records the target of a failover or a switchover in
