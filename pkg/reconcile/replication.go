@@ -491,28 +491,23 @@ func (s *replicaSet) reseedUnstartable(ctx context.Context, rs *dbv1alpha1.Repli
 			// Seeded again already: the caches have not shown it yet.
 			continue
 		}
-		if claim.DeletionTimestamp != nil {
-			// Its claim is deleted, and waits for the pod to go (a pass
-			// that failed to delete the pod, or a cache behind): only the
-			// pod's delete is left.
-			if err := s.p.restart(ctx, i, "to seed it again"); err != nil {
-				return false, err
+		// A claim deleted already waits for its pod to go (a pass that
+		// failed to delete the pod, or a cache behind): only the pod's
+		// delete is left.
+		if claim.DeletionTimestamp == nil {
+			volume := claim.Spec.VolumeName
+			if volume == "" {
+				volume = "none bound"
 			}
-			s.p.r.reseeded.put(i.pod.UID, struct{}{})
-			return true, nil
-		}
-		volume := claim.Spec.VolumeName
-		if volume == "" {
-			volume = "none bound"
-		}
-		s.p.r.recorder.Eventf(s.p.db, corev1.EventTypeWarning, ReasonReseeding,
-			"Seeding %s again from %s: its server failed to start %d times in a row, while %s runs the same pods, and last ended with %s. Its data volume claim %s (volume %s) is deleted, with its data unless the volume's reclaim policy keeps it",
-			name, rs.Primary, reseedAfterCrashes, rs.Primary, status.DescribeExit(crashed), claimName, volume)
-		klog.FromContext(ctx).Info("Seeding a replica whose data cannot start again", "pod", klog.KObj(i.pod), "claim", claimName, "volume", volume)
-		uid := claim.UID
-		if err := s.p.r.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Delete(ctx, claimName,
-			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
-			return false, fmt.Errorf("deleting the data volume claim %s of %s to seed it again: %w", claimName, name, err)
+			s.p.r.recorder.Eventf(s.p.db, corev1.EventTypeWarning, ReasonReseeding,
+				"Seeding %s again from %s: its server failed to start %d times in a row, while %s runs the same pods, and last ended with %s. Its data volume claim %s (volume %s) is deleted, with its data unless the volume's reclaim policy keeps it",
+				name, rs.Primary, reseedAfterCrashes, rs.Primary, status.DescribeExit(crashed), claimName, volume)
+			klog.FromContext(ctx).Info("Seeding a replica whose data cannot start again", "pod", klog.KObj(i.pod), "claim", claimName, "volume", volume)
+			uid := claim.UID
+			if err := s.p.r.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Delete(ctx, claimName,
+				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+				return false, fmt.Errorf("deleting the data volume claim %s of %s to seed it again: %w", claimName, name, err)
+			}
 		}
 		if err := s.p.restart(ctx, i, "to seed it again"); err != nil {
 			return false, err

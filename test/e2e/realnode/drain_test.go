@@ -8,13 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
-	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
@@ -56,47 +54,6 @@ func idleSeconds(t testing.TB, out string) (idle float64, slots int) {
 	return idle, len(starts)
 }
 
-// primaryGaps samples the role labels of a Database's pods every 100 ms
-// and measures the longest time no pod was labelled primary.
-type primaryGaps struct {
-	stop    chan struct{}
-	done    sync.WaitGroup
-	longest time.Duration
-}
-
-func sampleGaps(ns, db string) *primaryGaps {
-	g := &primaryGaps{stop: make(chan struct{})}
-	g.done.Go(func() {
-		var since time.Time
-		for {
-			select {
-			case <-g.stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db+","+dbv1alpha1.LabelRole+"="+dbv1alpha1.RolePrimary, "-o", "name")
-			if err != nil {
-				continue
-			}
-			now := time.Now()
-			switch {
-			case strings.TrimSpace(string(out)) == "" && since.IsZero():
-				since = now
-			case strings.TrimSpace(string(out)) != "" && !since.IsZero():
-				g.longest = max(g.longest, now.Sub(since))
-				since = time.Time{}
-			}
-		}
-	})
-	return g
-}
-
-func (g *primaryGaps) finish() time.Duration {
-	close(g.stop)
-	g.done.Wait()
-	return g.longest
-}
-
 // evict asks the Eviction API to evict pod, as kubectl drain does, and
 // returns the API server's refusal, if any.
 func evict(t testing.TB, ns, pod string) error {
@@ -136,7 +93,6 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 	writer := startWriter(t, ns, "drained", 90)
 	bench := startClient(t, ns, "drained", "pgbench", fmt.Sprintf(pgbenchScript, 60))
 	time.Sleep(10 * time.Second)
-	gaps := sampleGaps(ns, "drained")
 	old := primaryOf(t, ns, "drained")
 	deleted := time.Now()
 	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
@@ -152,7 +108,7 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 		t.Errorf("%d FailingOver events: a deleted pod is a handover, not a failover", n)
 	}
 	idle, slots := idleSeconds(t, bench.wait(t))
-	noPrimary := gaps.finish()
+	noPrimary := sampler.longestWithoutPrimary()
 	t.Logf("delete pod of the primary, failover delay 30 s: %.1f s of %d one-second pgbench slots (4 clients) committed nothing; no pod labelled primary for %s",
 		idle, slots, noPrimary.Round(100*time.Millisecond))
 	waitReplicating(t, ns, "drained", "the old primary to stream again")
@@ -180,19 +136,6 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 	if len(lost) > 0 {
 		t.Errorf("acknowledged writes lost across handovers: %v", lost)
 	}
-}
-
-// eventsStarting is how many times events of reason whose message starts
-// with prefix were recorded about the Database name.
-func eventsStarting(t *testing.T, ns, name, reason, prefix string) int32 {
-	t.Helper()
-	var n int32
-	for _, e := range databaseEvents(t, ns, name, ",reason="+reason) {
-		if strings.HasPrefix(e.Message, prefix) {
-			n += max(e.Count, 1)
-		}
-	}
-	return n
 }
 
 // A replica whose data cannot start (its pg_control removed on the host,

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -165,7 +166,15 @@ func runSuite(m *testing.M) (code int) {
 		ctrl := exec.Command(controllerBin, "--kubeconfig="+filepath.Join(localDir, "kubeconfig"),
 			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--tools-image="+controllerImage, "-v=2")
 		ctrl.Stdout, ctrl.Stderr = logFile, logFile
-		return ctrl, ctrl.Start()
+		if err := ctrl.Start(); err != nil {
+			return ctrl, err
+		}
+		// Recorded where local-down.sh stops what it finds (a pid file
+		// named as the binary, whose arguments name LOCAL_DIR): a suite
+		// interrupted before its deferred stop leaves no controller
+		// running past the next local-down, or the next suite's local-up.
+		pidFile := filepath.Join(localDir, "pids", filepath.Base(controllerBin)+".pid")
+		return ctrl, os.WriteFile(pidFile, []byte(strconv.Itoa(ctrl.Process.Pid)+"\n"), 0o644)
 	}
 	if controller.cmd, err = controller.start(); err != nil {
 		e2eutil.Logf("starting the controller: %v", err)

@@ -115,13 +115,18 @@ func (w writeLog) outage(since float64) (from, to float64) {
 }
 
 // labelSampler reads the role labels of a Database's pods every 200 ms and
-// records every sample that has two pods labelled primary.
+// records every sample that has two pods labelled primary, and the longest
+// run of samples that had none.
 type labelSampler struct {
 	stop    chan struct{}
 	done    sync.WaitGroup
 	mu      sync.Mutex
 	samples int
 	twice   []string
+	// noneSince is when the current run of samples with no pod labelled
+	// primary began (zero outside one); noneLongest the longest such run.
+	noneSince   time.Time
+	noneLongest time.Duration
 }
 
 func sampleLabels(ns, db string) *labelSampler {
@@ -144,15 +149,31 @@ func sampleLabels(ns, db string) *labelSampler {
 					primaries = append(primaries, f)
 				}
 			}
+			now := time.Now()
 			s.mu.Lock()
 			s.samples++
 			if len(primaries) > 1 {
 				s.twice = append(s.twice, strings.Join(primaries, " "))
 			}
+			switch {
+			case len(primaries) == 0 && s.noneSince.IsZero():
+				s.noneSince = now
+			case len(primaries) > 0 && !s.noneSince.IsZero():
+				s.noneLongest = max(s.noneLongest, now.Sub(s.noneSince))
+				s.noneSince = time.Time{}
+			}
 			s.mu.Unlock()
 		}
 	})
 	return s
+}
+
+// longestWithoutPrimary is the longest time, so far, that no pod was
+// labelled primary, to 200 ms.
+func (s *labelSampler) longestWithoutPrimary() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.noneLongest
 }
 
 func (s *labelSampler) finish(t testing.TB) {
@@ -596,9 +617,23 @@ func switchOver(t *testing.T, ns string, db *dbv1alpha1.Database) time.Time {
 // recorded about the Database name.
 func eventsRecorded(t *testing.T, ns, name, reason, message string) int32 {
 	t.Helper()
+	return eventsCounted(t, ns, name, reason, func(m string) bool { return m == message })
+}
+
+// eventsStarting is how many times events of reason whose message starts
+// with prefix were recorded about the Database name.
+func eventsStarting(t *testing.T, ns, name, reason, prefix string) int32 {
+	t.Helper()
+	return eventsCounted(t, ns, name, reason, func(m string) bool { return strings.HasPrefix(m, prefix) })
+}
+
+// eventsCounted is how many times events of reason whose message matches
+// were recorded about the Database name.
+func eventsCounted(t *testing.T, ns, name, reason string, matches func(message string) bool) int32 {
+	t.Helper()
 	var n int32
 	for _, e := range databaseEvents(t, ns, name, ",reason="+reason) {
-		if e.Message == message {
+		if matches(e.Message) {
 			n += max(e.Count, 1)
 		}
 	}
