@@ -130,9 +130,12 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 	w := parseWrites(t, writer.wait(t))
 	since := float64(deleted.UnixNano()) / 1e9
 	from, until := w.outage(since)
-	t.Logf("delete pod of the primary: writes failed for %.1f s (%.1f s to %.1f s after it)", until-from, from-since, until-since)
+	t.Logf("delete pod of the primary: writes failed for %.1f s (%.1f s to %.1f s after it); failed attempts ended at %s s", until-from, from-since, until-since, w.failedAfter(since))
 	lost := w.lost(t, ns, "drained")
-	w.report(t, "handover and evictions", lost, 100)
+	w.report(t, "handover and evictions", lost, 20)
+	if before, after := w.around(since); before == 0 || after == 0 {
+		t.Errorf("%d writes acknowledged before the delete and %d after its outage: the writer did not span the handover", before, after)
+	}
 	if len(lost) > 0 {
 		t.Errorf("acknowledged writes lost across handovers: %v", lost)
 	}

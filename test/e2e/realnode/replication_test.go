@@ -92,6 +92,35 @@ func (w writeLog) lost(t testing.TB, ns, db string) []int {
 	return lost
 }
 
+// around counts the writes acknowledged before since and those after the
+// first outage after it: a writer proves nothing about an event it did not
+// span.
+func (w writeLog) around(since float64) (before, after int) {
+	_, until := w.outage(since)
+	for k := range w.at {
+		switch {
+		case !w.ok[k]:
+		case w.at[k] < since:
+			before++
+		case w.at[k] >= until:
+			after++
+		}
+	}
+	return before, after
+}
+
+// failedAfter is when each failed attempt after since ended, in seconds
+// after it, for the log of an outage.
+func (w writeLog) failedAfter(since float64) string {
+	var at []string
+	for k := range w.at {
+		if !w.ok[k] && w.at[k] >= since {
+			at = append(at, fmt.Sprintf("%.1f", w.at[k]-since))
+		}
+	}
+	return strings.Join(at, " ")
+}
+
 // outage is the first run of failed writes after since: from the last
 // acknowledged write before it to the first one after it (since and since
 // when no write failed).
