@@ -3,10 +3,13 @@ package actiontest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/pgsql"
 )
 
 // Servers is a fake ha.Client: database servers by address, that answer
@@ -24,6 +27,12 @@ type Servers struct {
 	// wait for: SetSynchronous refuses more with
 	// an ha.SynchronousUnsupportedError, as MariaDB's client does.
 	SynchronousLimit int32
+	// Refuse are the parameters the servers refuse, with the server's
+	// words; AtStart says which they read only at start (Check).
+	Refuse  map[string]string
+	AtStart func(name string) bool
+	// Parameters are, by host, the parameters Set last left on the server.
+	Parameters map[string]map[string]string
 
 	mu    sync.Mutex
 	calls []string
@@ -37,6 +46,8 @@ var _ ha.Client = (*Servers)(nil)
 //	promote <host>
 //	fence <host>
 //	set synchronous replicas of <host> to <n>
+//	check parameters on <host>: <name>=<value> ...
+//	set parameters on <host>: <name>=<value> ...; reset <name> ...
 func (s *Servers) Calls() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -117,3 +128,54 @@ func (s *Servers) SetSynchronous(_ context.Context, host string, _ int32, _ ha.C
 
 // Terms are LogTerms.
 func (s *Servers) Terms() ha.Terms { return s.LogTerms }
+
+// Check refuses the first parameter, by name, of Refuse, and says which
+// are read at start (AtStart).
+func (s *Servers) Check(_ context.Context, host string, _ int32, _ ha.Credentials, params, _ map[string]string) (map[string]bool, error) {
+	if _, err := s.call(host, "check parameters on "+host+": "+pairs(params)); err != nil {
+		return nil, err
+	}
+	atStart := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		if msg, ok := s.Refuse[name]; ok {
+			return nil, &pgsql.RejectedError{Name: name, Value: params[name], Message: msg}
+		}
+		atStart[name] = s.AtStart != nil && s.AtStart(name)
+	}
+	return atStart, nil
+}
+
+// Set records params on host, less reset.
+func (s *Servers) Set(_ context.Context, host string, _ int32, _ ha.Credentials, params map[string]string, reset []string) error {
+	call := "set parameters on " + host + ": " + pairs(params)
+	if len(reset) > 0 {
+		call += "; reset " + strings.Join(reset, " ")
+	}
+	if _, err := s.call(host, call); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Parameters == nil {
+		s.Parameters = map[string]map[string]string{}
+	}
+	on := maps.Clone(s.Parameters[host])
+	if on == nil {
+		on = map[string]string{}
+	}
+	maps.Copy(on, params)
+	for _, name := range reset {
+		delete(on, name)
+	}
+	s.Parameters[host] = on
+	return nil
+}
+
+// pairs says params as name=value, by name.
+func pairs(params map[string]string) string {
+	out := make([]string, 0, len(params))
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		out = append(out, name+"="+params[name])
+	}
+	return strings.Join(out, " ")
+}

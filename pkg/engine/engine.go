@@ -94,6 +94,31 @@ type Runtime struct {
 	// Archiving is how the engine's primary archives its change log as it
 	// writes it; nil for an engine that does not (yet).
 	Archiving *Archiving
+	// Parameters is how the engine's servers take spec.parameters; nil for
+	// an engine that does not (yet).
+	Parameters *Parameters
+}
+
+// Parameters is how an engine's servers take the parameters of
+// spec.parameters: those read only at start on the command line, the
+// others on the running servers (the engine's client, package pgsql).
+type Parameters struct {
+	// Server is the first argument of the server container, the server's
+	// command, before the parameters given at start.
+	Server string
+	// Args are the command-line arguments that set name to value at start;
+	// Given reads back, from a server container's arguments, the
+	// parameters of spec.parameters they set (those Owned left out).
+	Args  func(name, value string) []string
+	Given func(args []string) map[string]string
+	// AtStart reports whether the server reads name only at start, as far
+	// as the controller knows before a server says (the server's own
+	// answer is recorded in status.parameters once it ran).
+	AtStart func(name string) bool
+	// Owned are the parameters the controller sets itself, in lower case;
+	// the CRD refuses them (the test in package postgresql keeps the two
+	// lists one).
+	Owned []string
 }
 
 // Archiving is how a server archives each completed file of its change

@@ -3,8 +3,8 @@
 // or replica, its WAL positions, the replicas that stream from it),
 // promotes a replica, fences a primary, and sets how many replicas a commit
 // waits for. It also logs in as a client of a Database's Secret does
-// (Login), for package login. One connection per call, none kept between
-// calls.
+// (Login), for package login, and checks and sets spec.parameters
+// (Parameters). One connection per call, none kept between calls.
 package pgsql
 
 import (

@@ -40,8 +40,9 @@ type server struct {
 	sent []string
 	// rows are the answers to queries, by statement.
 	rows map[string][][]any
-	// fail fails the statement named.
-	fail string
+	// fail fails the statement named, with failErr when set.
+	fail    string
+	failErr error
 }
 
 func (s *server) client() client {
@@ -55,6 +56,9 @@ type fakeConn server
 
 func (c *fakeConn) send(sql string) error {
 	c.sent = append(c.sent, sql)
+	if sql == c.fail && c.failErr != nil {
+		return c.failErr
+	}
 	if sql == c.fail {
 		return errors.New("ERROR: canceled")
 	}

@@ -8,6 +8,7 @@ package plan
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -85,6 +86,9 @@ type Plan struct {
 	DisruptionBudgets []*policyv1ac.PodDisruptionBudgetApplyConfiguration
 	// Grow lists the data volume claims below spec.storage.size.
 	Grow []ClaimGrowth
+	// StartParameters are the parameters the servers read at start, on
+	// their command line (StartParameters).
+	StartParameters map[string]string
 }
 
 // ClaimGrowth is one data volume claim to grow, from its request to the
@@ -162,9 +166,41 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 	if observed.ToolsImage != "" {
 		builder.WithArchiving(sts, db, e, observed.ToolsImage)
 	}
+	p.StartParameters = StartParameters(db, e, observed.StatefulSet == nil)
+	builder.WithParameters(sts, e, p.StartParameters)
 	p.StatefulSet = stamp(sts)
 	p.Grow = claimsToGrow(db, observed.Claims)
 	return p
+}
+
+// StartParameters are the parameters of spec.parameters that db's servers
+// read at start: those a server last accepted (status.parameters.start),
+// so that a value it refuses never reaches a pod; before any was checked,
+// the spec's, for a Database whose StatefulSet is yet to be made (creating:
+// there is no data to lose, and no restart to take them), and none for
+// one made before spec.parameters (its pods keep running as they are until
+// a server checked them).
+func StartParameters(db *dbv1alpha1.Database, e engine.Engine, creating bool) map[string]string {
+	pr := e.Runtime().Parameters
+	if pr == nil {
+		return nil
+	}
+	if ps := db.Status.Parameters; ps != nil {
+		return ps.Start
+	}
+	if !creating {
+		return nil
+	}
+	var start map[string]string
+	for name, value := range db.Spec.Parameters {
+		if pr.AtStart(name) && !slices.Contains(pr.Owned, name) {
+			if start == nil {
+				start = map[string]string{}
+			}
+			start[name] = value
+		}
+	}
+	return start
 }
 
 // Replicated reports whether db runs as one primary and replicas that

@@ -13,6 +13,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/engine/registry"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
@@ -241,6 +242,38 @@ func TestComputeReplication(t *testing.T) {
 			onDelete := *p.StatefulSet.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
 			if onDelete != tt.wantReplicated {
 				t.Errorf("update strategy %s; OnDelete wanted %v", *p.StatefulSet.Spec.UpdateStrategy.Type, tt.wantReplicated)
+			}
+		})
+	}
+}
+
+// The servers get at start the parameters a server last accepted; before
+// any was asked, a new Database's from its spec (no data, no restart), and
+// none for one made before it had parameters, until a server checked them.
+func TestStartParameters(t *testing.T) {
+	e, err := registry.Lookup("postgresql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := map[string]string{"shared_buffers": "1GB", "work_mem": "64MB", "pg_stat_statements.max": "10000"}
+	accepted := map[string]string{"shared_buffers": "512MB"}
+	for _, tc := range []struct {
+		name     string
+		status   *dbv1alpha1.ParametersStatus
+		creating bool
+		want     map[string]string
+	}{
+		{"new Database", nil, true, map[string]string{"shared_buffers": "1GB", "pg_stat_statements.max": "10000"}},
+		{"made before it had parameters", nil, false, nil},
+		{"accepted by a server", &dbv1alpha1.ParametersStatus{Start: accepted}, false, accepted},
+		{"accepted, none at start", &dbv1alpha1.ParametersStatus{Live: map[string]string{"work_mem": "64MB"}}, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := database(dbv1alpha1.EnginePostgreSQL, "16", "16")
+			db.Spec.Parameters = spec
+			db.Status.Parameters = tc.status
+			if got := StartParameters(db, e, tc.creating); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("StartParameters = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/backup"
+	"github.com/dbcontroller/database-controller/pkg/engine/postgresql"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/login"
@@ -96,7 +97,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	return &fixture{t: t, clock: testclock.NewFakePassiveClock(testNow),
-		sql: &actiontest.Servers{Facts: map[string]*ha.Facts{}, LogTerms: pgsql.New().Terms()}}
+		sql: &actiontest.Servers{Facts: map[string]*ha.Facts{}, LogTerms: pgsql.New().Terms(), AtStart: postgresql.AtStart}}
 }
 
 // notReadyStatefulSet is db's StatefulSet, rolled out to one replica that
@@ -224,6 +225,7 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		Replication: map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: f.sql},
 		Logins:      f.logins,
 		ToolsImage:  toolsImage,
+		Parameters:  f.sql,
 		Archiver: func(_ context.Context, host string, _ int32, _ ha.Credentials) (*dbv1alpha1.ArchiveStatus, error) {
 			f.archived = append(f.archived, host)
 			return f.archive.DeepCopy(), f.archiveErr

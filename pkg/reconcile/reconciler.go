@@ -97,6 +97,9 @@ type Config struct {
 	// Archiver asks a primary how its WAL archiving goes; package pgsql's
 	// Archiver when nil.
 	Archiver Archiver
+	// Parameters checks and sets spec.parameters on the servers; package
+	// pgsql's when nil.
+	Parameters ParameterClient
 }
 
 // Reconciler runs sync passes. It is safe for concurrent use by several
@@ -141,6 +144,7 @@ type Reconciler struct {
 	// toolsImage is Config.ToolsImage.
 	toolsImage string
 	archiver   Archiver
+	parameters ParameterClient
 	// written remembers the status last written to each Database until
 	// the cache shows it (written.go).
 	written *ttlSet[types.UID, writtenStatus]
@@ -154,6 +158,9 @@ const memoryTTL = time.Hour
 func New(cfg Config) *Reconciler {
 	if cfg.Replication == nil {
 		cfg.Replication = map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: pgsql.New(), dbv1alpha1.EngineMySQL: mysqlsql.New()}
+	}
+	if cfg.Parameters == nil {
+		cfg.Parameters = pgsql.NewParameters()
 	}
 	if cfg.Archiver == nil {
 		cfg.Archiver = pgsql.Archiver
@@ -180,6 +187,7 @@ func New(cfg Config) *Reconciler {
 		logins:        cfg.Logins,
 		toolsImage:    cfg.ToolsImage,
 		archiver:      cfg.Archiver,
+		parameters:    cfg.Parameters,
 	}
 }
 
@@ -216,6 +224,8 @@ type findings struct {
 	replication *replicationFindings
 	// archive is what the archiving step found.
 	archive archiveFindings
+	// parameters is what the parameters step decided.
+	parameters parameterFindings
 	// featureCompatibility is what the featureCompatibilityVersion step did.
 	featureCompatibility featureCompatibilityFindings
 	// termination, when set, is the state of a deletion the controller
@@ -284,14 +294,20 @@ func (p *pass) converge(ctx context.Context) error {
 		return err
 	case recheck != "":
 		return &RecheckError{Why: recheck}
-	case f.replication != nil && f.replication.pollAfter > 0:
-		after := f.replication.pollAfter
-		if a := f.archive.pollAfter; a > 0 && a < after {
-			after = a
+	}
+	// The soonest of the steps that ask the servers again.
+	var poll *RecheckError
+	for _, step := range []RecheckError{
+		{Why: "asking the replicated servers again", After: f.replication.pollInterval()},
+		{Why: "asking the primary how its archiving goes", After: f.archive.pollAfter},
+		{Why: "asking the servers again to take spec.parameters", After: f.parameters.pollAfter},
+	} {
+		if step.After > 0 && (poll == nil || step.After < poll.After) {
+			poll = &step
 		}
-		return &RecheckError{Why: "asking the replicated servers again", After: after}
-	case f.archive.pollAfter > 0:
-		return &RecheckError{Why: "asking the primary how its archiving goes", After: f.archive.pollAfter}
+	}
+	if poll != nil {
+		return poll
 	}
 	return nil
 }
@@ -379,7 +395,20 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	fc, err := p.ensureFeatureCompatibility(ctx, sts)
 	f.featureCompatibility = fc
 	f.created = append(f.created, fc.created...)
+	if err != nil {
+		return f, err
+	}
+	f.parameters, err = p.ensureParameters(ctx, f.pods, f.replication)
 	return f, err
+}
+
+// pollInterval is how soon the replication step asks the servers again; 0
+// for a pass that did not reach it.
+func (r *replicationFindings) pollInterval() time.Duration {
+	if r == nil {
+		return 0
+	}
+	return r.pollAfter
 }
 
 // recordTarget is the one status write a pass makes before its end: the

@@ -130,6 +130,9 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 		Archive:                        f.archive.archive,
 		Archived:                       f.archive.condition,
 		RecoverableFrom:                recoverableFrom,
+		ParametersDecided:              f.parameters.decided,
+		Parameters:                     f.parameters.status,
+		ParametersApplied:              f.parameters.condition,
 	})
 	if equality.Semantic.DeepEqual(db.Status, newStatus) || onlyPodCountChanged(db.Status, newStatus) {
 		return recheck, nil
@@ -179,6 +182,11 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	if rc := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionReplicating); rc != nil && rc.Reason == status.ReasonSynchronousUnsupported {
 		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReplicating); old == nil || old.Reason != rc.Reason {
 			r.recorder.Event(db, corev1.EventTypeWarning, rc.Reason, rc.Message)
+		}
+	}
+	if pc := f.parameters.condition; pc != nil && pc.Reason == status.ReasonParameterRejected {
+		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionParametersApplied); old == nil || old.Reason != pc.Reason || old.Message != pc.Message {
+			r.recorder.Event(db, corev1.EventTypeWarning, pc.Reason, pc.Message)
 		}
 	}
 	if eol := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionVersionSupported); eol != nil &&

@@ -59,6 +59,21 @@ const (
 	ReasonSynchronousUnsupported = "SynchronousUnsupported"
 )
 
+// Reasons of the ParametersApplied condition.
+const (
+	// ReasonParametersApplied: every server runs with spec.parameters.
+	ReasonParametersApplied = "Applied"
+	// ReasonRestartPending: servers restart to take parameters they read
+	// only at start.
+	ReasonRestartPending = "RestartPending"
+	// ReasonParameterRejected: a server refused a parameter, in its words;
+	// the servers run with the parameters they had.
+	ReasonParameterRejected = "ParameterRejected"
+	// ReasonParametersPending: spec.parameters changed, and no server
+	// serves to check them yet.
+	ReasonParametersPending = "Pending"
+)
+
 // Restore is what Compute reads of a restore.
 type Restore struct {
 	// Backup is spec.restore.backup.
@@ -154,6 +169,12 @@ type Input struct {
 	// RecoverableFrom is the first point a point-in-time restore of the
 	// archive reaches (backup.RecoverableFrom); nil while there is none.
 	RecoverableFrom *metav1.Time
+	// ParametersDecided says the parameters step decided status.parameters
+	// (Parameters) and the ParametersApplied condition (ParametersApplied;
+	// nil removes it); otherwise both stay as they were.
+	ParametersDecided bool
+	Parameters        *dbv1alpha1.ParametersStatus
+	ParametersApplied *metav1.Condition
 	// Now stamps conditions whose status changes.
 	Now metav1.Time
 }
@@ -172,6 +193,7 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		Conditions:                  append([]metav1.Condition(nil), old.Conditions...),
 		LastScheduleTime:            in.LastScheduleTime,
 		Replication:                 in.Replication,
+		Parameters:                  old.Parameters,
 	}
 	desired := db.Spec.DesiredReplicas()
 	if sts := in.StatefulSet; sts != nil {
@@ -326,6 +348,14 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		fallthrough
 	default:
 		st.Archive = recoverable(old.Archive, in.Archive, in.RecoverableFrom)
+	}
+	if in.ParametersDecided {
+		st.Parameters = in.Parameters
+		if in.ParametersApplied != nil {
+			conditions = append(conditions, *in.ParametersApplied)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, dbv1alpha1.ConditionParametersApplied)
+		}
 	}
 	for _, c := range conditions {
 		c.ObservedGeneration = db.Generation

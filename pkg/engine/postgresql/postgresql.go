@@ -67,6 +67,7 @@ echo "$out"; exit 1`},
 			Initialised:   `[ -s "$PGDATA/PG_VERSION" ]`,
 		},
 		Replication: &replication,
+		Parameters:  &parameters,
 		// archive_mode=on: the primary archives; a replica does not, until
 		// it is promoted, when it archives its new timeline's segments and
 		// history file. The command runs in the data directory.

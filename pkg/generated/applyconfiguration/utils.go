@@ -62,6 +62,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.LocalSecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObjectStore"):
 		return &dbcontrollerv1alpha1.ObjectStoreApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ParametersStatus"):
+		return &dbcontrollerv1alpha1.ParametersStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodMetadata"):
 		return &dbcontrollerv1alpha1.PodMetadataApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationSpec"):

@@ -86,6 +86,10 @@ const (
 	// progress, a replica that does not stream); it is absent for a
 	// Database that is not replicated.
 	ConditionReplicating = "Replicating"
+	// ConditionParametersApplied says whether the servers run with
+	// spec.parameters: False while a restart is pending, or when a server
+	// refused a value (in its words).
+	ConditionParametersApplied = "ParametersApplied"
 )
 
 // LabelRole is the role label the controller gives each pod of a
@@ -158,6 +162,7 @@ type Database struct {
 // server checks a rule again only where the value it applies to changed.
 
 // DatabaseSpec is what the user asks for.
+// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || self.engine == 'postgresql'",message="spec.parameters is for PostgreSQL, for now: MySQL's and MongoDB's parameters are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.backup) || !has(self.backup.continuous) || self.engine == 'postgresql'",message="spec.backup.continuous is for PostgreSQL: MySQL's binlogs and MongoDB's oplog are not archived yet"
 // +kubebuilder:validation:XValidation:rule="self.engine != 'mongodb' || !has(self.replicas) || self.replicas <= 1",message="replicas above 1 are refused for MongoDB: the servers would be independent copies, not a replica set, and each connection would read and write another one. Use 1 (or 0 to stop): MongoDB replica sets are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.primary) || !has(self.replicas) || self.replicas == 0 || int(self.replication.primary.substring(self.replication.primary.lastIndexOf('-') + 1)) < self.replicas",message="spec.replication.primary must be one of the pods spec.replicas asks for, <name>-0 to <name>-<replicas-1>: change or unset it before scaling below it"
@@ -240,6 +245,69 @@ type DatabaseSpec struct {
 	// as scheduling does.
 	// +optional
 	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
+
+	// Parameters are the server's own settings, by name, as its
+	// configuration file would set them (PostgreSQL: work_mem: 64MB,
+	// shared_buffers: 1GB). A parameter the running server can take is
+	// applied to every server without a restart; one it reads only at
+	// start (shared_buffers, max_connections, shared_preload_libraries)
+	// restarts the servers, a replicated Database's replicas first and its
+	// primary last, after a switchover. A primary checks every value
+	// first: one it refuses is reported in the ParametersApplied condition,
+	// in its words, and nothing is changed. The parameters the controller
+	// sets itself (ports, paths, replication, archiving, TLS, logging to
+	// the pod's log) are refused. PostgreSQL only, for now.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=200
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z_][a-z0-9_]*([.][a-z_][a-z0-9_]*)?$'))",message="parameters are named as the server names them, in lower case: letters, digits and '_', with one '.' for an extension's (pg_stat_statements.max)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 4096)",message="a parameter's value is at most 4096 characters"
+	// +kubebuilder:validation:XValidation:rule="!('listen_addresses' in self)",message="parameters may not set listen_addresses: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('port' in self)",message="parameters may not set port: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('unix_socket_directories' in self)",message="parameters may not set unix_socket_directories: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('unix_socket_group' in self)",message="parameters may not set unix_socket_group: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('unix_socket_permissions' in self)",message="parameters may not set unix_socket_permissions: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('data_directory' in self)",message="parameters may not set data_directory: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('config_file' in self)",message="parameters may not set config_file: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('hba_file' in self)",message="parameters may not set hba_file: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('ident_file' in self)",message="parameters may not set ident_file: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('external_pid_file' in self)",message="parameters may not set external_pid_file: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('logging_collector' in self)",message="parameters may not set logging_collector: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('cluster_name' in self)",message="parameters may not set cluster_name: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('hot_standby' in self)",message="parameters may not set hot_standby: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('hot_standby_feedback' in self)",message="parameters may not set hot_standby_feedback: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('wal_log_hints' in self)",message="parameters may not set wal_log_hints: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('wal_keep_size' in self)",message="parameters may not set wal_keep_size: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('wal_level' in self)",message="parameters may not set wal_level: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('max_wal_senders' in self)",message="parameters may not set max_wal_senders: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('primary_conninfo' in self)",message="parameters may not set primary_conninfo: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('primary_slot_name' in self)",message="parameters may not set primary_slot_name: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('promote_trigger_file' in self)",message="parameters may not set promote_trigger_file: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('restore_command' in self)",message="parameters may not set restore_command: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('archive_cleanup_command' in self)",message="parameters may not set archive_cleanup_command: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('recovery_end_command' in self)",message="parameters may not set recovery_end_command: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('recovery_target' in self)",message="parameters may not set recovery_target: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('recovery_target_action' in self)",message="parameters may not set recovery_target_action: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('recovery_target_inclusive' in self)",message="parameters may not set recovery_target_inclusive: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('recovery_target_lsn' in self)",message="parameters may not set recovery_target_lsn: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('recovery_target_name' in self)",message="parameters may not set recovery_target_name: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('recovery_target_time' in self)",message="parameters may not set recovery_target_time: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('recovery_target_timeline' in self)",message="parameters may not set recovery_target_timeline: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('recovery_target_xid' in self)",message="parameters may not set recovery_target_xid: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('archive_mode' in self)",message="parameters may not set archive_mode: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('archive_command' in self)",message="parameters may not set archive_command: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('archive_library' in self)",message="parameters may not set archive_library: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('archive_timeout' in self)",message="parameters may not set archive_timeout: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('default_transaction_read_only' in self)",message="parameters may not set default_transaction_read_only: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('synchronous_standby_names' in self)",message="parameters may not set synchronous_standby_names: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('ssl' in self)",message="parameters may not set ssl: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('ssl_ca_file' in self)",message="parameters may not set ssl_ca_file: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('ssl_cert_file' in self)",message="parameters may not set ssl_cert_file: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('ssl_key_file' in self)",message="parameters may not set ssl_key_file: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('ssl_crl_file' in self)",message="parameters may not set ssl_crl_file: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('ssl_crl_dir' in self)",message="parameters may not set ssl_crl_dir: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('ssl_passphrase_command' in self)",message="parameters may not set ssl_passphrase_command: the controller sets it, for the pods, replication, archiving or TLS to work"
+	// +kubebuilder:validation:XValidation:rule="!('ssl_passphrase_command_supports_reload' in self)",message="parameters may not set ssl_passphrase_command_supports_reload: the controller sets it, for the pods, replication, archiving or TLS to work"
+	Parameters map[string]string `json:"parameters,omitempty"`
 
 	// Replication tunes the replication that every PostgreSQL and MySQL
 	// Database with replicas >= 2 runs: one primary, behind the client
@@ -671,13 +739,40 @@ type DatabaseStatus struct {
 	// +optional
 	Archive *ArchiveStatus `json:"archive,omitempty"`
 
+	// Parameters reports the servers' parameters (spec.parameters) as the
+	// controller last gave them.
+	// +optional
+	Parameters *ParametersStatus `json:"parameters,omitempty"`
+
 	// Conditions are the latest observations: Ready, Progressing,
-	// VersionSupported, FeatureCompatibility, Backup, Replicating and
-	// ContinuousArchiving.
+	// VersionSupported, FeatureCompatibility, Backup, Replicating,
+	// ContinuousArchiving and ParametersApplied.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ParametersStatus reports the parameters the servers were given.
+type ParametersStatus struct {
+	// Applied is the digest of the spec.parameters that every server took:
+	// once it is the spec's, nothing is left to do.
+	// +optional
+	Applied string `json:"applied,omitempty"`
+	// Rejected is the digest of the spec.parameters a server refused (the
+	// ParametersApplied condition says why): they are not asked again
+	// until they change.
+	// +optional
+	Rejected string `json:"rejected,omitempty"`
+	// Start are the parameters the servers read at start, given on their
+	// command line, as a server last accepted them: the pods restart to
+	// take them.
+	// +optional
+	Start map[string]string `json:"start,omitempty"`
+	// Live are the parameters set on the running servers (PostgreSQL's
+	// ALTER SYSTEM, then a reload), as last set on every server.
+	// +optional
+	Live map[string]string `json:"live,omitempty"`
 }
 
 // ReplicationStatus reports a replicated Database.

@@ -74,6 +74,18 @@ type DatabaseSpecApplyConfiguration struct {
 	// a service mesh or a monitoring agent. Changing it restarts the pods
 	// as scheduling does.
 	PodMetadata *PodMetadataApplyConfiguration `json:"podMetadata,omitempty"`
+	// Parameters are the server's own settings, by name, as its
+	// configuration file would set them (PostgreSQL: work_mem: 64MB,
+	// shared_buffers: 1GB). A parameter the running server can take is
+	// applied to every server without a restart; one it reads only at
+	// start (shared_buffers, max_connections, shared_preload_libraries)
+	// restarts the servers, a replicated Database's replicas first and its
+	// primary last, after a switchover. A primary checks every value
+	// first: one it refuses is reported in the ParametersApplied condition,
+	// in its words, and nothing is changed. The parameters the controller
+	// sets itself (ports, paths, replication, archiving, TLS, logging to
+	// the pod's log) are refused. PostgreSQL only, for now.
+	Parameters map[string]string `json:"parameters,omitempty"`
 	// Replication tunes the replication that every PostgreSQL and MySQL
 	// Database with replicas >= 2 runs: one primary, behind the client
 	// Service, and replicas >= 1 that stream from it (PostgreSQL's
@@ -181,6 +193,20 @@ func (b *DatabaseSpecApplyConfiguration) WithScheduling(value *SchedulingSpecApp
 // If called multiple times, the PodMetadata field is set to the value of the last call.
 func (b *DatabaseSpecApplyConfiguration) WithPodMetadata(value *PodMetadataApplyConfiguration) *DatabaseSpecApplyConfiguration {
 	b.PodMetadata = value
+	return b
+}
+
+// WithParameters puts the entries into the Parameters field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the Parameters field,
+// overwriting an existing map entries in Parameters field with the same key.
+func (b *DatabaseSpecApplyConfiguration) WithParameters(entries map[string]string) *DatabaseSpecApplyConfiguration {
+	if b.Parameters == nil && len(entries) > 0 {
+		b.Parameters = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.Parameters[k] = v
+	}
 	return b
 }
 

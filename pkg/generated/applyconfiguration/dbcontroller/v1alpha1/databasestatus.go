@@ -61,9 +61,12 @@ type DatabaseStatusApplyConfiguration struct {
 	// Archive reports the continuous archiving of a PostgreSQL Database's
 	// WAL (spec.backup.continuous), as its primary last told it.
 	Archive *ArchiveStatusApplyConfiguration `json:"archive,omitempty"`
+	// Parameters reports the servers' parameters (spec.parameters) as the
+	// controller last gave them.
+	Parameters *ParametersStatusApplyConfiguration `json:"parameters,omitempty"`
 	// Conditions are the latest observations: Ready, Progressing,
-	// VersionSupported, FeatureCompatibility, Backup, Replicating and
-	// ContinuousArchiving.
+	// VersionSupported, FeatureCompatibility, Backup, Replicating,
+	// ContinuousArchiving and ParametersApplied.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
@@ -174,6 +177,14 @@ func (b *DatabaseStatusApplyConfiguration) WithReplication(value *ReplicationSta
 // If called multiple times, the Archive field is set to the value of the last call.
 func (b *DatabaseStatusApplyConfiguration) WithArchive(value *ArchiveStatusApplyConfiguration) *DatabaseStatusApplyConfiguration {
 	b.Archive = value
+	return b
+}
+
+// WithParameters sets the Parameters field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Parameters field is set to the value of the last call.
+func (b *DatabaseStatusApplyConfiguration) WithParameters(value *ParametersStatusApplyConfiguration) *DatabaseStatusApplyConfiguration {
+	b.Parameters = value
 	return b
 }
 

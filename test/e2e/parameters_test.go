@@ -1,0 +1,70 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
+)
+
+// A new Database's parameters read at start reach its pods' command line
+// (the others are set on the running servers, which kwok's pods are not:
+// the condition says the servers did not answer). A change of one read at
+// start waits for a server to check it: with none that answers, the pods
+// keep what they have. The schema refuses the controller's parameters by
+// name, names not in lower case, and parameters for MySQL.
+func TestParameters(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("tuned", "postgresql", "16", 1, "  parameters:\n    shared_buffers: 256MB\n    work_mem: 64MB\n"))
+
+	serverArgs := func() []string {
+		var sts appsv1.StatefulSet
+		e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "tuned")
+		return sts.Spec.Template.Spec.Containers[0].Args
+	}
+	e2eutil.Eventually(t, converge, "shared_buffers on the server's command line, and a word on the others", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "tuned")
+		c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionParametersApplied)
+		ps := db.Status.Parameters
+		ok := slices.Equal(serverArgs(), []string{"postgres", "-c", "shared_buffers=256MB"}) &&
+			ps != nil && ps.Start["shared_buffers"] == "256MB" && len(ps.Start) == 1 &&
+			c != nil && c.Reason == "Pending" && strings.Contains(c.Message, "spec.parameters wait for the servers to take them: ")
+		return ok, fmt.Sprintf("args %q, status.parameters %+v, condition %+v", serverArgs(), ps, c)
+	})
+
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=merge", "-p", `{"spec":{"parameters":{"shared_buffers":"512MB"}}}`)
+	generation := e2eutil.GetDB(t, ns, "tuned").Generation
+	e2eutil.Eventually(t, converge, "the change seen", func() (bool, string) {
+		c := meta.FindStatusCondition(e2eutil.GetDB(t, ns, "tuned").Status.Conditions, dbv1alpha1.ConditionParametersApplied)
+		return c != nil && c.ObservedGeneration == generation, fmt.Sprintf("%+v", c)
+	})
+	if args := serverArgs(); !slices.Equal(args, []string{"postgres", "-c", "shared_buffers=256MB"}) {
+		t.Errorf("server arguments %q after a change no server checked: want the ones it had", args)
+	}
+
+	for _, tt := range []struct{ patch, wantErr string }{
+		{`{"spec":{"parameters":{"port":"5433"}}}`, "parameters may not set port: the controller sets it, for the pods"},
+		{`{"spec":{"parameters":{"archive_command":"true"}}}`, "parameters may not set archive_command"},
+		{`{"spec":{"parameters":{"Work_Mem":"1MB"}}}`, "parameters are named as the server names them, in lower case"},
+		{`{"spec":{"parameters":{"work_mem":null,"shared_buffers":null,"a.b.c":"1"}}}`, "parameters are named as the server names them"},
+	} {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "patch", "db/tuned", "--type=merge", "-p", tt.patch)
+		if err == nil || !strings.Contains(string(out), tt.wantErr) {
+			t.Errorf("patch %s: err %v, output %q; want refused with %q", tt.patch, err, out, tt.wantErr)
+		}
+	}
+	out, err := e2eutil.KubectlRun(dbYAML("other", "mysql", "8.4", 1, "  parameters:\n    max_connections: \"200\"\n"), "-n", ns, "create", "-f", "-")
+	if want := "spec.parameters is for PostgreSQL, for now"; err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("a MySQL Database with parameters: err %v, output %q; want refused with %q", err, out, want)
+	}
+}
