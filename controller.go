@@ -83,6 +83,11 @@ type Config struct {
 	// a cordoned node whose pod is a primary leads to a switchover before
 	// a drain evicts it. Without it, no node reads as cordoned.
 	NodeInformers kubeinformers.SharedInformerFactory
+	// ParametersConfigMapInformers, when set, watches the ConfigMaps
+	// labelled dbcontroller.io/parameters: "true"
+	// (newParametersConfigMapInformerFactory), which Databases name in
+	// spec.parametersConfigMap. Without it, none is found.
+	ParametersConfigMapInformers kubeinformers.SharedInformerFactory
 	// Recorder emits events on Databases; when nil, one that writes through
 	// EventsClient.
 	Recorder record.EventRecorder
@@ -178,11 +183,15 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		cfg.Recorder = newRecorder(ctx, cfg.EventsClient, cfg.KubeClient)
 	}
 
-	caches, cachesSynced, err := reconcile.NewCaches(cfg.KubeInformers, cfg.DBInformers, cfg.ClaimEventInformers, cfg.NodeInformers)
+	caches, cachesSynced, err := reconcile.NewCaches(cfg.KubeInformers, cfg.DBInformers, cfg.ClaimEventInformers, cfg.NodeInformers,
+		cfg.ParametersConfigMapInformers)
 	if err != nil {
 		return nil, err
 	}
 	databases := cfg.DBInformers.Dbcontroller().V1alpha1().Databases()
+	if err := databases.Informer().AddIndexers(cache.Indexers{reconcile.IndexParametersConfigMap: reconcile.IndexByParametersConfigMap}); err != nil {
+		return nil, err
+	}
 	claims := cfg.KubeInformers.Core().V1().PersistentVolumeClaims()
 
 	order := queue.NewPrioritized[cache.ObjectName](preferredRun)
@@ -272,6 +281,15 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 				}
 			},
 		}); err != nil {
+			return nil, err
+		}
+	}
+	// A ConfigMap of parameters leads to the Databases that name it.
+	if cfg.ParametersConfigMapInformers != nil {
+		indexer := databases.Informer().GetIndexer()
+		if _, err := cfg.ParametersConfigMapInformers.Core().V1().ConfigMaps().Informer().AddEventHandler(onChange(func(obj interface{}) {
+			c.enqueueIndexed(indexer, reconcile.IndexParametersConfigMap, obj)
+		})); err != nil {
 			return nil, err
 		}
 	}
@@ -549,6 +567,26 @@ func (c *Controller) enqueueNodesDatabases(pods cache.Indexer, node string) {
 	}
 	for _, pod := range onNode {
 		c.enqueueByLabel(pod)
+	}
+}
+
+// enqueueIndexed puts on the work queue the Databases that index holds
+// under obj's namespace/name.
+func (c *Controller) enqueueIndexed(databases cache.Indexer, index string, obj interface{}) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	dbs, err := databases.ByIndex(index, o.GetNamespace()+"/"+o.GetName())
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, db := range dbs {
+		c.enqueueDatabase(db)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -183,6 +184,7 @@ func run(ctx context.Context, o options) error {
 
 	kubeInformerFactory, dbInformerFactory := newInformerFactories(kubeClient, dbClient, o.namespace, o.resync)
 	claimEventInformerFactory := newClaimEventInformerFactory(eventsClient, o.namespace)
+	configMapInformerFactory := newParametersConfigMapInformerFactory(kubeClient, o.namespace)
 	var nodeInformerFactory kubeinformers.SharedInformerFactory
 	if o.watchNodes {
 		nodeInformerFactory = newNodeInformerFactory(kubeClient)
@@ -197,6 +199,8 @@ func run(ctx context.Context, o options) error {
 		NodeInformers:       nodeInformerFactory,
 		Metrics:             m,
 
+		ParametersConfigMapInformers: configMapInformerFactory,
+
 		CredentialsCheckInterval: o.credentialsCheck,
 		ToolsImage:               toolsImage,
 	})
@@ -210,9 +214,11 @@ func run(ctx context.Context, o options) error {
 	kubeInformerFactory.Start(ctx.Done())
 	dbInformerFactory.Start(ctx.Done())
 	claimEventInformerFactory.Start(ctx.Done())
+	configMapInformerFactory.Start(ctx.Done())
 	defer kubeInformerFactory.Shutdown()
 	defer dbInformerFactory.Shutdown()
 	defer claimEventInformerFactory.Shutdown()
+	defer configMapInformerFactory.Shutdown()
 	if nodeInformerFactory != nil {
 		nodeInformerFactory.Start(ctx.Done())
 		defer nodeInformerFactory.Shutdown()
@@ -477,6 +483,18 @@ func newClaimEventInformerFactory(eventsClient kubernetes.Interface, namespace s
 	return kubeinformers.NewSharedInformerFactoryWithOptions(eventsClient, 0,
 		kubeinformers.WithNamespace(namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = claimEvents }),
+		kubeinformers.WithTransform(stripForCache))
+}
+
+// newParametersConfigMapInformerFactory returns the informer factory of the
+// ConfigMaps that Databases name in spec.parametersConfigMap: only those
+// labelled dbcontroller.io/parameters: "true", so that the cluster's other
+// ConfigMaps cost no memory; with no resync, as none needs one.
+func newParametersConfigMapInformerFactory(kubeClient kubernetes.Interface, namespace string) kubeinformers.SharedInformerFactory {
+	labelled := labels.SelectorFromSet(labels.Set{dbv1alpha1.LabelParameters: "true"}).String()
+	return kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
+		kubeinformers.WithNamespace(namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = labelled }),
 		kubeinformers.WithTransform(stripForCache))
 }
 

@@ -46,6 +46,10 @@ type Observed struct {
 	// no switchover can move the primary off before a drain, and it may be
 	// let go (builder.NewDisruptionBudgets).
 	Stranded bool
+	// Parameters are the parameters asked for: spec.parameters over the
+	// data of the ConfigMap of spec.parametersConfigMap (nil when that is
+	// not found, or refused).
+	Parameters map[string]string
 }
 
 // Plan is what one sync pass of a Database should bring about.
@@ -166,21 +170,21 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 	if observed.ToolsImage != "" {
 		builder.WithArchiving(sts, db, e, observed.ToolsImage)
 	}
-	p.StartParameters = StartParameters(db, e, observed.StatefulSet == nil)
+	p.StartParameters = StartParameters(db, e, observed.StatefulSet == nil, observed.Parameters)
 	builder.WithParameters(sts, e, p.StartParameters)
 	p.StatefulSet = stamp(sts)
 	p.Grow = claimsToGrow(db, observed.Claims)
 	return p
 }
 
-// StartParameters are the parameters of spec.parameters that db's servers
-// read at start: those a server last accepted (status.parameters.start),
-// so that a value it refuses never reaches a pod; before any was checked,
-// the spec's, for a Database whose StatefulSet is yet to be made (creating:
-// there is no data to lose, and no restart to take them), and none for
-// one made before spec.parameters (its pods keep running as they are until
-// a server checked them).
-func StartParameters(db *dbv1alpha1.Database, e engine.Engine, creating bool) map[string]string {
+// StartParameters are the parameters asked for that db's servers read at
+// start: those a server last accepted (status.parameters.start), so that a
+// value it refuses never reaches a pod; before any was checked, those of
+// asked (Observed.Parameters), for a Database whose StatefulSet is yet to
+// be made (creating: there is no data to lose, and no restart to take
+// them), and none for one made before spec.parameters (its pods keep
+// running as they are until a server checked them).
+func StartParameters(db *dbv1alpha1.Database, e engine.Engine, creating bool, asked map[string]string) map[string]string {
 	pr := e.Runtime().Parameters
 	if pr == nil {
 		return nil
@@ -192,7 +196,7 @@ func StartParameters(db *dbv1alpha1.Database, e engine.Engine, creating bool) ma
 		return nil
 	}
 	var start map[string]string
-	for name, value := range db.Spec.Parameters {
+	for name, value := range asked {
 		if pr.AtStart(name) && !slices.Contains(pr.Owned, name) {
 			if start == nil {
 				start = map[string]string{}

@@ -272,7 +272,7 @@ func TestStartParameters(t *testing.T) {
 			db := database(dbv1alpha1.EnginePostgreSQL, "16", "16")
 			db.Spec.Parameters = spec
 			db.Status.Parameters = tc.status
-			if got := StartParameters(db, e, tc.creating); !reflect.DeepEqual(got, tc.want) {
+			if got := StartParameters(db, e, tc.creating, spec); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("StartParameters = %v, want %v", got, tc.want)
 			}
 		})

@@ -14,9 +14,11 @@ import (
 // pass reads through, and returns their caches, and whether each has
 // synced. kube should be limited to the objects labelled as managed by
 // this controller, and claimEvents to the events about claims; nodes, when
-// not nil, watches the nodes, to see the primaries' nodes cordoned.
+// not nil, watches the nodes, to see the primaries' nodes cordoned;
+// configMaps, when not nil, the ConfigMaps labelled
+// dbcontroller.io/parameters: "true".
 func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedInformerFactory,
-	claimEvents, nodes kubeinformers.SharedInformerFactory) (Caches, []cache.InformerSynced, error) {
+	claimEvents, nodes, configMaps kubeinformers.SharedInformerFactory) (Caches, []cache.InformerSynced, error) {
 	if claimEvents == nil {
 		return Caches{}, nil, errors.New("no informer factory for the events about claims")
 	}
@@ -43,6 +45,13 @@ func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedI
 			indexers cache.Indexers
 			into     *cache.Indexer
 		}{nodes.Core().V1().Nodes().Informer(), nil, &c.Nodes})
+	}
+	if configMaps != nil {
+		informers = append(informers, struct {
+			informer cache.SharedIndexInformer
+			indexers cache.Indexers
+			into     *cache.Indexer
+		}{configMaps.Core().V1().ConfigMaps().Informer(), nil, &c.ConfigMaps})
 	}
 	synced := make([]cache.InformerSynced, 0, len(informers))
 	for _, inf := range informers {

@@ -59,6 +59,7 @@ type fixture struct {
 	claimEventLister  []*corev1.Event
 	budgetLister      []*policyv1.PodDisruptionBudget
 	nodeLister        []*corev1.Node
+	configMapLister   []*corev1.ConfigMap
 
 	// Objects in the fake clientsets at start.
 	kubeobjects []runtime.Object
@@ -177,6 +178,9 @@ func (f *fixture) seed(objs ...runtime.Object) {
 		case *corev1.Node:
 			f.nodeLister = append(f.nodeLister, o)
 			f.kubeobjects = append(f.kubeobjects, o)
+		case *corev1.ConfigMap:
+			f.configMapLister = append(f.configMapLister, o)
+			f.kubeobjects = append(f.kubeobjects, o)
 		default:
 			f.t.Fatalf("cannot seed %T", o)
 		}
@@ -209,6 +213,7 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		ClaimEvents:  f.cache(srcClaimEvents, cache.Indexers{IndexClaim: IndexByClaim}, f.claimEventLister),
 		Budgets:      f.cache(srcBudgets, nil, f.budgetLister),
 		Nodes:        f.cache(srcNodes, nil, f.nodeLister),
+		ConfigMaps:   f.cache(srcConfigMaps, nil, f.configMapLister),
 	}
 	recorder := record.NewFakeRecorder(100)
 	toolsImage := actiontest.ToolsImage

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
@@ -29,6 +30,21 @@ func IndexByInstance(obj interface{}) ([]string, error) {
 		return nil, nil
 	}
 	return []string{o.GetNamespace() + "/" + instance}, nil
+}
+
+// IndexParametersConfigMap is the name of the index, on the Databases
+// informer, of Databases by the ConfigMap their spec.parametersConfigMap
+// names (namespace/name), so that its change leads to them.
+const IndexParametersConfigMap = "parametersConfigMap"
+
+// IndexByParametersConfigMap indexes a Database by namespace/name of the
+// ConfigMap of its spec.parametersConfigMap; others are not indexed.
+func IndexByParametersConfigMap(obj interface{}) ([]string, error) {
+	db, ok := obj.(*dbv1alpha1.Database)
+	if !ok || db.Spec.ParametersConfigMap == nil {
+		return nil, nil
+	}
+	return []string{db.Namespace + "/" + db.Spec.ParametersConfigMap.Name}, nil
 }
 
 // IndexClaim is the name of the index, on the informer of claims' events, of

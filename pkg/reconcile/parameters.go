@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -58,23 +61,34 @@ const ParametersPoll = 10 * time.Second
 // set on every serving server. Once every server took them, their digest
 // is recorded, and a steady Database costs no SQL. A refusal is recorded
 // too, and the same parameters are not asked again.
-func (p *pass) ensureParameters(ctx context.Context, pods []*corev1.Pod, repl *replicationFindings) (parameterFindings, error) {
+func (p *pass) ensureParameters(ctx context.Context, sts *appsv1.StatefulSet, pods []*corev1.Pod, repl *replicationFindings) (found parameterFindings, err error) {
+	defer func() {
+		// Nothing recorded is no status.parameters.
+		if s := found.status; s != nil && s.Applied == "" && s.Rejected == "" && len(s.Start) == 0 && len(s.Live) == 0 {
+			found.status = nil
+		}
+	}()
 	db := p.db
 	if p.plan.Engine == nil || p.plan.Engine.Runtime().Parameters == nil {
 		return parameterFindings{}, nil
 	}
 	old := db.Status.Parameters
-	if old == nil && len(db.Spec.Parameters) == 0 {
+	if old == nil && len(db.Spec.Parameters) == 0 && db.Spec.ParametersConfigMap == nil {
 		return parameterFindings{}, nil
 	}
 	ps := &dbv1alpha1.ParametersStatus{Start: p.plan.StartParameters}
 	if old != nil {
 		ps = old.DeepCopy()
 	}
-	found := parameterFindings{decided: true, status: ps}
-	want := db.Spec.Parameters
-	if want == nil {
-		want = map[string]string{}
+	found = parameterFindings{decided: true, status: ps}
+	want, refused, err := p.desiredParameters(p.plan.Engine.Runtime().Parameters.Owned)
+	if err != nil {
+		return parameterFindings{}, err
+	}
+	if refused != nil {
+		// Nothing is asked of the servers: they keep what they have.
+		found.condition = refused
+		return found, nil
 	}
 	digest := drift.Digest(want)
 	switch {
@@ -104,14 +118,13 @@ func (p *pass) ensureParameters(ctx context.Context, pods []*corev1.Pod, repl *r
 			ps.Rejected = digest
 			found.condition = &metav1.Condition{Type: dbv1alpha1.ConditionParametersApplied, Status: metav1.ConditionFalse,
 				Reason: status.ReasonParameterRejected,
-				Message: fmt.Sprintf("%s refused parameter %s = %q: %s. The servers run with the parameters they had; correct or remove it in spec.parameters",
-					servers[0].Name, refused.Name, refused.Value, refused.Message)}
+				Message: fmt.Sprintf("%s refused parameter %s = %q: %s. The servers run with the parameters they had; correct or remove it in %s",
+					servers[0].Name, refused.Name, refused.Value, refused.Message, parametersSource(db))}
 			return found, nil
 		case err != nil:
 			// Not reached, or lost: asked again at the servers' pace,
 			// and the status says why meanwhile.
 			klog.FromContext(ctx).V(2).Info("Parameters not checked or set", "err", err)
-			found.status = old
 			found.pollAfter = ParametersPoll
 			found.condition = &metav1.Condition{Type: dbv1alpha1.ConditionParametersApplied, Status: metav1.ConditionFalse,
 				Reason: status.ReasonParametersPending, Message: "spec.parameters wait for the servers to take them: " + err.Error()}
@@ -122,8 +135,60 @@ func (p *pass) ensureParameters(ctx context.Context, pods []*corev1.Pod, repl *r
 		// None left, anywhere: no status, no condition.
 		return parameterFindings{decided: true}, nil
 	}
-	found.condition = p.parametersCondition(ps, want, pods)
+	found.condition = p.parametersCondition(ps, want, sts, pods)
 	return found, nil
+}
+
+// parametersSource says where db's parameters are given.
+func parametersSource(db *dbv1alpha1.Database) string {
+	if ref := db.Spec.ParametersConfigMap; ref != nil {
+		return "spec.parameters or ConfigMap " + ref.Name
+	}
+	return "spec.parameters"
+}
+
+// parameterName is how the servers name their parameters; the CRD's rule
+// for the keys of spec.parameters.
+var parameterName = regexp.MustCompile(`^[a-z_][a-z0-9_]*([.][a-z_][a-z0-9_]*)?$`)
+
+// desiredParameters are spec.parameters over the data of the ConfigMap
+// spec.parametersConfigMap names. A ConfigMap that is not found, or that
+// sets what spec.parameters may not (the schema cannot see it), is the
+// condition that says so, and nothing is desired.
+func (p *pass) desiredParameters(owned []string) (map[string]string, *metav1.Condition, error) {
+	db := p.db
+	want := map[string]string{}
+	if ref := db.Spec.ParametersConfigMap; ref != nil {
+		cm, err := p.read.parametersConfigMap(db.Namespace, ref.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, &metav1.Condition{Type: dbv1alpha1.ConditionParametersApplied, Status: metav1.ConditionFalse,
+				Reason: status.ReasonParametersConfigMapNotFound,
+				Message: fmt.Sprintf("ConfigMap %s, named by spec.parametersConfigMap, is not among the ConfigMaps labelled %s=true, the only ones the controller reads: create it with that label, or label it (kubectl label configmap %s %s=true); the servers keep the parameters they have",
+					ref.Name, dbv1alpha1.LabelParameters, ref.Name, dbv1alpha1.LabelParameters)}, nil
+		case err != nil:
+			return nil, nil, err
+		}
+		for _, name := range slices.Sorted(maps.Keys(cm.Data)) {
+			var why string
+			switch value := cm.Data[name]; {
+			case !parameterName.MatchString(name):
+				why = "parameters are named as the server names them, in lower case: letters, digits and '_', with one '.' for an extension's"
+			case slices.Contains(owned, name):
+				why = "the controller sets it, for the pods, replication, archiving or TLS to work"
+			case len(value) > 4096:
+				why = "a parameter's value is at most 4096 characters"
+			default:
+				want[name] = value
+				continue
+			}
+			return nil, &metav1.Condition{Type: dbv1alpha1.ConditionParametersApplied, Status: metav1.ConditionFalse,
+				Reason:  status.ReasonParameterRejected,
+				Message: fmt.Sprintf("ConfigMap %s sets %s: %s. The servers run with the parameters they had; correct or remove it in the ConfigMap", ref.Name, name, why)}, nil
+		}
+	}
+	maps.Copy(want, db.Spec.Parameters)
+	return want, nil, nil
 }
 
 // applyParameters has servers[0], the primary, check want, then sets on
@@ -206,51 +271,48 @@ func (p *pass) parameterServers(pods []*corev1.Pod, repl *replicationFindings) (
 }
 
 // parametersCondition is the ParametersApplied condition of parameters the
-// servers took: pending while a pod's command line does not have those
-// read at start yet (the pods restart, in the safe order, to take them).
-func (p *pass) parametersCondition(ps *dbv1alpha1.ParametersStatus, want map[string]string, pods []*corev1.Pod) *metav1.Condition {
+// servers took: pending while the StatefulSet's template does not give
+// those read at start yet (the next pass applies it), or a pod runs an
+// earlier revision than the template's (the pods restart, in the safe
+// order, to take it).
+func (p *pass) parametersCondition(ps *dbv1alpha1.ParametersStatus, want map[string]string, sts *appsv1.StatefulSet, pods []*corev1.Pod) *metav1.Condition {
 	pr := p.plan.Engine.Runtime().Parameters
 	escaped := map[string]string{}
 	for name, value := range ps.Start {
 		escaped[name] = strings.ReplaceAll(value, "$", "$$")
 	}
-	pending, running, waiting := 0, 0, map[string]bool{}
+	inTemplate := false
+	if sts != nil && sts.Status.ObservedGeneration >= sts.Generation {
+		for _, c := range sts.Spec.Template.Spec.Containers {
+			if c.Name == p.plan.Engine.Name() {
+				inTemplate = maps.Equal(pr.Given(c.Args), escaped)
+			}
+		}
+	}
+	pending, running := 0, 0
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
 		running++
-		var given map[string]string
-		for _, c := range pod.Spec.Containers {
-			if c.Name == p.plan.Engine.Name() {
-				given = pr.Given(c.Args)
-			}
-		}
-		if maps.Equal(given, escaped) {
-			continue
-		}
-		pending++
-		for name := range escaped {
-			if given[name] != escaped[name] {
-				waiting[name] = true
-			}
-		}
-		for name := range given {
-			if _, ok := escaped[name]; !ok {
-				waiting[name] = true
-			}
+		if !inTemplate || pod.Labels[appsv1.ControllerRevisionHashLabelKey] != sts.Status.UpdateRevision {
+			pending++
 		}
 	}
-	if pending > 0 {
+	if pending > 0 && len(ps.Start) > 0 {
+		given := make([]string, 0, len(ps.Start))
+		for _, name := range slices.Sorted(maps.Keys(ps.Start)) {
+			given = append(given, name+"="+ps.Start[name])
+		}
 		return &metav1.Condition{Type: dbv1alpha1.ConditionParametersApplied, Status: metav1.ConditionFalse,
 			Reason: status.ReasonRestartPending,
-			Message: fmt.Sprintf("%s: read only at start; %d of %d servers restart to take them (a replicated Database's replicas first, its primary last, after a switchover)",
-				strings.Join(slices.Sorted(maps.Keys(waiting)), ", "), pending, running)}
+			Message: fmt.Sprintf("%d of %d servers restart to take the parameters read at start (%s): a replicated Database's replicas first, its primary last, after a switchover",
+				pending, running, strings.Join(given, ", "))}
 	}
 	if ps.Applied == "" || ps.Applied != drift.Digest(want) {
 		return &metav1.Condition{Type: dbv1alpha1.ConditionParametersApplied, Status: metav1.ConditionFalse,
 			Reason: status.ReasonParametersPending, Message: "spec.parameters are set on the servers that serve; the others take them once they serve"}
 	}
 	return &metav1.Condition{Type: dbv1alpha1.ConditionParametersApplied, Status: metav1.ConditionTrue,
-		Reason: status.ReasonParametersApplied, Message: fmt.Sprintf("the servers run with the %d parameters of spec.parameters", len(want))}
+		Reason: status.ReasonParametersApplied, Message: fmt.Sprintf("the servers run with the %d parameters asked for", len(want))}
 }

@@ -50,7 +50,7 @@ func TestParametersLiveAndAtStart(t *testing.T) {
 	applied := &dbv1alpha1.ParametersStatus{Applied: drift.Digest(params),
 		Start: map[string]string{"shared_buffers": "256MB"}, Live: map[string]string{"work_mem": "64MB"}}
 	pending := metav1.Condition{Status: metav1.ConditionFalse, Reason: status.ReasonRestartPending,
-		Message: "shared_buffers: read only at start; 1 of 1 servers restart to take them (a replicated Database's replicas first, its primary last, after a switchover)"}
+		Message: "1 of 1 servers restart to take the parameters read at start (shared_buffers=256MB): a replicated Database's replicas first, its primary last, after a switchover"}
 
 	f := newFixture(t)
 	db, _ := parametersDatabase(t, f, params)
@@ -80,19 +80,19 @@ func TestParametersLiveAndAtStart(t *testing.T) {
 		db := newDatabase("orders", "postgresql", "16", 1)
 		db.Spec.Parameters = params
 		db.Status.Parameters = applied
-		f.converged(db)
-		sts := expectedStatefulSet(t, db)
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: names.PodName(db, 0), Namespace: db.Namespace, Labels: names.SelectorLabels(db)},
-			Spec:   sts.Spec.Template.Spec,
+		sts, _, _, _ := f.converged(db)
+		labels := names.SelectorLabels(db)
+		labels["controller-revision-hash"] = sts.Status.UpdateRevision
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: names.PodName(db, 0), Namespace: db.Namespace, Labels: labels},
 			Status: corev1.PodStatus{PodIP: "192.0.2.10", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 		f.seed(pod)
 		f.expectStatusUpdate(db, withCondition(db, db.Status, metav1.Condition{Status: metav1.ConditionTrue, Reason: status.ReasonParametersApplied,
-			Message: "the servers run with the 2 parameters of spec.parameters"}))
+			Message: "the servers run with the 2 parameters asked for"}))
 		f.run(ctx, ref(db), synced)
 
 		f = newFixture(t)
 		db.Status = withCondition(db, db.Status, metav1.Condition{Status: metav1.ConditionTrue, Reason: status.ReasonParametersApplied,
-			Message: "the servers run with the 2 parameters of spec.parameters"})
+			Message: "the servers run with the 2 parameters asked for"})
 		f.converged(db)
 		f.seed(pod)
 		f.run(ctx, ref(db), synced)
@@ -143,7 +143,7 @@ func TestParametersReplicated(t *testing.T) {
 		"set parameters on 192.0.2.11: work_mem=64MB; reset statement_timeout",
 		"set parameters on 192.0.2.12: work_mem=64MB; reset statement_timeout")
 	st := withCondition(db, db.Status, metav1.Condition{Status: metav1.ConditionTrue, Reason: status.ReasonParametersApplied,
-		Message: "the servers run with the 1 parameters of spec.parameters"})
+		Message: "the servers run with the 1 parameters asked for"})
 	st.Parameters = &dbv1alpha1.ParametersStatus{Live: map[string]string{"work_mem": "64MB"}, Applied: drift.Digest(db.Spec.Parameters)}
 	f.expectStatusUpdate(db, st)
 	f.run(ctx, ref(db), pollServers)
@@ -162,4 +162,66 @@ func TestParametersServerUnreachable(t *testing.T) {
 	f.expectStatusUpdate(db, withCondition(db, db.Status, metav1.Condition{Status: metav1.ConditionFalse, Reason: status.ReasonParametersPending,
 		Message: "spec.parameters wait for the servers to take them: dial tcp 192.0.2.10: connect: connection refused"}))
 	f.run(ctx, ref(db), pollServers)
+}
+
+// Parameters from a ConfigMap labelled dbcontroller.io/parameters: its
+// data under spec.parameters, which wins on the same name. One that is
+// not found, or that sets what spec.parameters may not, is said in the
+// condition with a Warning event, and no server is asked.
+func TestParametersConfigMap(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	tuning := func(data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pg-tuning", Namespace: "default", ResourceVersion: "3",
+			Labels: map[string]string{dbv1alpha1.LabelParameters: "true"}}, Data: data}
+	}
+	t.Run("merged under spec.parameters", func(t *testing.T) {
+		f := newFixture(t)
+		db, _ := parametersDatabase(t, f, map[string]string{"work_mem": "64MB"})
+		db.Spec.ParametersConfigMap = &dbv1alpha1.LocalConfigMapReference{Name: "pg-tuning"}
+		f.seed(tuning(map[string]string{"work_mem": "8MB", "statement_timeout": "30s"}))
+		want := map[string]string{"work_mem": "64MB", "statement_timeout": "30s"}
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.calls = []string{"check parameters on 192.0.2.10: statement_timeout=30s work_mem=64MB", "set parameters on 192.0.2.10: statement_timeout=30s work_mem=64MB"}
+		st := withCondition(db, db.Status, metav1.Condition{Status: metav1.ConditionTrue, Reason: status.ReasonParametersApplied,
+			Message: "the servers run with the 2 parameters asked for"})
+		st.Parameters = &dbv1alpha1.ParametersStatus{Applied: drift.Digest(want), Live: want}
+		f.expectStatusUpdate(db, st)
+		f.run(ctx, ref(db), synced)
+	})
+	for _, tc := range []struct {
+		name      string
+		configMap *corev1.ConfigMap
+		reason    string
+		message   string
+	}{
+		{"not found", nil, status.ReasonParametersConfigMapNotFound,
+			"ConfigMap pg-tuning, named by spec.parametersConfigMap, is not among the ConfigMaps labelled dbcontroller.io/parameters=true, the only ones the controller reads: create it with that label, or label it (kubectl label configmap pg-tuning dbcontroller.io/parameters=true); the servers keep the parameters they have"},
+		{"the controller's own", tuning(map[string]string{"work_mem": "8MB", "port": "5433"}), status.ReasonParameterRejected,
+			"ConfigMap pg-tuning sets port: the controller sets it, for the pods, replication, archiving or TLS to work. The servers run with the parameters they had; correct or remove it in the ConfigMap"},
+		{"a name not in lower case", tuning(map[string]string{"Work_Mem": "8MB"}), status.ReasonParameterRejected,
+			"ConfigMap pg-tuning sets Work_Mem: parameters are named as the server names them, in lower case: letters, digits and '_', with one '.' for an extension's. The servers run with the parameters they had; correct or remove it in the ConfigMap"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			db, _ := parametersDatabase(t, f, nil)
+			db.Spec.ParametersConfigMap = &dbv1alpha1.LocalConfigMapReference{Name: "pg-tuning"}
+			if tc.configMap != nil {
+				f.seed(tc.configMap)
+			}
+			st := withCondition(db, db.Status, metav1.Condition{Status: metav1.ConditionFalse, Reason: tc.reason, Message: tc.message})
+			f.expectStatusUpdate(db, st)
+			f.events = []string{"Warning " + tc.reason + " " + tc.message}
+			f.run(ctx, ref(db), synced)
+
+			// Said already: no write, no event.
+			f = newFixture(t)
+			db, _ = parametersDatabase(t, f, nil)
+			db.Spec.ParametersConfigMap = &dbv1alpha1.LocalConfigMapReference{Name: "pg-tuning"}
+			db.Status = st
+			if tc.configMap != nil {
+				f.seed(tc.configMap)
+			}
+			f.run(ctx, ref(db), synced)
+		})
+	}
 }

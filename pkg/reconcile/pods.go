@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -10,20 +11,33 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// replaceUnscheduledPods deletes the pods of an earlier revision of the
-// StatefulSet that were never scheduled. A rolling update waits for such a
-// pod to become ready before it replaces it, which it never will: after
-// spec.resources is lowered to fit a node, the StatefulSet would wait
-// forever. A pod that was never scheduled never ran and holds no data (its
-// claim stays), so the StatefulSet makes it again at the current revision.
-func (p *pass) replaceUnscheduledPods(ctx context.Context, sts *appsv1.StatefulSet, pods []*corev1.Pod) error {
+// replaceStuckPods deletes the pods of an earlier revision of the
+// StatefulSet that cannot become ready: never scheduled, or with a
+// container that fails to start (CrashLoopBackOff). A rolling update waits
+// for such a pod to become ready before it replaces it, which it never
+// will: after spec.resources is lowered to fit a node, or a parameter
+// read at start that the server cannot start with is corrected, the
+// StatefulSet would wait forever (the controller's own rollout of a
+// replicated Database waits for every pod to be ready too). Such a pod
+// serves nothing; its claim stays, so the StatefulSet makes it again at
+// the current revision, on the same data.
+func (p *pass) replaceStuckPods(ctx context.Context, sts *appsv1.StatefulSet, pods []*corev1.Pod) error {
 	if sts == nil || sts.Status.UpdateRevision == "" {
 		return nil
 	}
 	db := p.db
 	for _, pod := range pods {
-		if !metav1.IsControlledBy(pod, sts) || pod.DeletionTimestamp != nil || pod.Spec.NodeName != "" ||
-			pod.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision || !unschedulable(pod) {
+		if !metav1.IsControlledBy(pod, sts) || pod.DeletionTimestamp != nil ||
+			pod.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision {
+			continue
+		}
+		var why string
+		switch {
+		case pod.Spec.NodeName == "" && unschedulable(pod):
+			why = "it was never scheduled"
+		case crashLooping(pod):
+			why = "its server fails to start"
+		default:
 			continue
 		}
 		err := p.r.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
@@ -33,10 +47,21 @@ func (p *pass) replaceUnscheduledPods(ctx context.Context, sts *appsv1.StatefulS
 		}
 		if err == nil {
 			p.r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated,
-				"Deleted pod %s: it was never scheduled and is of an earlier revision; the StatefulSet makes it again at the current one", pod.Name)
+				"Deleted pod %s: %s, and it is of an earlier revision; the StatefulSet makes it again at the current one", pod.Name, why)
 		}
 	}
 	return nil
+}
+
+// crashLooping reports whether a container of pod, an init container or
+// not, waits to be started again after failing (CrashLoopBackOff).
+func crashLooping(pod *corev1.Pod) bool {
+	for _, cs := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
+		if !cs.Ready && cs.RestartCount > 0 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" {
+			return true
+		}
+	}
+	return false
 }
 
 func unschedulable(pod *corev1.Pod) bool {

@@ -40,6 +40,7 @@ const (
 	srcClaimEvents
 	srcBudgets
 	srcNodes
+	srcConfigMaps
 	numSources
 )
 
@@ -55,6 +56,7 @@ var resources = [numSources]schema.GroupResource{
 	srcClaimEvents:  {Resource: "events"},
 	srcBudgets:      {Group: "policy", Resource: "poddisruptionbudgets"},
 	srcNodes:        {Resource: "nodes"},
+	srcConfigMaps:   {Resource: "configmaps"},
 }
 
 // Caches are the indexers of the informers a pass reads, each limited to
@@ -63,15 +65,17 @@ var resources = [numSources]schema.GroupResource{
 // Claims, Pods and Jobs have the index IndexInstance, Backups
 // backup.IndexDatabase, and ClaimEvents IndexClaim. Nodes is nil when the
 // controller does not watch nodes: no node reads as cordoned then.
+// ConfigMaps are those labelled dbcontroller.io/parameters: "true" (nil: no
+// ConfigMap is found).
 type Caches struct {
-	StatefulSets, Services, Secrets, Jobs, Backups, Claims, Pods, ClaimEvents, Budgets, Nodes cache.Indexer
+	StatefulSets, Services, Secrets, Jobs, Backups, Claims, Pods, ClaimEvents, Budgets, Nodes, ConfigMaps cache.Indexer
 }
 
 func (c Caches) indexers() [numSources]cache.Indexer {
 	return [numSources]cache.Indexer{
 		srcStatefulSets: c.StatefulSets, srcServices: c.Services, srcSecrets: c.Secrets, srcJobs: c.Jobs,
 		srcBackups: c.Backups, srcClaims: c.Claims, srcPods: c.Pods, srcClaimEvents: c.ClaimEvents,
-		srcBudgets: c.Budgets, srcNodes: c.Nodes,
+		srcBudgets: c.Budgets, srcNodes: c.Nodes, srcConfigMaps: c.ConfigMaps,
 	}
 }
 
@@ -254,6 +258,11 @@ func (r *reader) cordoned(node string) bool {
 	}
 	n, err := getAs[*corev1.Node](r, srcNodes, "", node)
 	return err == nil && n.Spec.Unschedulable
+}
+
+// parametersConfigMap reads a ConfigMap labelled dbcontroller.io/parameters.
+func (r *reader) parametersConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
+	return getAs[*corev1.ConfigMap](r, srcConfigMaps, namespace, name)
 }
 
 func (r *reader) job(namespace, name string) (*batchv1.Job, error) {

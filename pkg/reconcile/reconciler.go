@@ -50,6 +50,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/engine/registry"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/login"
@@ -386,7 +387,7 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	if f.archive, err = p.archiving(ctx, observed.ToolsImage, f.pods, f.replication); err != nil {
 		return f, err
 	}
-	if err := p.replaceUnscheduledPods(ctx, sts, f.pods); err != nil {
+	if err := p.replaceStuckPods(ctx, sts, f.pods); err != nil {
 		return f, err
 	}
 	if err := p.growClaims(ctx); err != nil {
@@ -398,7 +399,7 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	if err != nil {
 		return f, err
 	}
-	f.parameters, err = p.ensureParameters(ctx, f.pods, f.replication)
+	f.parameters, err = p.ensureParameters(ctx, sts, f.pods, f.replication)
 	return f, err
 }
 
@@ -442,5 +443,10 @@ func (p *pass) observe() (plan.Observed, error) {
 		return observed, err
 	}
 	observed.Claims = claims
+	if e, err := registry.Lookup(string(p.db.Spec.Engine)); err == nil && e.Runtime().Parameters != nil {
+		if observed.Parameters, _, err = p.desiredParameters(e.Runtime().Parameters.Owned); err != nil {
+			return observed, err
+		}
+	}
 	return observed, nil
 }

@@ -184,7 +184,7 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 			r.recorder.Event(db, corev1.EventTypeWarning, rc.Reason, rc.Message)
 		}
 	}
-	if pc := f.parameters.condition; pc != nil && pc.Reason == status.ReasonParameterRejected {
+	if pc := f.parameters.condition; pc != nil && (pc.Reason == status.ReasonParameterRejected || pc.Reason == status.ReasonParametersConfigMapNotFound) {
 		if old := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionParametersApplied); old == nil || old.Reason != pc.Reason || old.Message != pc.Message {
 			r.recorder.Event(db, corev1.EventTypeWarning, pc.Reason, pc.Message)
 		}

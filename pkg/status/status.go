@@ -69,6 +69,10 @@ const (
 	// ReasonParameterRejected: a server refused a parameter, in its words;
 	// the servers run with the parameters they had.
 	ReasonParameterRejected = "ParameterRejected"
+	// ReasonParametersConfigMapNotFound: the ConfigMap of
+	// spec.parametersConfigMap is not found among those the controller
+	// watches; the servers keep the parameters they have.
+	ReasonParametersConfigMapNotFound = "ParametersConfigMapNotFound"
 	// ReasonParametersPending: spec.parameters changed, and no server
 	// serves to check them yet.
 	ReasonParametersPending = "Pending"

@@ -84,7 +84,11 @@ func TestLeastPrivilege(t *testing.T) {
 		{[]string{"bind", "clusterroles.rbac.authorization.k8s.io"}, "no"},
 		{[]string{"escalate", "clusterroles.rbac.authorization.k8s.io"}, "no"},
 		{[]string{"create", "rolebindings.rbac.authorization.k8s.io", "-n", "default"}, "no"},
+		// The ConfigMaps of spec.parametersConfigMap, through a watch
+		// limited by their label; never one by name, never a write.
 		{[]string{"get", "configmaps", "-n", "default"}, "no"},
+		{[]string{"watch", "configmaps", "-n", "default"}, "yes"},
+		{[]string{"patch", "configmaps", "-n", "default"}, "no"},
 		{[]string{"create", "deployments.apps", "-n", "default"}, "no"},
 		{[]string{"update", "leases.coordination.k8s.io", "-n", "default"}, "no"},
 		// Whether nodes are cordoned, for drains; nothing else of them.

@@ -64,7 +64,46 @@ func TestParameters(t *testing.T) {
 		}
 	}
 	out, err := e2eutil.KubectlRun(dbYAML("other", "mysql", "8.4", 1, "  parameters:\n    max_connections: \"200\"\n"), "-n", ns, "create", "-f", "-")
-	if want := "spec.parameters is for PostgreSQL, for now"; err == nil || !strings.Contains(string(out), want) {
+	if want := "spec.parameters and spec.parametersConfigMap are for PostgreSQL, for now"; err == nil || !strings.Contains(string(out), want) {
 		t.Errorf("a MySQL Database with parameters: err %v, output %q; want refused with %q", err, out, want)
 	}
+}
+
+// Parameters from a ConfigMap labelled dbcontroller.io/parameters: a new
+// Database's read at start reach its pods; the controller sees the
+// ConfigMap change (a parameter it may not set is refused, naming the
+// ConfigMap, with a Warning event) and go (not found), and says so.
+func TestParametersConfigMap(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	e2eutil.KubectlIn(t, `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: pg-tuning
+  labels: {dbcontroller.io/parameters: "true"}
+data:
+  max_connections: "200"
+  work_mem: 8MB
+`, "-n", ns, "create", "-f", "-")
+	createDB(t, ns, dbYAML("fromcm", "postgresql", "16", 1, "  parametersConfigMap: {name: pg-tuning}\n  parameters:\n    work_mem: 64MB\n"))
+	e2eutil.Eventually(t, converge, "max_connections from the ConfigMap on the server's command line", func() (bool, string) {
+		var sts appsv1.StatefulSet
+		e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "fromcm")
+		args := sts.Spec.Template.Spec.Containers[0].Args
+		return slices.Equal(args, []string{"postgres", "-c", "max_connections=200"}), fmt.Sprintf("args %q", args)
+	})
+
+	condition := func(reason, message string) {
+		t.Helper()
+		e2eutil.Eventually(t, converge, "ParametersApplied "+reason, func() (bool, string) {
+			c := meta.FindStatusCondition(e2eutil.GetDB(t, ns, "fromcm").Status.Conditions, dbv1alpha1.ConditionParametersApplied)
+			return c != nil && c.Reason == reason && strings.Contains(c.Message, message), fmt.Sprintf("%+v", c)
+		})
+	}
+	e2eutil.Kubectl(t, "-n", ns, "patch", "configmap", "pg-tuning", "--type=merge", "-p", `{"data":{"port":"5433"}}`)
+	condition("ParameterRejected", "ConfigMap pg-tuning sets port: the controller sets it")
+	waitEvent(t, ns, "fromcm", "Warning ParameterRejected ConfigMap pg-tuning sets port", converge)
+	e2eutil.Kubectl(t, "-n", ns, "delete", "configmap", "pg-tuning")
+	condition("ParametersConfigMapNotFound", "ConfigMap pg-tuning, named by spec.parametersConfigMap, is not among the ConfigMaps labelled dbcontroller.io/parameters=true")
 }

@@ -57,6 +57,7 @@ var controllerPermissions = map[grant][]string{
 	{Group: "batch", Resource: "jobs"}:                                 verbs("get", "list", "watch", "create", "delete"),
 	{Group: "", Resource: "events"}:                                    verbs("create", "patch", "list", "watch"),
 	{Group: "policy", Resource: "poddisruptionbudgets"}:                verbs("get", "list", "watch", "create", "patch", "delete"),
+	{Group: "", Resource: "configmaps"}:                                verbs("list", "watch"),
 }
 
 // clusterPermissions are controllerPermissions and, cluster-scoped, the

@@ -58,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.DivergenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("InstanceStatus"):
 		return &dbcontrollerv1alpha1.InstanceStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LocalConfigMapReference"):
+		return &dbcontrollerv1alpha1.LocalConfigMapReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LocalSecretReference"):
 		return &dbcontrollerv1alpha1.LocalSecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObjectStore"):

@@ -127,18 +127,7 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 	}
 	waitReplicating(t, ns, "drained", "the evicted replica to stream again")
 
-	w := parseWrites(t, writer.wait(t))
-	since := float64(deleted.UnixNano()) / 1e9
-	from, until := w.outage(since)
-	t.Logf("delete pod of the primary: writes failed for %.1f s (%.1f s to %.1f s after it); failed attempts ended at %s s", until-from, from-since, until-since, w.failedAfter(since))
-	lost := w.lost(t, ns, "drained")
-	w.report(t, "handover and evictions", lost, 20)
-	if before, after := w.around(since); before == 0 || after == 0 {
-		t.Errorf("%d writes acknowledged before the delete and %d after its outage: the writer did not span the handover", before, after)
-	}
-	if len(lost) > 0 {
-		t.Errorf("acknowledged writes lost across handovers: %v", lost)
-	}
+	parseWrites(t, writer.wait(t)).across(t, ns, "drained", "delete pod of the primary, then evictions", deleted)
 }
 
 // A replica whose data cannot start (its pg_control removed on the host,

@@ -109,6 +109,26 @@ func (w writeLog) around(since float64) (before, after int) {
 	return before, after
 }
 
+// across reports what the writer saw across what, which began at event: the
+// first outage after it, with when each failed attempt ended, and the
+// acknowledged writes lost. It fails the test when one was lost, or when
+// the writer did not span the event (no write acknowledged before it, or
+// none after its outage).
+func (w writeLog) across(t *testing.T, ns, db, what string, event time.Time) {
+	t.Helper()
+	since := float64(event.UnixNano()) / 1e9
+	from, until := w.outage(since)
+	t.Logf("%s: writes failed for %.1f s (%.1f s to %.1f s after it); failed attempts ended at %s s", what, until-from, from-since, until-since, w.failedAfter(since))
+	lost := w.lost(t, ns, db)
+	w.report(t, what, lost, 20)
+	if before, after := w.around(since); before == 0 || after == 0 {
+		t.Errorf("%d writes acknowledged before it and %d after its outage: the writer did not span %s", before, after, what)
+	}
+	if len(lost) > 0 {
+		t.Errorf("acknowledged writes lost across %s: %v", what, lost)
+	}
+}
+
 // failedAfter is when each failed attempt after since ended, in seconds
 // after it, for the log of an outage.
 func (w writeLog) failedAfter(since float64) string {

@@ -92,6 +92,11 @@ const (
 	ConditionParametersApplied = "ParametersApplied"
 )
 
+// LabelParameters labels, with the value "true", the ConfigMaps that
+// Databases name in spec.parametersConfigMap: the controller watches only
+// those.
+const LabelParameters = "dbcontroller.io/parameters"
+
 // LabelRole is the role label the controller gives each pod of a
 // replicated Database: RolePrimary or RoleReplica. The client Service
 // selects the primary by it, and the read-only Service the replicas.
@@ -162,7 +167,7 @@ type Database struct {
 // server checks a rule again only where the value it applies to changed.
 
 // DatabaseSpec is what the user asks for.
-// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || self.engine == 'postgresql'",message="spec.parameters is for PostgreSQL, for now: MySQL's and MongoDB's parameters are not supported yet"
+// +kubebuilder:validation:XValidation:rule="(!has(self.parameters) && !has(self.parametersConfigMap)) || self.engine == 'postgresql'",message="spec.parameters and spec.parametersConfigMap are for PostgreSQL, for now: MySQL's and MongoDB's parameters are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.backup) || !has(self.backup.continuous) || self.engine == 'postgresql'",message="spec.backup.continuous is for PostgreSQL: MySQL's binlogs and MongoDB's oplog are not archived yet"
 // +kubebuilder:validation:XValidation:rule="self.engine != 'mongodb' || !has(self.replicas) || self.replicas <= 1",message="replicas above 1 are refused for MongoDB: the servers would be independent copies, not a replica set, and each connection would read and write another one. Use 1 (or 0 to stop): MongoDB replica sets are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.primary) || !has(self.replicas) || self.replicas == 0 || int(self.replication.primary.substring(self.replication.primary.lastIndexOf('-') + 1)) < self.replicas",message="spec.replication.primary must be one of the pods spec.replicas asks for, <name>-0 to <name>-<replicas-1>: change or unset it before scaling below it"
@@ -308,6 +313,16 @@ type DatabaseSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!('ssl_passphrase_command' in self)",message="parameters may not set ssl_passphrase_command: the controller sets it, for the pods, replication, archiving or TLS to work"
 	// +kubebuilder:validation:XValidation:rule="!('ssl_passphrase_command_supports_reload' in self)",message="parameters may not set ssl_passphrase_command_supports_reload: the controller sets it, for the pods, replication, archiving or TLS to work"
 	Parameters map[string]string `json:"parameters,omitempty"`
+
+	// ParametersConfigMap names a ConfigMap of the Database's namespace
+	// whose data holds more parameters, each key a parameter's name, with
+	// the rules of spec.parameters, which wins on the same name. The
+	// controller watches only the ConfigMaps labelled
+	// dbcontroller.io/parameters: "true", and applies a change of their
+	// data as it applies a change of spec.parameters. PostgreSQL only, for
+	// now.
+	// +optional
+	ParametersConfigMap *LocalConfigMapReference `json:"parametersConfigMap,omitempty"`
 
 	// Replication tunes the replication that every PostgreSQL and MySQL
 	// Database with replicas >= 2 runs: one primary, behind the client
@@ -595,6 +610,16 @@ type ObjectStore struct {
 	// authorities when unset. Only for an https endpoint.
 	// +optional
 	CA *SecretKeySelector `json:"ca,omitempty"`
+}
+
+// LocalConfigMapReference names a ConfigMap of the same namespace.
+type LocalConfigMapReference struct {
+	// Name of the ConfigMap.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
 }
 
 // LocalSecretReference names a Secret of the same namespace.

@@ -86,6 +86,14 @@ type DatabaseSpecApplyConfiguration struct {
 	// sets itself (ports, paths, replication, archiving, TLS, logging to
 	// the pod's log) are refused. PostgreSQL only, for now.
 	Parameters map[string]string `json:"parameters,omitempty"`
+	// ParametersConfigMap names a ConfigMap of the Database's namespace
+	// whose data holds more parameters, each key a parameter's name, with
+	// the rules of spec.parameters, which wins on the same name. The
+	// controller watches only the ConfigMaps labelled
+	// dbcontroller.io/parameters: "true", and applies a change of their
+	// data as it applies a change of spec.parameters. PostgreSQL only, for
+	// now.
+	ParametersConfigMap *LocalConfigMapReferenceApplyConfiguration `json:"parametersConfigMap,omitempty"`
 	// Replication tunes the replication that every PostgreSQL and MySQL
 	// Database with replicas >= 2 runs: one primary, behind the client
 	// Service, and replicas >= 1 that stream from it (PostgreSQL's
@@ -207,6 +215,14 @@ func (b *DatabaseSpecApplyConfiguration) WithParameters(entries map[string]strin
 	for k, v := range entries {
 		b.Parameters[k] = v
 	}
+	return b
+}
+
+// WithParametersConfigMap sets the ParametersConfigMap field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ParametersConfigMap field is set to the value of the last call.
+func (b *DatabaseSpecApplyConfiguration) WithParametersConfigMap(value *LocalConfigMapReferenceApplyConfiguration) *DatabaseSpecApplyConfiguration {
+	b.ParametersConfigMap = value
 	return b
 }
 

@@ -1,0 +1,242 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
+)
+
+// podSampler reads the UIDs of a Database's pods every 250 ms, and keeps,
+// for each pod name, every UID it saw, in order, with when it first saw it.
+type podSampler struct {
+	stop chan struct{}
+	done sync.WaitGroup
+	mu   sync.Mutex
+	seen map[string][]sightedUID
+}
+
+type sightedUID struct {
+	uid string
+	at  time.Time
+}
+
+func samplePods(ns, db string) *podSampler {
+	s := &podSampler{stop: make(chan struct{}), seen: map[string][]sightedUID{}}
+	s.done.Go(func() {
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db,
+				"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.uid} {end}`)
+			if err != nil {
+				continue
+			}
+			now := time.Now()
+			s.mu.Lock()
+			for _, f := range strings.Fields(string(out)) {
+				name, uid, _ := strings.Cut(f, "=")
+				if l := s.seen[name]; len(l) == 0 || l[len(l)-1].uid != uid {
+					s.seen[name] = append(l, sightedUID{uid, now})
+				}
+			}
+			s.mu.Unlock()
+		}
+	})
+	return s
+}
+
+// finish stops the sampler and returns what it saw.
+func (s *podSampler) finish() map[string][]sightedUID {
+	close(s.stop)
+	s.done.Wait()
+	return s.seen
+}
+
+// showEach asks each pod of db's server for the settings names, through
+// the pod's own address, and returns "pod: value value ..." lines.
+func showEach(t *testing.T, ns, db string, pods []string, names ...string) map[string]string {
+	t.Helper()
+	var script strings.Builder
+	for _, pod := range pods {
+		ip := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", pod, "-o", "jsonpath={.status.podIP}"))
+		fmt.Fprintf(&script, `printf '%s:'; psql -X -v ON_ERROR_STOP=1 -tA "postgresql://$USERNAME:$PASSWORD@%s:5432/$DATABASE" -c "SELECT string_agg(current_setting(n), ' ' ORDER BY o) FROM unnest('{%s}'::text[]) WITH ORDINALITY AS s(n, o)"
+`, pod, ip, strings.Join(names, ","))
+	}
+	out := runClient(t, ns, db, postgresImage, script.String())
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		pod, values, ok := strings.Cut(line, ":")
+		if ok {
+			got[pod] = strings.TrimSpace(values)
+		}
+	}
+	return got
+}
+
+// podStarts are the UIDs and start times of db's pods' servers, by pod.
+func podStarts(t *testing.T, ns, db string) map[string]string {
+	t.Helper()
+	var list corev1.PodList
+	e2eutil.GetJSON(t, &list, "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db)
+	out := map[string]string{}
+	for _, p := range list.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == "postgresql" && c.State.Running != nil {
+				out[p.Name] = fmt.Sprintf("%s started %s, %d restarts", p.UID, c.State.Running.StartedAt.UTC().Format(time.RFC3339), c.RestartCount)
+			}
+		}
+	}
+	return out
+}
+
+// waitParameters waits until the ParametersApplied condition has seen
+// the Database's generation with reason, and returns its message.
+func waitParameters(t *testing.T, ns, db, reason string) string {
+	t.Helper()
+	generation := e2eutil.GetDB(t, ns, db).Generation
+	var msg string
+	e2eutil.Eventually(t, 3*converge, "ParametersApplied "+reason, func() (bool, string) {
+		c := meta.FindStatusCondition(e2eutil.GetDB(t, ns, db).Status.Conditions, dbv1alpha1.ConditionParametersApplied)
+		if c == nil {
+			return false, "no ParametersApplied condition"
+		}
+		msg = c.Message
+		return c.ObservedGeneration == generation && c.Reason == reason, fmt.Sprintf("%s %s (generation %d of %d)", c.Reason, c.Message, c.ObservedGeneration, generation)
+	})
+	return msg
+}
+
+// spec.parameters on a replicated PostgreSQL Database, as a user tunes it:
+//  1. one read at start, given at creation, is on the servers' command
+//     line from their first start (no restart for it);
+//  2. one a running server takes (work_mem) is set on every server with
+//     no pod restarted (same UIDs, start times, restart counts), and SHOW
+//     on each server proves it;
+//  2b. the same from a ConfigMap, and a change of the ConfigMap;
+//  3. a value the server refuses: the condition names the parameter in
+//     the server's words, with a Warning event, the Database serves on,
+//     and the servers keep the last good value;
+//  4. one read at start (shared_buffers), changed under a writer: each pod
+//     restarts once, the replicas first, the primary last after a
+//     switchover, and no acknowledged write is lost.
+func TestParameters(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	yaml := dbYAML("tuned", "postgresql", "15", postgresImage, 3) + "  parameters:\n    max_connections: \"150\"\n"
+	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")
+	waitReplicating(t, ns, "tuned", "three replicas, one primary and two streaming")
+	waitParameters(t, ns, "tuned", "Applied")
+	pods := []string{"tuned-0", "tuned-1", "tuned-2"}
+	if got := showEach(t, ns, "tuned", pods, "max_connections"); !equalAll(got, pods, "150") {
+		t.Errorf("max_connections on the servers: %v, want 150 on each", got)
+	}
+	before := podStarts(t, ns, "tuned")
+	if len(before) != 3 || slices.ContainsFunc(slices.Collect(maps.Values(before)), func(s string) bool { return !strings.HasSuffix(s, ", 0 restarts") }) {
+		t.Errorf("servers at creation: %v, want three started once", before)
+	}
+
+	// 2. Live.
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=merge", "-p", `{"spec":{"parameters":{"work_mem":"64MB"}}}`)
+	waitParameters(t, ns, "tuned", "Applied")
+	if got := showEach(t, ns, "tuned", pods, "work_mem", "max_connections"); !equalAll(got, pods, "64MB 150") {
+		t.Errorf("work_mem and max_connections on the servers: %v, want 64MB 150 on each", got)
+	}
+	if after := podStarts(t, ns, "tuned"); !maps.Equal(after, before) {
+		t.Errorf("pods after a live parameter: %v, want unchanged %v", after, before)
+	}
+
+	// 2b. From a ConfigMap, and its change, live too.
+	e2eutil.KubectlIn(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pg-tuning\n  labels: {dbcontroller.io/parameters: \"true\"}\ndata:\n  statement_timeout: 30s\n",
+		"-n", ns, "create", "-f", "-")
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=merge", "-p", `{"spec":{"parametersConfigMap":{"name":"pg-tuning"}}}`)
+	waitParameters(t, ns, "tuned", "Applied")
+	if got := showEach(t, ns, "tuned", pods, "statement_timeout", "work_mem"); !equalAll(got, pods, "30s 64MB") {
+		t.Errorf("statement_timeout from the ConfigMap and work_mem on the servers: %v, want 30s 64MB on each", got)
+	}
+	changed := time.Now()
+	e2eutil.Kubectl(t, "-n", ns, "patch", "configmap", "pg-tuning", "--type=merge", "-p", `{"data":{"statement_timeout":"45s"}}`)
+	e2eutil.Eventually(t, converge, "the ConfigMap's change on every server", func() (bool, string) {
+		got := showEach(t, ns, "tuned", pods, "statement_timeout")
+		return equalAll(got, pods, "45s"), fmt.Sprintf("%v", got)
+	})
+	t.Logf("the ConfigMap's change on every server within %s", time.Since(changed).Round(time.Second))
+	if after := podStarts(t, ns, "tuned"); !maps.Equal(after, before) {
+		t.Errorf("pods after live parameters from a ConfigMap: %v, want unchanged %v", after, before)
+	}
+
+	// 3. Refused.
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=merge", "-p", `{"spec":{"parameters":{"work_mem":"lots"}}}`)
+	msg := waitParameters(t, ns, "tuned", "ParameterRejected")
+	t.Logf("refused: %s", msg)
+	if !strings.Contains(msg, `parameter work_mem = "lots": invalid value for parameter "work_mem": "lots"`) {
+		t.Errorf("the condition does not name the parameter in the server's words: %q", msg)
+	}
+	if n := eventsStarting(t, ns, "tuned", "ParameterRejected", ""); n != 1 {
+		t.Errorf("%d ParameterRejected events, want 1", n)
+	}
+	if running, why := e2eutil.IsRunning(e2eutil.GetDB(t, ns, "tuned")); !running {
+		t.Errorf("the Database does not run after a refused parameter: %s", why)
+	}
+	if got := showEach(t, ns, "tuned", pods, "work_mem"); !equalAll(got, pods, "64MB") {
+		t.Errorf("work_mem after a refused value: %v, want the last good 64MB on each", got)
+	}
+
+	// 4. Read at start, under a writer.
+	runClient(t, ns, "tuned", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
+	old := primaryOf(t, ns, "tuned")
+	sampler := sampleLabels(ns, "tuned")
+	uids := samplePods(ns, "tuned")
+	writer := startWriter(t, ns, "tuned", 150)
+	time.Sleep(5 * time.Second)
+	changed = time.Now()
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=merge", "-p", `{"spec":{"parameters":{"work_mem":"64MB","shared_buffers":"256MB"}}}`)
+	pending := waitParameters(t, ns, "tuned", "RestartPending")
+	t.Logf("while the pods restart: %s", pending)
+	waitParameters(t, ns, "tuned", "Applied")
+	t.Logf("shared_buffers on every server %s after the change", time.Since(changed).Round(time.Second))
+	waitReplicating(t, ns, "tuned", "the restarted servers to stream")
+	seen := uids.finish()
+	sampler.finish(t)
+	var order []string
+	for _, pod := range pods {
+		if len(seen[pod]) != 2 {
+			t.Errorf("%s had pods %v, want restarted once", pod, seen[pod])
+			continue
+		}
+		order = append(order, pod)
+	}
+	slices.SortFunc(order, func(a, b string) int { return seen[a][1].at.Compare(seen[b][1].at) })
+	t.Logf("restarted in this order: %v (the primary was %s)", order, old)
+	if len(order) == 3 && order[2] != old {
+		t.Errorf("restarted %v: want the primary %s last", order, old)
+	}
+	if got := showEach(t, ns, "tuned", pods, "shared_buffers", "work_mem", "max_connections", "statement_timeout"); !equalAll(got, pods, "256MB 64MB 150 45s") {
+		t.Errorf("settings after the restart: %v, want 256MB 64MB 150 45s on each", got)
+	}
+	parseWrites(t, writer.wait(t)).across(t, ns, "tuned", "shared_buffers rolled out", changed)
+}
+
+// equalAll says got has want for each of pods.
+func equalAll(got map[string]string, pods []string, want string) bool {
+	for _, pod := range pods {
+		if got[pod] != want {
+			return false
+		}
+	}
+	return true
+}
