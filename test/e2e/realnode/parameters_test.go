@@ -133,7 +133,11 @@ func waitParameters(t *testing.T, ns, db, reason string) string {
 //     and the servers keep the last good value;
 //  4. one read at start (shared_buffers), changed under a writer: each pod
 //     restarts once, the replicas first, the primary last after a
-//     switchover, and no acknowledged write is lost.
+//     switchover, and no acknowledged write is lost;
+//  5. one the primary accepts but no server starts with (huge_pages=on,
+//     with no huge pages on the node): the rollout stops at the first
+//     replica, the Database writes on, and once corrected, the failing
+//     pod is replaced and every server runs the corrected parameters.
 func TestParameters(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
@@ -229,6 +233,38 @@ func TestParameters(t *testing.T) {
 		t.Errorf("settings after the restart: %v, want 256MB 64MB 150 45s on each", got)
 	}
 	parseWrites(t, writer.wait(t)).across(t, ns, "tuned", "shared_buffers rolled out", changed)
+
+	// 5. A value the primary accepts but no server starts with: the first
+	// replica to restart fails, the rollout stops there and the Database
+	// serves on; once corrected, that pod is replaced and the rollout
+	// goes on.
+	primary := primaryOf(t, ns, "tuned")
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=merge", "-p", `{"spec":{"parameters":{"huge_pages":"on"}}}`)
+	var failing string
+	e2eutil.Eventually(t, 3*converge, "a replica whose server does not start with huge_pages=on", func() (bool, string) {
+		_, reason, msg := e2eutil.Condition(e2eutil.GetDB(t, ns, "tuned"), "Ready")
+		for _, pod := range pods {
+			if strings.Contains(msg, "pod "+pod+" keeps crashing") {
+				failing = pod
+			}
+		}
+		return reason == "CrashLooping" && failing != "" && failing != primary, reason + ": " + msg
+	})
+	t.Logf("huge_pages=on: %s", readyMessage(t, ns, "tuned"))
+	if p := primaryOf(t, ns, "tuned"); p != primary {
+		t.Errorf("the primary is %s after a replica failed to start, want %s still", p, primary)
+	}
+	runClient(t, ns, "tuned", postgresImage, psql+`-c "INSERT INTO w VALUES (-1)"`)
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=json", "-p", `[{"op":"remove","path":"/spec/parameters/huge_pages"}]`)
+	waitParameters(t, ns, "tuned", "Applied")
+	waitReplicating(t, ns, "tuned", "every server back, streaming")
+	waitEvent := "Deleted pod " + failing + ": its server fails to start, and it is of an earlier revision"
+	if n := eventsStarting(t, ns, "tuned", "Updated", waitEvent); n != 1 {
+		t.Errorf("%d events %q, want 1", n, waitEvent)
+	}
+	if got := showEach(t, ns, "tuned", pods, "huge_pages", "shared_buffers"); !equalAll(got, pods, "try 256MB") {
+		t.Errorf("huge_pages and shared_buffers after the correction: %v, want try 256MB on each", got)
+	}
 }
 
 // equalAll says got has want for each of pods.
