@@ -127,7 +127,7 @@ func waitParameters(t *testing.T, ns, db, reason string) string {
 //  2. one a running server takes (work_mem) is set on every server with
 //     no pod restarted (same UIDs, start times, restart counts), and SHOW
 //     on each server proves it;
-//  2b. the same from a ConfigMap, and a change of the ConfigMap;
+//     2b. the same from a ConfigMap, and a change of the ConfigMap;
 //  3. a value the server refuses: the condition names the parameter in
 //     the server's words, with a Warning event, the Database serves on,
 //     and the servers keep the last good value;
