@@ -126,10 +126,11 @@ type Reconciler struct {
 	// that the refused patch is not sent again until something that could
 	// change the answer changes.
 	refusedGrowth *ttlSet[ChildKey, refusedGrowth]
-	// reseeded remembers the pods of replicas seeded again (their UIDs),
-	// so that a pass that reads the caches before they show the deletes
-	// does not seed the same one again.
-	reseeded *ttlSet[types.UID, struct{}]
+	// restarted remembers the pods of replicas restarted because they
+	// cannot replicate, or seeded again (their UIDs), so that a pass that
+	// reads the caches before they show the deletes does not restart or
+	// seed the same one again, with a second Warning.
+	restarted *ttlSet[types.UID, struct{}]
 	// settled remembers, for each Database whose last pass settled, what
 	// that pass read (settled.go).
 	settled *ttlSet[types.NamespacedName, settledPass]
@@ -180,7 +181,7 @@ func New(cfg Config) *Reconciler {
 
 		conflicts:     newTTLSet[ChildKey, struct{}](cfg.Clock, memoryTTL),
 		refusedGrowth: newTTLSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
-		reseeded:      newTTLSet[types.UID, struct{}](cfg.Clock, memoryTTL),
+		restarted:     newTTLSet[types.UID, struct{}](cfg.Clock, memoryTTL),
 		settled:       newTTLSet[types.NamespacedName, settledPass](cfg.Clock, SettledTTL),
 		replication:   cfg.Replication,
 		creds:         newTTLSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),

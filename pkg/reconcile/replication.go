@@ -438,9 +438,15 @@ func (s *replicaSet) restartBroken(ctx context.Context, rs *dbv1alpha1.Replicati
 			s.p.r.clock.Since(i.pod.CreationTimestamp.Time) < brokenRestartAge {
 			continue
 		}
+		if _, done := s.p.r.restarted.get(i.pod.UID); done {
+			// Restarted already: the caches have not shown it yet. (Seen
+			// in CI: two ReplicaBroken Warnings for one restart.)
+			continue
+		}
 		if err := s.p.restart(ctx, i, "that cannot replicate"); err != nil {
 			return false, err
 		}
+		s.p.r.restarted.put(i.pod.UID, struct{}{})
 		klog.FromContext(ctx).Info("Restarting a replica that cannot replicate", "pod", klog.KObj(i.pod), "why", i.facts.Broken)
 		s.p.r.recorder.Eventf(s.p.db, corev1.EventTypeWarning, ReasonReplicaBroken,
 			"Restarting %s: it cannot replicate from %s (%s); as it starts, it rejoins, or is seeded again from %s", name, rs.Primary, i.facts.Broken, rs.Primary)
@@ -487,7 +493,7 @@ func (s *replicaSet) reseedUnstartable(ctx context.Context, rs *dbv1alpha1.Repli
 			continue
 		}
 		claim := claims[idx]
-		if _, done := s.p.r.reseeded.get(i.pod.UID); done {
+		if _, done := s.p.r.restarted.get(i.pod.UID); done {
 			// Seeded again already: the caches have not shown it yet.
 			continue
 		}
@@ -512,7 +518,7 @@ func (s *replicaSet) reseedUnstartable(ctx context.Context, rs *dbv1alpha1.Repli
 		if err := s.p.restart(ctx, i, "to seed it again"); err != nil {
 			return false, err
 		}
-		s.p.r.reseeded.put(i.pod.UID, struct{}{})
+		s.p.r.restarted.put(i.pod.UID, struct{}{})
 		return true, nil
 	}
 	return false, nil

@@ -127,14 +127,14 @@ func waitParameters(t *testing.T, ns, db, reason string) string {
 //  2. one a running server takes (work_mem) is set on every server with
 //     no pod restarted (same UIDs, start times, restart counts), and SHOW
 //     on each server proves it;
-//     2b. the same from a ConfigMap, and a change of the ConfigMap;
-//  3. a value the server refuses: the condition names the parameter in
+//  3. the same from a ConfigMap, and a change of the ConfigMap;
+//  4. a value the server refuses: the condition names the parameter in
 //     the server's words, with a Warning event, the Database serves on,
 //     and the servers keep the last good value;
-//  4. one read at start (shared_buffers), changed under a writer: each pod
+//  5. one read at start (shared_buffers), changed under a writer: each pod
 //     restarts once, the replicas first, the primary last after a
 //     switchover, and no acknowledged write is lost;
-//  5. one the primary accepts but no server starts with (huge_pages=on,
+//  6. one the primary accepts but no server starts with (huge_pages=on,
 //     with no huge pages on the node): the rollout stops at the first
 //     replica, the Database writes on, and once corrected, the failing
 //     pod is replaced and every server runs the corrected parameters.
@@ -164,7 +164,7 @@ func TestParameters(t *testing.T) {
 		t.Errorf("pods after a live parameter: %v, want unchanged %v", after, before)
 	}
 
-	// 2b. From a ConfigMap, and its change, live too.
+	// 3. From a ConfigMap, and its change, live too.
 	e2eutil.KubectlIn(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pg-tuning\n  labels: {dbcontroller.io/parameters: \"true\"}\ndata:\n  statement_timeout: 30s\n",
 		"-n", ns, "create", "-f", "-")
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=merge", "-p", `{"spec":{"parametersConfigMap":{"name":"pg-tuning"}}}`)
@@ -183,7 +183,7 @@ func TestParameters(t *testing.T) {
 		t.Errorf("pods after live parameters from a ConfigMap: %v, want unchanged %v", after, before)
 	}
 
-	// 3. Refused.
+	// 4. Refused.
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=merge", "-p", `{"spec":{"parameters":{"work_mem":"lots"}}}`)
 	msg := waitParameters(t, ns, "tuned", "ParameterRejected")
 	t.Logf("refused: %s", msg)
@@ -200,7 +200,7 @@ func TestParameters(t *testing.T) {
 		t.Errorf("work_mem after a refused value: %v, want the last good 64MB on each", got)
 	}
 
-	// 4. Read at start, under a writer.
+	// 5. Read at start, under a writer.
 	runClient(t, ns, "tuned", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	old := primaryOf(t, ns, "tuned")
 	sampler := sampleLabels(ns, "tuned")
@@ -234,7 +234,7 @@ func TestParameters(t *testing.T) {
 	}
 	parseWrites(t, writer.wait(t)).across(t, ns, "tuned", "shared_buffers rolled out", changed)
 
-	// 5. A value the primary accepts but no server starts with: the first
+	// 6. A value the primary accepts but no server starts with: the first
 	// replica to restart fails, the rollout stops there and the Database
 	// serves on; once corrected, that pod is replaced and the rollout
 	// goes on.
