@@ -52,20 +52,13 @@ func (p *pass) archiving(ctx context.Context, toolsImage string, pods []*corev1.
 		return found, nil
 	}
 	found.pollAfter = ArchivePoll
-	primary := names.PodName(db, 0)
-	rs := db.Status.Replication
-	if repl != nil && repl.status != nil {
-		rs = repl.status
-	}
-	if p.plan.Replicated {
-		if rs == nil || rs.Primary == "" {
-			return found, nil
-		}
-		primary = rs.Primary
+	primary := p.primaryName(p.replicationStatus(repl))
+	if primary == "" {
+		return found, nil
 	}
 	var pod *corev1.Pod
 	for _, candidate := range pods {
-		if candidate.Name == primary && candidate.DeletionTimestamp == nil && candidate.Status.PodIP != "" && podReady(candidate) {
+		if candidate.Name == primary && answers(candidate) {
 			pod = candidate
 		}
 	}
@@ -85,6 +78,34 @@ func (p *pass) archiving(ctx context.Context, toolsImage string, pods []*corev1.
 	c := status.ArchiveCondition(merged)
 	found.archive, found.condition = merged, &c
 	return found, nil
+}
+
+// replicationStatus is the replication status the pass works from: the
+// replication step's, when it ran, else the one stored.
+func (p *pass) replicationStatus(repl *replicationFindings) *dbv1alpha1.ReplicationStatus {
+	if repl != nil && repl.status != nil {
+		return repl.status
+	}
+	return p.db.Status.Replication
+}
+
+// primaryName is the pod the client Service sends clients to: a
+// replicated Database's recorded primary ("" while none is), the one
+// server of another.
+func (p *pass) primaryName(rs *dbv1alpha1.ReplicationStatus) string {
+	if !p.plan.Replicated {
+		return names.PodName(p.db, 0)
+	}
+	if rs == nil {
+		return ""
+	}
+	return rs.Primary
+}
+
+// answers reports whether the controller may talk SQL to pod's server: it
+// is ready, not being deleted, and has an address.
+func answers(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.PodIP != "" && podReady(pod)
 }
 
 // archiveWanted says db's spec asks for continuous archiving.

@@ -24,11 +24,12 @@ func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedI
 	}
 	var c Caches
 	instance := cache.Indexers{IndexInstance: IndexByInstance}
-	informers := []struct {
+	type source struct {
 		informer cache.SharedIndexInformer
 		indexers cache.Indexers
 		into     *cache.Indexer
-	}{
+	}
+	informers := []source{
 		{kube.Apps().V1().StatefulSets().Informer(), nil, &c.StatefulSets},
 		{kube.Core().V1().Services().Informer(), nil, &c.Services},
 		{kube.Core().V1().Secrets().Informer(), nil, &c.Secrets},
@@ -40,18 +41,10 @@ func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedI
 		{kube.Policy().V1().PodDisruptionBudgets().Informer(), nil, &c.Budgets},
 	}
 	if nodes != nil {
-		informers = append(informers, struct {
-			informer cache.SharedIndexInformer
-			indexers cache.Indexers
-			into     *cache.Indexer
-		}{nodes.Core().V1().Nodes().Informer(), nil, &c.Nodes})
+		informers = append(informers, source{nodes.Core().V1().Nodes().Informer(), nil, &c.Nodes})
 	}
 	if configMaps != nil {
-		informers = append(informers, struct {
-			informer cache.SharedIndexInformer
-			indexers cache.Indexers
-			into     *cache.Indexer
-		}{configMaps.Core().V1().ConfigMaps().Informer(), nil, &c.ConfigMaps})
+		informers = append(informers, source{configMaps.Core().V1().ConfigMaps().Informer(), nil, &c.ConfigMaps})
 	}
 	synced := make([]cache.InformerSynced, 0, len(informers))
 	for _, inf := range informers {

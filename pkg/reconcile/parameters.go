@@ -20,7 +20,6 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/drift"
 	"github.com/dbcontroller/database-controller/pkg/ha"
-	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
@@ -81,10 +80,7 @@ func (p *pass) ensureParameters(ctx context.Context, sts *appsv1.StatefulSet, po
 		ps = old.DeepCopy()
 	}
 	found = parameterFindings{decided: true, status: ps}
-	want, refused, err := p.desiredParameters(p.plan.Engine.Runtime().Parameters.Owned)
-	if err != nil {
-		return parameterFindings{}, err
-	}
+	want, refused := p.asked.want, p.asked.refused
 	if refused != nil {
 		// Nothing is asked of the servers: they keep what they have.
 		found.condition = refused
@@ -145,6 +141,13 @@ func parametersSource(db *dbv1alpha1.Database) string {
 		return "spec.parameters or ConfigMap " + ref.Name
 	}
 	return "spec.parameters"
+}
+
+// askedParameters are the parameters asked for (desiredParameters): want,
+// or refused, the condition that says why none are.
+type askedParameters struct {
+	want    map[string]string
+	refused *metav1.Condition
 }
 
 // parameterName is how the servers name their parameters; the CRD's rule
@@ -239,21 +242,14 @@ func (p *pass) applyParameters(ctx context.Context, cred ha.Credentials, ps *dbv
 // no failover or switchover is under way; the one server of another. all
 // says they are every pod spec.replicas asks for.
 func (p *pass) parameterServers(pods []*corev1.Pod, repl *replicationFindings) (servers []*corev1.Pod, all bool) {
-	db := p.db
-	primary := names.PodName(db, 0)
-	if p.plan.Replicated {
-		rs := db.Status.Replication
-		if repl != nil && repl.status != nil {
-			rs = repl.status
-		}
-		if rs == nil || rs.Primary == "" || rs.TargetPrimary != "" {
-			return nil, false
-		}
-		primary = rs.Primary
+	rs := p.replicationStatus(repl)
+	primary := p.primaryName(rs)
+	if primary == "" || (p.plan.Replicated && rs.TargetPrimary != "") {
+		return nil, false
 	}
 	var others []*corev1.Pod
 	for _, pod := range pods {
-		if pod.DeletionTimestamp != nil || pod.Status.PodIP == "" || !podReady(pod) {
+		if !answers(pod) {
 			continue
 		}
 		if pod.Name == primary {
@@ -267,7 +263,7 @@ func (p *pass) parameterServers(pods []*corev1.Pod, repl *replicationFindings) (
 	}
 	slices.SortFunc(others, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	servers = append(servers, others...)
-	return servers, int32(len(servers)) >= db.Spec.DesiredReplicas()
+	return servers, int32(len(servers)) >= p.db.Spec.DesiredReplicas()
 }
 
 // parametersCondition is the ParametersApplied condition of parameters the

@@ -206,6 +206,9 @@ type pass struct {
 	// stored is the Database as last written: db until a status write of
 	// this pass, which the next write compares with.
 	stored *dbv1alpha1.Database
+	// asked is what spec.parameters and its ConfigMap ask for, read once
+	// by observe for the plan and the parameters step.
+	asked askedParameters
 }
 
 // findings is what the steps of one pass found, for the status. Each
@@ -445,9 +448,10 @@ func (p *pass) observe() (plan.Observed, error) {
 	}
 	observed.Claims = claims
 	if e, err := registry.Lookup(string(p.db.Spec.Engine)); err == nil && e.Runtime().Parameters != nil {
-		if observed.Parameters, _, err = p.desiredParameters(e.Runtime().Parameters.Owned); err != nil {
+		if p.asked.want, p.asked.refused, err = p.desiredParameters(e.Runtime().Parameters.Owned); err != nil {
 			return observed, err
 		}
+		observed.Parameters = p.asked.want
 	}
 	return observed, nil
 }
