@@ -160,18 +160,29 @@ is_fenced() {
 # start_temporary starts a temporary server of DIR (the data directory
 # when empty) that listens on a socket only and starts no replication;
 # further arguments are the server's. sql runs SQL as root on it, and
-# stop_temporary stops it.
+# stop_temporary stops it. Its log is kept in a file and copied to this
+# container's once it stopped; a server that exits at start is reported
+# with its own last errors (the termination message: the controller puts
+# it in the Database's status). Nothing but this script uses the
+# temporary server's socket and pid files: what a server killed earlier
+# in the pod left of them is removed first (an empty socket lock file
+# stops every later start).
 tmp_sock="$run/dbc-temporary.sock"
+tmp_log="$run/dbc-temporary.log"
 tmp_args="--skip-replica-start --mysqlx=OFF"
 [ "$dialect" = mysql ] || tmp_args=--skip-slave-start
 start_temporary() {
   dir=$1
   shift
+  rm -f "$tmp_sock" "$tmp_sock.lock" "$run/dbc-temporary.pid"
   "$server" --defaults-extra-file="$cnf" ${dir:+--datadir="$dir"} --socket="$tmp_sock" --pid-file="$run/dbc-temporary.pid" \
-    --skip-networking $tmp_args "$@" &
+    --skip-networking $tmp_args "$@" >"$tmp_log" 2>&1 &
   tmp_pid=$!
   until "$admin" --socket="$tmp_sock" ping >/dev/null 2>&1; do
-    kill -0 "$tmp_pid" 2>/dev/null || fail "a temporary server of $POD_NAME's data exited"
+    if ! kill -0 "$tmp_pid" 2>/dev/null; then
+      cat "$tmp_log" >&2
+      fail "a temporary server of $POD_NAME's data exited: $(grep -E '\[ERROR\]' "$tmp_log" | tail -n 3 | sed -e 's/^.*\[ERROR\] *//' | tr '\n' ' ')"
+    fi
     sleep 0.3
   done
 }
@@ -179,6 +190,7 @@ sql() { "$client" --socket="$tmp_sock" -uroot -N -s -e "$1"; }
 stop_temporary() {
   "$admin" --socket="$tmp_sock" -uroot shutdown >/dev/null || kill "$tmp_pid"
   wait "$tmp_pid" || true
+  cat "$tmp_log" >&2
 }
 
 # follow makes the data a replica of the primary behind the client
