@@ -336,8 +336,9 @@ func newRecorder(ctx context.Context, eventsClient, kubeClient kubernetes.Interf
 // informers cannot see. A change of status alone, such as the controller's
 // own status write, is dropped: nothing to converge changed. Except the
 // version the data runs and its featureCompatibilityVersion: the version
-// rules read them, so a change may allow what was refused; and the
-// restore: once it has completed, the pods no longer mount the backup.
+// rules read them, so a change may allow what was refused; the restore:
+// once it has completed, the pods no longer mount the backup; and the
+// parameters read at start: the pods' command line is built from them.
 func databaseChangeNeedsSync(old, new *dbv1alpha1.Database) bool {
 	if old.ResourceVersion == new.ResourceVersion {
 		return true
@@ -347,7 +348,16 @@ func databaseChangeNeedsSync(old, new *dbv1alpha1.Database) bool {
 		old.UID != new.UID ||
 		!equality.Semantic.DeepEqual(old.Status.Restore, new.Status.Restore) ||
 		old.Status.CurrentVersion != new.Status.CurrentVersion ||
-		old.Status.FeatureCompatibilityVersion != new.Status.FeatureCompatibilityVersion
+		old.Status.FeatureCompatibilityVersion != new.Status.FeatureCompatibilityVersion ||
+		!equality.Semantic.DeepEqual(startParameters(old), startParameters(new))
+}
+
+// startParameters are status.parameters.start, nil without them.
+func startParameters(db *dbv1alpha1.Database) map[string]string {
+	if db.Status.Parameters == nil {
+		return nil
+	}
+	return db.Status.Parameters.Start
 }
 
 // Run waits for the caches, starts workers and blocks until ctx is done.

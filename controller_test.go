@@ -389,6 +389,14 @@ func TestDatabaseChangeNeedsSync(t *testing.T) {
 			db.ResourceVersion = "2"
 			db.Status.FeatureCompatibilityVersion = "7.0"
 		}, true},
+		{"parameters to give at start", func(db *dbv1alpha1.Database) {
+			db.ResourceVersion = "2"
+			db.Status.Parameters = &dbv1alpha1.ParametersStatus{Start: map[string]string{"shared_buffers": "1GB"}}
+		}, true},
+		{"parameters set live only", func(db *dbv1alpha1.Database) {
+			db.ResourceVersion = "2"
+			db.Status.Parameters = &dbv1alpha1.ParametersStatus{Applied: "d", Live: map[string]string{"work_mem": "64MB"}}
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
