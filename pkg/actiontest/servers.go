@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/dbcontroller/database-controller/pkg/ha"
-	"github.com/dbcontroller/database-controller/pkg/pgsql"
 )
 
 // Servers is a fake ha.Client: database servers by address, that answer
@@ -138,7 +137,7 @@ func (s *Servers) Check(_ context.Context, host string, _ int32, _ ha.Credential
 	atStart := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(params)) {
 		if msg, ok := s.Refuse[name]; ok {
-			return nil, &pgsql.RejectedError{Name: name, Value: params[name], Message: msg}
+			return nil, &ha.RejectedError{Name: name, Value: params[name], Message: msg}
 		}
 		atStart[name] = s.AtStart != nil && s.AtStart(name)
 	}

@@ -13,10 +13,11 @@ import (
 
 // WithParameters gives the server of sts the parameters it reads at start
 // (plan.StartParameters), on its command line, in the order of their
-// names, after the server's name and before its other arguments: a
-// replicated server's cluster_name stays last, which ps shows. A '$' is
-// doubled, as the kubelet would otherwise expand $(NAME) from the
-// container's environment.
+// names, after the server's first argument (its name, or MySQL's
+// --defaults-extra-file, which must come first) and before its other
+// arguments: a replicated PostgreSQL server's cluster_name stays last,
+// which ps shows. A '$' is doubled, as the kubelet would otherwise expand
+// $(NAME) from the container's environment.
 func WithParameters(sts *appsv1ac.StatefulSetApplyConfiguration, e engine.Engine, start map[string]string) {
 	pr := e.Runtime().Parameters
 	if pr == nil || len(start) == 0 {
@@ -29,12 +30,16 @@ func WithParameters(sts *appsv1ac.StatefulSetApplyConfiguration, e engine.Engine
 			server = &spec.Containers[i]
 		}
 	}
-	args := []string{pr.Server}
+	var given []string
 	for _, name := range slices.Sorted(maps.Keys(start)) {
-		args = append(args, pr.Args(name, strings.ReplaceAll(start[name], "$", "$$"))...)
+		given = append(given, pr.Args(name, strings.ReplaceAll(start[name], "$", "$$"))...)
 	}
-	if len(server.Args) > 0 {
-		args = append(append([]string{server.Args[0]}, args[1:]...), server.Args[1:]...)
+	switch {
+	case len(server.Args) > 0:
+		server.Args = append(append([]string{server.Args[0]}, given...), server.Args[1:]...)
+	case pr.Server != "":
+		server.Args = append([]string{pr.Server}, given...)
+	default:
+		server.Args = given
 	}
-	server.Args = args
 }

@@ -54,3 +54,31 @@ func TestWithParameters(t *testing.T) {
 		})
 	}
 }
+
+// MySQL's parameters read at start come first on a server of its own,
+// where the image's entrypoint puts the server before them, and after
+// --defaults-extra-file on a replicated one, which must come first.
+func TestWithParametersMySQL(t *testing.T) {
+	start := map[string]string{"back_log": "123", "sql_mode": "A,B"}
+	single := newDatabase(dbv1alpha1.EngineMySQL, "8.4")
+	replicated := newDatabase(dbv1alpha1.EngineMySQL, "8.4")
+	replicated.Spec.Replicas = ptr.To[int32](3)
+	e := lookup(t, dbv1alpha1.EngineMySQL)
+	for _, tc := range []struct {
+		name       string
+		db         *dbv1alpha1.Database
+		replicated bool
+		want       []string
+	}{
+		{"one server", single, false, []string{"--back_log=123", "--sql_mode=A,B"}},
+		{"replicated", replicated, true, []string{"--defaults-extra-file=/var/run/mysqld/dbc-replication.cnf", "--back_log=123", "--sql_mode=A,B"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sts := NewStatefulSet(tc.db, e, "mysql:8.4", StorageOf(tc.db), nil, tc.replicated)
+			WithParameters(sts, e, start)
+			if got := sts.Spec.Template.Spec.Containers[0].Args; !slices.Equal(got, tc.want) {
+				t.Errorf("arguments\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}

@@ -101,10 +101,12 @@ type Runtime struct {
 
 // Parameters is how an engine's servers take the parameters of
 // spec.parameters: those read only at start on the command line, the
-// others on the running servers (the engine's client, package pgsql).
+// others on the running servers (the engine's client, package pgsql or
+// mysqlsql).
 type Parameters struct {
 	// Server is the first argument of the server container, the server's
-	// command, before the parameters given at start.
+	// command, before the parameters given at start; none when the image's
+	// entrypoint puts its server before arguments that begin with "-".
 	Server string
 	// Args are the command-line arguments that set name to value at start;
 	// Given reads back, from a server container's arguments, the

@@ -2,6 +2,7 @@ package ha
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 )
 
@@ -43,6 +44,17 @@ type Client interface {
 // Credentials are the superuser's, from the Database's Secret.
 type Credentials struct {
 	User, Password string
+}
+
+// RejectedError is a server's refusal of a parameter of spec.parameters,
+// its value or its name, in its words: asking again does not help until
+// the parameter changes.
+type RejectedError struct {
+	Name, Value, Message string
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("parameter %s = %q: %s", e.Name, e.Value, e.Message)
 }
 
 // Facts is what one server answered.

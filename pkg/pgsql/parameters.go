@@ -14,16 +14,6 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/ha"
 )
 
-// RejectedError is a server's refusal of a parameter's value or name, in
-// its words: asking again does not help until the parameter changes.
-type RejectedError struct {
-	Name, Value, Message string
-}
-
-func (e *RejectedError) Error() string {
-	return fmt.Sprintf("parameter %s = %q: %s", e.Name, e.Value, e.Message)
-}
-
 // Parameters checks and sets spec.parameters on PostgreSQL servers: with
 // ALTER SYSTEM, which writes postgresql.auto.conf in the data directory (a
 // replica's too: pg_basebackup and pg_rewind copy it from the primary), and
@@ -43,7 +33,7 @@ const contextsQuery = `SELECT name, context FROM pg_settings WHERE name = ANY($1
 // no reload. It returns, for each name, whether the server reads it only
 // at start: a name it does not know is given at start (an extension's,
 // known once it is loaded), unless it has no extension's prefix, which
-// the server refuses. A refusal is a *RejectedError.
+// the server refuses. A refusal is a *ha.RejectedError.
 func (c Parameters) Check(ctx context.Context, host string, port int32, cred ha.Credentials, params, previous map[string]string) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*Timeout)
 	defer cancel()
@@ -115,12 +105,12 @@ func (c Parameters) Set(ctx context.Context, host string, port int32, cred ha.Cr
 	return nil
 }
 
-// rejected is the server's refusal of name as a *RejectedError; any other
+// rejected is the server's refusal of name as a *ha.RejectedError; any other
 // failure (a lost connection) as it is.
 func rejected(err error, name, value, host string) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "42") || strings.HasPrefix(pgErr.Code, "55")) {
-		return &RejectedError{Name: name, Value: value, Message: pgErr.Message}
+		return &ha.RejectedError{Name: name, Value: value, Message: pgErr.Message}
 	}
 	return fmt.Errorf("setting parameter %s on %s: %w", name, host, err)
 }

@@ -38,7 +38,7 @@ func TestAlterSystem(t *testing.T) {
 // Check asks which names the server knows and when it reads them, writes
 // each known value (ALTER SYSTEM refuses a bad one) and puts back what was
 // there; an extension's parameter the server does not know is given at
-// start unchecked. The server's refusal is a RejectedError in its words.
+// start unchecked. The server's refusal is a ha.RejectedError in its words.
 func TestCheckParameters(t *testing.T) {
 	s := &server{rows: map[string][][]any{contextsQuery: {{"shared_buffers", "postmaster"}, {"work_mem", "user"}}}}
 	atStart, err := s.parameters().Check(context.Background(), "192.0.2.10", 5432, ha.Credentials{},
@@ -57,7 +57,7 @@ func TestCheckParameters(t *testing.T) {
 	refused := &pgconn.PgError{Code: "22023", Message: `invalid value for parameter "work_mem": "lots"`}
 	s = &server{fail: `ALTER SYSTEM SET "work_mem" = 'lots'`, failErr: refused}
 	_, err = s.parameters().Check(context.Background(), "192.0.2.10", 5432, ha.Credentials{}, map[string]string{"work_mem": "lots"}, nil)
-	var rejected *RejectedError
+	var rejected *ha.RejectedError
 	if !errors.As(err, &rejected) || rejected.Name != "work_mem" || rejected.Value != "lots" || rejected.Message != refused.Message {
 		t.Errorf("Check of a bad value: %v, want the server's refusal of work_mem", err)
 	}

@@ -20,12 +20,12 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/drift"
 	"github.com/dbcontroller/database-controller/pkg/ha"
-	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
 // ParameterClient checks and sets spec.parameters on one server (package
-// pgsql's Parameters). A server's refusal is a *pgsql.RejectedError.
+// pgsql's or mysqlsql's Parameters). A server's refusal is a
+// *ha.RejectedError.
 type ParameterClient interface {
 	// Check asks the server whether it takes params, changing nothing it
 	// runs with (a name's value of previous is put back), and says which
@@ -68,7 +68,8 @@ func (p *pass) ensureParameters(ctx context.Context, sts *appsv1.StatefulSet, po
 		}
 	}()
 	db := p.db
-	if p.plan.Engine == nil || p.plan.Engine.Runtime().Parameters == nil {
+	client := p.r.parameters[db.Spec.Engine]
+	if p.plan.Engine == nil || p.plan.Engine.Runtime().Parameters == nil || client == nil {
 		return parameterFindings{}, nil
 	}
 	old := db.Status.Parameters
@@ -107,8 +108,8 @@ func (p *pass) ensureParameters(ctx context.Context, sts *appsv1.StatefulSet, po
 		if err != nil {
 			return parameterFindings{}, err
 		}
-		var refused *pgsql.RejectedError
-		err = p.applyParameters(ctx, cred, ps, want, digest, servers, all)
+		var refused *ha.RejectedError
+		err = p.applyParameters(ctx, client, cred, ps, want, digest, servers, all)
 		switch {
 		case errors.As(err, &refused):
 			ps.Rejected = digest
@@ -198,10 +199,10 @@ func (p *pass) desiredParameters(owned []string) (map[string]string, *metav1.Con
 // every server of servers those it takes while running, and resets those
 // it was given before and are no longer; all says servers are every pod
 // spec.replicas asks for, and only then are they recorded as applied.
-func (p *pass) applyParameters(ctx context.Context, cred ha.Credentials, ps *dbv1alpha1.ParametersStatus, want map[string]string, digest string,
+func (p *pass) applyParameters(ctx context.Context, client ParameterClient, cred ha.Credentials, ps *dbv1alpha1.ParametersStatus, want map[string]string, digest string,
 	servers []*corev1.Pod, all bool) error {
 	port := p.plan.Engine.Runtime().Port
-	atStart, err := p.r.parameters.Check(ctx, servers[0].Status.PodIP, port, cred, want, ps.Live)
+	atStart, err := client.Check(ctx, servers[0].Status.PodIP, port, cred, want, ps.Live)
 	if err != nil {
 		return err
 	}
@@ -224,7 +225,7 @@ func (p *pass) applyParameters(ctx context.Context, cred ha.Credentials, ps *dbv
 	}
 	slices.Sort(reset)
 	for _, pod := range servers {
-		if err := p.r.parameters.Set(ctx, pod.Status.PodIP, port, cred, live, reset); err != nil {
+		if err := client.Set(ctx, pod.Status.PodIP, port, cred, live, reset); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/drift"
+	"github.com/dbcontroller/database-controller/pkg/engine/mysql"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
@@ -19,7 +20,11 @@ import (
 // before it had parameters, with its ready pod answering at 192.0.2.10,
 // that now asks for params.
 func parametersDatabase(t *testing.T, f *fixture, params map[string]string) (*dbv1alpha1.Database, *corev1.Pod) {
-	db := newDatabase("orders", "postgresql", "16", 1)
+	return engineParametersDatabase(t, f, newDatabase("orders", "postgresql", "16", 1), params)
+}
+
+// engineParametersDatabase is parametersDatabase of db's engine.
+func engineParametersDatabase(t *testing.T, f *fixture, db *dbv1alpha1.Database, params map[string]string) (*dbv1alpha1.Database, *corev1.Pod) {
 	f.converged(db)
 	db.Spec.Parameters = params
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: names.PodName(db, 0), Namespace: db.Namespace, Labels: names.SelectorLabels(db)},
@@ -97,6 +102,36 @@ func TestParametersLiveAndAtStart(t *testing.T) {
 		f.seed(pod)
 		f.run(ctx, ref(db), synced)
 	})
+}
+
+// MySQL's parameters take the same steps: max_connections, which a
+// running server takes, is set on it; back_log, read at start, is given
+// to the next pods on the command line, as --back_log=123.
+func TestParametersMySQL(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	params := map[string]string{"max_connections": "77", "back_log": "123"}
+	f := newFixture(t)
+	f.sql.AtStart = mysql.AtStart
+	db, _ := engineParametersDatabase(t, f, newDatabase("orders", "mysql", "8.4", 1), params)
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.calls = []string{"check parameters on 192.0.2.10: back_log=123 max_connections=77", "set parameters on 192.0.2.10: max_connections=77"}
+	st := withCondition(db, db.Status, metav1.Condition{Status: metav1.ConditionFalse, Reason: status.ReasonRestartPending,
+		Message: "1 of 1 servers restart to take the parameters read at start (back_log=123): a replicated Database's replicas first, its primary last, after a switchover"})
+	st.Parameters = &dbv1alpha1.ParametersStatus{Applied: drift.Digest(params),
+		Start: map[string]string{"back_log": "123"}, Live: map[string]string{"max_connections": "77"}}
+	f.expectStatusUpdate(db, st)
+	f.run(ctx, ref(db), synced)
+
+	f = newFixture(t)
+	db, _ = engineParametersDatabase(t, f, newDatabase("orders", "mysql", "8.4", 1), params)
+	db.Status = st
+	want := desiredStatefulSet(t, db)
+	if c := expectedStatefulSet(t, db).Spec.Template.Spec.Containers[0]; !slices.Equal(c.Args, []string{"--back_log=123"}) {
+		t.Fatalf("server arguments %q, want back_log given at start", c.Args)
+	}
+	f.expectApply(statefulSetsResource, "default", "orders", want)
+	f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+	f.run(ctx, ref(db), synced)
 }
 
 // A value the server refuses: nothing is set, the condition says so in

@@ -98,9 +98,10 @@ type Config struct {
 	// Archiver asks a primary how its WAL archiving goes; package pgsql's
 	// Archiver when nil.
 	Archiver Archiver
-	// Parameters checks and sets spec.parameters on the servers; package
-	// pgsql's when nil.
-	Parameters ParameterClient
+	// Parameters checks and sets spec.parameters on the servers, by
+	// engine; {postgresql: pgsql.NewParameters(), mysql:
+	// mysqlsql.NewParameters()} when nil.
+	Parameters map[dbv1alpha1.Engine]ParameterClient
 }
 
 // Reconciler runs sync passes. It is safe for concurrent use by several
@@ -146,7 +147,7 @@ type Reconciler struct {
 	// toolsImage is Config.ToolsImage.
 	toolsImage string
 	archiver   Archiver
-	parameters ParameterClient
+	parameters map[dbv1alpha1.Engine]ParameterClient
 	// written remembers the status last written to each Database until
 	// the cache shows it (written.go).
 	written *ttlSet[types.UID, writtenStatus]
@@ -162,7 +163,7 @@ func New(cfg Config) *Reconciler {
 		cfg.Replication = map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: pgsql.New(), dbv1alpha1.EngineMySQL: mysqlsql.New()}
 	}
 	if cfg.Parameters == nil {
-		cfg.Parameters = pgsql.NewParameters()
+		cfg.Parameters = map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: pgsql.NewParameters(), dbv1alpha1.EngineMySQL: mysqlsql.NewParameters()}
 	}
 	if cfg.Archiver == nil {
 		cfg.Archiver = pgsql.Archiver

@@ -63,9 +63,15 @@ func TestParameters(t *testing.T) {
 			t.Errorf("patch %s: err %v, output %q; want refused with %q", tt.patch, err, out, tt.wantErr)
 		}
 	}
-	out, err := e2eutil.KubectlRun(dbYAML("other", "mysql", "8.4", 1, "  parameters:\n    max_connections: \"200\"\n"), "-n", ns, "create", "-f", "-")
-	if want := "spec.parameters and spec.parametersConfigMap are for PostgreSQL, for now"; err == nil || !strings.Contains(string(out), want) {
-		t.Errorf("a MySQL Database with parameters: err %v, output %q; want refused with %q", err, out, want)
+	for _, tt := range []struct{ engine, version, params, wantErr string }{
+		{"mongodb", "7.0", "    wiredTigerCacheSizeGB: \"1\"\n", "spec.parameters and spec.parametersConfigMap are for PostgreSQL and MySQL"},
+		{"mysql", "8.4", "    super_read_only: \"OFF\"\n", "parameters may not set super_read_only on MySQL: the controller sets it"},
+		{"mysql", "8.4", "    port: \"3307\"\n", "parameters may not set port: the controller sets it"},
+	} {
+		out, err := e2eutil.KubectlRun(dbYAML("other", tt.engine, tt.version, 1, "  parameters:\n"+tt.params), "-n", ns, "create", "-f", "-")
+		if err == nil || !strings.Contains(string(out), tt.wantErr) {
+			t.Errorf("a %s Database with parameters %q: err %v, output %q; want refused with %q", tt.engine, tt.params, err, out, tt.wantErr)
+		}
 	}
 }
 

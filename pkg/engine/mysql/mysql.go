@@ -62,6 +62,7 @@ echo "$out"; exit 1`},
 			Initialised:   "[ -d /var/lib/mysql/mysql ]",
 		},
 		Replication: &replication,
+		Parameters:  &parameters,
 	},
 }
 

@@ -2,50 +2,22 @@ package postgresql
 
 import (
 	"maps"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
 	"testing"
 
-	"sigs.k8s.io/yaml"
+	"github.com/dbcontroller/database-controller/pkg/crdtest"
 )
 
 // The CRD refuses exactly the parameters the controller owns: one CEL rule
 // of spec.parameters for each (a map lookup: within the API server's cost
 // budget, where one rule over the keys is not).
 func TestOwnedParametersAreTheCRDs(t *testing.T) {
-	b, err := os.ReadFile("../../../artifacts/crd/dbcontroller.io_databases.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd struct {
-		Spec struct {
-			Versions []struct {
-				Schema struct {
-					OpenAPIV3Schema struct {
-						Properties struct {
-							Spec struct {
-								Properties struct {
-									Parameters struct {
-										Validations []struct {
-											Rule string `json:"rule"`
-										} `json:"x-kubernetes-validations"`
-									} `json:"parameters"`
-								} `json:"properties"`
-							} `json:"spec"`
-						} `json:"properties"`
-					} `json:"openAPIV3Schema"`
-				} `json:"schema"`
-			} `json:"versions"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal(b, &crd); err != nil {
-		t.Fatal(err)
-	}
+	_, rules := crdtest.Rules(t)
 	var refused []string
-	for _, v := range crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties.Spec.Properties.Parameters.Validations {
-		if m := regexp.MustCompile(`^!\('([a-z_]+)' in self\)$`).FindStringSubmatch(v.Rule); m != nil {
+	for _, r := range rules {
+		if m := regexp.MustCompile(`^!\('([a-z_]+)' in self\)$`).FindStringSubmatch(r); m != nil {
 			refused = append(refused, m[1])
 		}
 	}

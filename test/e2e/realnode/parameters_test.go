@@ -88,15 +88,16 @@ func showEach(t *testing.T, ns, db string, pods []string, names ...string) map[s
 	return got
 }
 
-// podStarts are the UIDs and start times of db's pods' servers, by pod.
-func podStarts(t *testing.T, ns, db string) map[string]string {
+// podStarts are the UIDs and start times of db's pods' servers (their
+// container of that name), by pod.
+func podStarts(t *testing.T, ns, db, container string) map[string]string {
 	t.Helper()
 	var list corev1.PodList
 	e2eutil.GetJSON(t, &list, "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db)
 	out := map[string]string{}
 	for _, p := range list.Items {
 		for _, c := range p.Status.ContainerStatuses {
-			if c.Name == "postgresql" && c.State.Running != nil {
+			if c.Name == container && c.State.Running != nil {
 				out[p.Name] = fmt.Sprintf("%s started %s, %d restarts", p.UID, c.State.Running.StartedAt.UTC().Format(time.RFC3339), c.RestartCount)
 			}
 		}
@@ -149,7 +150,7 @@ func TestParameters(t *testing.T) {
 	if got := showEach(t, ns, "tuned", pods, "max_connections"); !equalAll(got, pods, "150") {
 		t.Errorf("max_connections on the servers: %v, want 150 on each", got)
 	}
-	before := podStarts(t, ns, "tuned")
+	before := podStarts(t, ns, "tuned", "postgresql")
 	if len(before) != 3 || slices.ContainsFunc(slices.Collect(maps.Values(before)), func(s string) bool { return !strings.HasSuffix(s, ", 0 restarts") }) {
 		t.Errorf("servers at creation: %v, want three started once", before)
 	}
@@ -160,7 +161,7 @@ func TestParameters(t *testing.T) {
 	if got := showEach(t, ns, "tuned", pods, "work_mem", "max_connections"); !equalAll(got, pods, "64MB 150") {
 		t.Errorf("work_mem and max_connections on the servers: %v, want 64MB 150 on each", got)
 	}
-	if after := podStarts(t, ns, "tuned"); !maps.Equal(after, before) {
+	if after := podStarts(t, ns, "tuned", "postgresql"); !maps.Equal(after, before) {
 		t.Errorf("pods after a live parameter: %v, want unchanged %v", after, before)
 	}
 
@@ -179,7 +180,7 @@ func TestParameters(t *testing.T) {
 		return equalAll(got, pods, "45s"), fmt.Sprintf("%v", got)
 	})
 	t.Logf("the ConfigMap's change on every server within %s", time.Since(changed).Round(time.Second))
-	if after := podStarts(t, ns, "tuned"); !maps.Equal(after, before) {
+	if after := podStarts(t, ns, "tuned", "postgresql"); !maps.Equal(after, before) {
 		t.Errorf("pods after live parameters from a ConfigMap: %v, want unchanged %v", after, before)
 	}
 

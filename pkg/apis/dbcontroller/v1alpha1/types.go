@@ -167,7 +167,71 @@ type Database struct {
 // server checks a rule again only where the value it applies to changed.
 
 // DatabaseSpec is what the user asks for.
-// +kubebuilder:validation:XValidation:rule="(!has(self.parameters) && !has(self.parametersConfigMap)) || self.engine == 'postgresql'",message="spec.parameters and spec.parametersConfigMap are for PostgreSQL, for now: MySQL's and MongoDB's parameters are not supported yet"
+// +kubebuilder:validation:XValidation:rule="(!has(self.parameters) && !has(self.parametersConfigMap)) || self.engine != 'mongodb'",message="spec.parameters and spec.parametersConfigMap are for PostgreSQL and MySQL: MongoDB's parameters are not supported yet"
+// The rules below refuse the parameters MySQL's servers take that the
+// controller owns (package mysql's list), beside those spec.parameters'
+// own rules refuse for every engine (port).
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('bind_address' in self.parameters)",message="parameters may not set bind_address on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('socket' in self.parameters)",message="parameters may not set socket on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('datadir' in self.parameters)",message="parameters may not set datadir on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('basedir' in self.parameters)",message="parameters may not set basedir on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('tmpdir' in self.parameters)",message="parameters may not set tmpdir on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('pid_file' in self.parameters)",message="parameters may not set pid_file on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('plugin_dir' in self.parameters)",message="parameters may not set plugin_dir on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('user' in self.parameters)",message="parameters may not set user on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('skip_networking' in self.parameters)",message="parameters may not set skip_networking on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('mysqlx' in self.parameters)",message="parameters may not set mysqlx on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('mysqlx_port' in self.parameters)",message="parameters may not set mysqlx_port on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('mysqlx_socket' in self.parameters)",message="parameters may not set mysqlx_socket on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('admin_address' in self.parameters)",message="parameters may not set admin_address on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('admin_port' in self.parameters)",message="parameters may not set admin_port on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('log_error' in self.parameters)",message="parameters may not set log_error on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('init_file' in self.parameters)",message="parameters may not set init_file on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('secure_file_priv' in self.parameters)",message="parameters may not set secure_file_priv on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('persisted_globals_load' in self.parameters)",message="parameters may not set persisted_globals_load on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('server_id' in self.parameters)",message="parameters may not set server_id on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('report_host' in self.parameters)",message="parameters may not set report_host on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('report_port' in self.parameters)",message="parameters may not set report_port on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('gtid_mode' in self.parameters)",message="parameters may not set gtid_mode on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('enforce_gtid_consistency' in self.parameters)",message="parameters may not set enforce_gtid_consistency on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('gtid_strict_mode' in self.parameters)",message="parameters may not set gtid_strict_mode on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('gtid_domain_id' in self.parameters)",message="parameters may not set gtid_domain_id on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('log_bin' in self.parameters)",message="parameters may not set log_bin on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('log_bin_basename' in self.parameters)",message="parameters may not set log_bin_basename on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('log_bin_index' in self.parameters)",message="parameters may not set log_bin_index on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('log_replica_updates' in self.parameters)",message="parameters may not set log_replica_updates on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('log_slave_updates' in self.parameters)",message="parameters may not set log_slave_updates on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('binlog_format' in self.parameters)",message="parameters may not set binlog_format on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('sync_binlog' in self.parameters)",message="parameters may not set sync_binlog on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('innodb_flush_log_at_trx_commit' in self.parameters)",message="parameters may not set innodb_flush_log_at_trx_commit on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('relay_log' in self.parameters)",message="parameters may not set relay_log on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('relay_log_basename' in self.parameters)",message="parameters may not set relay_log_basename on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('relay_log_index' in self.parameters)",message="parameters may not set relay_log_index on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('relay_log_recovery' in self.parameters)",message="parameters may not set relay_log_recovery on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('replica_net_timeout' in self.parameters)",message="parameters may not set replica_net_timeout on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('slave_net_timeout' in self.parameters)",message="parameters may not set slave_net_timeout on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('skip_replica_start' in self.parameters)",message="parameters may not set skip_replica_start on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('skip_slave_start' in self.parameters)",message="parameters may not set skip_slave_start on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('read_only' in self.parameters)",message="parameters may not set read_only on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('super_read_only' in self.parameters)",message="parameters may not set super_read_only on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('rpl_semi_sync_source_enabled' in self.parameters)",message="parameters may not set rpl_semi_sync_source_enabled on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('rpl_semi_sync_source_wait_for_replica_count' in self.parameters)",message="parameters may not set rpl_semi_sync_source_wait_for_replica_count on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('rpl_semi_sync_source_timeout' in self.parameters)",message="parameters may not set rpl_semi_sync_source_timeout on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('rpl_semi_sync_replica_enabled' in self.parameters)",message="parameters may not set rpl_semi_sync_replica_enabled on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('rpl_semi_sync_master_enabled' in self.parameters)",message="parameters may not set rpl_semi_sync_master_enabled on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('rpl_semi_sync_master_timeout' in self.parameters)",message="parameters may not set rpl_semi_sync_master_timeout on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('rpl_semi_sync_master_wait_point' in self.parameters)",message="parameters may not set rpl_semi_sync_master_wait_point on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('rpl_semi_sync_slave_enabled' in self.parameters)",message="parameters may not set rpl_semi_sync_slave_enabled on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('plugin_load' in self.parameters)",message="parameters may not set plugin_load on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('plugin_load_add' in self.parameters)",message="parameters may not set plugin_load_add on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('clone_valid_donor_list' in self.parameters)",message="parameters may not set clone_valid_donor_list on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('require_secure_transport' in self.parameters)",message="parameters may not set require_secure_transport on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('ssl_ca' in self.parameters)",message="parameters may not set ssl_ca on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('ssl_capath' in self.parameters)",message="parameters may not set ssl_capath on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('ssl_cert' in self.parameters)",message="parameters may not set ssl_cert on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('ssl_key' in self.parameters)",message="parameters may not set ssl_key on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('ssl_crl' in self.parameters)",message="parameters may not set ssl_crl on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mysql' || !has(self.parameters) || !('ssl_crlpath' in self.parameters)",message="parameters may not set ssl_crlpath on MySQL: the controller sets it, for the pods, replication, fencing or TLS to work"
 // +kubebuilder:validation:XValidation:rule="!has(self.backup) || !has(self.backup.continuous) || self.engine == 'postgresql'",message="spec.backup.continuous is for PostgreSQL: MySQL's binlogs and MongoDB's oplog are not archived yet"
 // +kubebuilder:validation:XValidation:rule="self.engine != 'mongodb' || !has(self.replicas) || self.replicas <= 1",message="replicas above 1 are refused for MongoDB: the servers would be independent copies, not a replica set, and each connection would read and write another one. Use 1 (or 0 to stop): MongoDB replica sets are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.primary) || !has(self.replicas) || self.replicas == 0 || int(self.replication.primary.substring(self.replication.primary.lastIndexOf('-') + 1)) < self.replicas",message="spec.replication.primary must be one of the pods spec.replicas asks for, <name>-0 to <name>-<replicas-1>: change or unset it before scaling below it"
@@ -253,15 +317,17 @@ type DatabaseSpec struct {
 
 	// Parameters are the server's own settings, by name, as its
 	// configuration file would set them (PostgreSQL: work_mem: 64MB,
-	// shared_buffers: 1GB). A parameter the running server can take is
-	// applied to every server without a restart; one it reads only at
-	// start (shared_buffers, max_connections, shared_preload_libraries)
+	// shared_buffers: 1GB; MySQL: max_connections: "500",
+	// innodb_buffer_pool_size: 1G). A parameter the running server can
+	// take is applied to every server without a restart; one it reads
+	// only at start (PostgreSQL's shared_buffers, MySQL's back_log)
 	// restarts the servers, a replicated Database's replicas first and its
 	// primary last, after a switchover. A primary checks every value
 	// first: one it refuses is reported in the ParametersApplied condition,
 	// in its words, and nothing is changed. The parameters the controller
 	// sets itself (ports, paths, replication, archiving, TLS, logging to
-	// the pod's log) are refused. PostgreSQL only, for now.
+	// the pod's log) are refused. PostgreSQL and MySQL; a MariaDB server,
+	// which cannot persist a setting made live, reads them all at start.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=200
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z_][a-z0-9_]*([.][a-z_][a-z0-9_]*)?$'))",message="parameters are named as the server names them, in lower case: letters, digits and '_', with one '.' for an extension's (pg_stat_statements.max)"
@@ -319,8 +385,8 @@ type DatabaseSpec struct {
 	// the rules of spec.parameters, which wins on the same name. The
 	// controller watches only the ConfigMaps labelled
 	// dbcontroller.io/parameters: "true", and applies a change of their
-	// data as it applies a change of spec.parameters. PostgreSQL only, for
-	// now.
+	// data as it applies a change of spec.parameters. PostgreSQL and
+	// MySQL.
 	// +optional
 	ParametersConfigMap *LocalConfigMapReference `json:"parametersConfigMap,omitempty"`
 

@@ -30,6 +30,9 @@ import (
 // Database stored before a rule existed keeps its status writes: the API
 // server checks a rule again only where the value it applies to changed.
 // DatabaseSpec is what the user asks for.
+// The rules below refuse the parameters MySQL's servers take that the
+// controller owns (package mysql's list), beside those spec.parameters'
+// own rules refuse for every engine (port).
 type DatabaseSpecApplyConfiguration struct {
 	// Engine is the database engine. It cannot be changed after creation.
 	Engine *dbcontrollerv1alpha1.Engine `json:"engine,omitempty"`
@@ -76,23 +79,25 @@ type DatabaseSpecApplyConfiguration struct {
 	PodMetadata *PodMetadataApplyConfiguration `json:"podMetadata,omitempty"`
 	// Parameters are the server's own settings, by name, as its
 	// configuration file would set them (PostgreSQL: work_mem: 64MB,
-	// shared_buffers: 1GB). A parameter the running server can take is
-	// applied to every server without a restart; one it reads only at
-	// start (shared_buffers, max_connections, shared_preload_libraries)
+	// shared_buffers: 1GB; MySQL: max_connections: "500",
+	// innodb_buffer_pool_size: 1G). A parameter the running server can
+	// take is applied to every server without a restart; one it reads
+	// only at start (PostgreSQL's shared_buffers, MySQL's back_log)
 	// restarts the servers, a replicated Database's replicas first and its
 	// primary last, after a switchover. A primary checks every value
 	// first: one it refuses is reported in the ParametersApplied condition,
 	// in its words, and nothing is changed. The parameters the controller
 	// sets itself (ports, paths, replication, archiving, TLS, logging to
-	// the pod's log) are refused. PostgreSQL only, for now.
+	// the pod's log) are refused. PostgreSQL and MySQL; a MariaDB server,
+	// which cannot persist a setting made live, reads them all at start.
 	Parameters map[string]string `json:"parameters,omitempty"`
 	// ParametersConfigMap names a ConfigMap of the Database's namespace
 	// whose data holds more parameters, each key a parameter's name, with
 	// the rules of spec.parameters, which wins on the same name. The
 	// controller watches only the ConfigMaps labelled
 	// dbcontroller.io/parameters: "true", and applies a change of their
-	// data as it applies a change of spec.parameters. PostgreSQL only, for
-	// now.
+	// data as it applies a change of spec.parameters. PostgreSQL and
+	// MySQL.
 	ParametersConfigMap *LocalConfigMapReferenceApplyConfiguration `json:"parametersConfigMap,omitempty"`
 	// Replication tunes the replication that every PostgreSQL and MySQL
 	// Database with replicas >= 2 runs: one primary, behind the client
