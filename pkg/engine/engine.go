@@ -7,7 +7,11 @@
 // Databases.
 package engine
 
-import "strings"
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
 
 // Engine is one database engine.
 type Engine interface {
@@ -117,11 +121,45 @@ type Parameters struct {
 	// as the controller knows before a server says (the server's own
 	// answer is recorded in status.parameters once it ran).
 	AtStart func(name string) bool
-	// Owned are the parameters the controller sets itself, in lower case;
-	// the CRD refuses them (the test in package postgresql keeps the two
-	// lists one).
+	// Owned are the parameters the controller sets itself; the CRD refuses
+	// them (a test in each engine's package keeps the two lists one).
 	Owned []string
+	// Name is how the servers name their parameters, and NameRule says it
+	// in words: the CRD's rule for the engine, which a ConfigMap's keys
+	// are held to by the controller.
+	Name     *regexp.Regexp
+	NameRule string
 }
+
+// GivenAfter reads the name=value arguments that each follow flag in args
+// (PostgreSQL's -c, MongoDB's --setParameter), but those of owned: the
+// parameters a server's arguments set (Parameters.Given).
+func GivenAfter(flag string, args, owned []string) map[string]string {
+	var out map[string]string
+	for k := 0; k+1 < len(args); k++ {
+		if args[k] != flag {
+			continue
+		}
+		name, value, ok := strings.Cut(args[k+1], "=")
+		if !ok || slices.Contains(owned, name) {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = value
+		k++
+	}
+	return out
+}
+
+// LowerCaseName is PostgreSQL's and MySQL's parameters' names, in lower
+// case, so that no parameter is given twice: letters, digits and '_',
+// with one '.' (PostgreSQL's extension's, MySQL's component's).
+var LowerCaseName = regexp.MustCompile(`^[a-z_][a-z0-9_]*([.][a-z_][a-z0-9_]*)?$`)
+
+// LowerCaseNameRule says LowerCaseName in words.
+const LowerCaseNameRule = "parameters are named as the server names them, in lower case: letters, digits and '_', with one '.' for an extension's"
 
 // Archiving is how a server archives each completed file of its change
 // log by running a command.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 )
 
@@ -36,7 +37,7 @@ const (
 
 // variableName is a system variable's name as spec.parameters may give it
 // (the CRD's rule): it is written into statements unquoted.
-var variableName = regexp.MustCompile(`^[a-z_][a-z0-9_]*([.][a-z_][a-z0-9_]*)?$`)
+var variableName = engine.LowerCaseName
 
 // Check asks the server whether it takes params, and changes nothing it
 // runs with. MySQL: a name is read at start when SET GLOBAL of its own

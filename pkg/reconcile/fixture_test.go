@@ -230,7 +230,7 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		Replication: map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: f.sql},
 		Logins:      f.logins,
 		ToolsImage:  toolsImage,
-		Parameters:  map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: f.sql, dbv1alpha1.EngineMySQL: f.sql},
+		Parameters:  map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: f.sql, dbv1alpha1.EngineMySQL: f.sql, dbv1alpha1.EngineMongoDB: AtStartOnly{}},
 		Archiver: func(_ context.Context, host string, _ int32, _ ha.Credentials) (*dbv1alpha1.ArchiveStatus, error) {
 			f.archived = append(f.archived, host)
 			return f.archive.DeepCopy(), f.archiveErr

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/drift"
+	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
@@ -34,6 +34,25 @@ type ParameterClient interface {
 	// Set sets params on the running server, resets those of reset, and
 	// has it take them.
 	Set(ctx context.Context, host string, port int32, cred ha.Credentials, params map[string]string, reset []string) error
+}
+
+// AtStartOnly is the ParameterClient of an engine whose servers the
+// controller does not ask (MongoDB's: it has no MongoDB client): every
+// parameter is read at start, unchecked, and nothing is set live.
+type AtStartOnly struct{}
+
+// Check says every parameter is read at start, and asks no server.
+func (AtStartOnly) Check(_ context.Context, _ string, _ int32, _ ha.Credentials, params, _ map[string]string) (map[string]bool, error) {
+	atStart := make(map[string]bool, len(params))
+	for name := range params {
+		atStart[name] = true
+	}
+	return atStart, nil
+}
+
+// Set has nothing to set.
+func (AtStartOnly) Set(context.Context, string, int32, ha.Credentials, map[string]string, []string) error {
+	return nil
 }
 
 // parameterFindings is what the parameters step decided for the status:
@@ -100,8 +119,15 @@ func (p *pass) ensureParameters(ctx context.Context, sts *appsv1.StatefulSet, po
 	default:
 		servers, all := p.parameterServers(pods, repl)
 		if len(servers) == 0 {
+			msg := "a server checks spec.parameters once one serves"
+			if failing, start := p.uncheckedStart(want, ps, pods); failing != "" {
+				// Down already: a corrected value must reach the pods
+				// without a server to check it.
+				ps.Start = start
+				msg = fmt.Sprintf("no server serves and %s fails to start: the parameters read at start go to the pods unchecked, so that a corrected one reaches them; a server checks them all once one serves", failing)
+			}
 			found.condition = &metav1.Condition{Type: dbv1alpha1.ConditionParametersApplied, Status: metav1.ConditionFalse,
-				Reason: status.ReasonParametersPending, Message: "a server checks spec.parameters once one serves"}
+				Reason: status.ReasonParametersPending, Message: msg}
 			return found, nil
 		}
 		cred, err := p.credentials(ctx)
@@ -136,6 +162,38 @@ func (p *pass) ensureParameters(ctx context.Context, sts *appsv1.StatefulSet, po
 	return found, nil
 }
 
+// uncheckedStart is, when a pod of the Database fails to start (named in
+// failing), the parameters of want its servers read at start: those
+// recorded so, and those the engine reads at start (engine.Parameters'
+// AtStart); those set live stay so. No server checked them: the pods
+// get them only while none serves, so that a value a server accepted but
+// cannot start with, once corrected, reaches a Database that is down
+// because of it (a single server, or every one).
+func (p *pass) uncheckedStart(want map[string]string, ps *dbv1alpha1.ParametersStatus, pods []*corev1.Pod) (failing string, start map[string]string) {
+	for _, pod := range pods {
+		if pod.DeletionTimestamp == nil && crashLooping(pod) {
+			failing = pod.Name
+			break
+		}
+	}
+	if failing == "" {
+		return "", nil
+	}
+	pr := p.plan.Engine.Runtime().Parameters
+	for name, value := range want {
+		if _, live := ps.Live[name]; live {
+			continue
+		}
+		if _, recorded := ps.Start[name]; recorded || pr.AtStart(name) {
+			if start == nil {
+				start = map[string]string{}
+			}
+			start[name] = value
+		}
+	}
+	return failing, start
+}
+
 // parametersSource says where db's parameters are given.
 func parametersSource(db *dbv1alpha1.Database) string {
 	if ref := db.Spec.ParametersConfigMap; ref != nil {
@@ -151,15 +209,11 @@ type askedParameters struct {
 	refused *metav1.Condition
 }
 
-// parameterName is how the servers name their parameters; the CRD's rule
-// for the keys of spec.parameters.
-var parameterName = regexp.MustCompile(`^[a-z_][a-z0-9_]*([.][a-z_][a-z0-9_]*)?$`)
-
 // desiredParameters are spec.parameters over the data of the ConfigMap
 // spec.parametersConfigMap names. A ConfigMap that is not found, or that
 // sets what spec.parameters may not (the schema cannot see it), is the
 // condition that says so, and nothing is desired.
-func (p *pass) desiredParameters(owned []string) (map[string]string, *metav1.Condition, error) {
+func (p *pass) desiredParameters(pr *engine.Parameters) (map[string]string, *metav1.Condition, error) {
 	db := p.db
 	want := map[string]string{}
 	if ref := db.Spec.ParametersConfigMap; ref != nil {
@@ -176,9 +230,9 @@ func (p *pass) desiredParameters(owned []string) (map[string]string, *metav1.Con
 		for _, name := range slices.Sorted(maps.Keys(cm.Data)) {
 			var why string
 			switch value := cm.Data[name]; {
-			case !parameterName.MatchString(name):
-				why = "parameters are named as the server names them, in lower case: letters, digits and '_', with one '.' for an extension's"
-			case slices.Contains(owned, name):
+			case !pr.Name.MatchString(name):
+				why = pr.NameRule
+			case slices.Contains(pr.Owned, name):
 				why = "the controller sets it, for the pods, replication, archiving or TLS to work"
 			case len(value) > 4096:
 				why = "a parameter's value is at most 4096 characters"

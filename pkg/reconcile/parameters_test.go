@@ -134,6 +134,31 @@ func TestParametersMySQL(t *testing.T) {
 	f.run(ctx, ref(db), synced)
 }
 
+// A value a server accepted but cannot start with (huge_pages=on), on a
+// single server: it crash-loops, no server serves to check the correction,
+// and the correction goes to the pods unchecked, said in the condition,
+// with no SQL; the next pass gives it to the StatefulSet.
+func TestParametersCorrectedWhileNoServerServes(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.Spec.Parameters = map[string]string{"huge_pages": "off", "work_mem": "64MB"}
+	db.Status.Parameters = &dbv1alpha1.ParametersStatus{Applied: drift.Digest(map[string]string{"huge_pages": "on", "work_mem": "64MB"}),
+		Start: map[string]string{"huge_pages": "on"}, Live: map[string]string{"work_mem": "64MB"}}
+	f.converged(db)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: names.PodName(db, 0), Namespace: db.Namespace, Labels: names.SelectorLabels(db)},
+		Status: corev1.PodStatus{PodIP: "192.0.2.10"}}
+	f.seed(pod)
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "postgresql", RestartCount: 3,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}}
+	st := withCondition(db, db.Status, metav1.Condition{Status: metav1.ConditionFalse, Reason: status.ReasonParametersPending,
+		Message: "no server serves and orders-0 fails to start: the parameters read at start go to the pods unchecked, so that a corrected one reaches them; a server checks them all once one serves"})
+	st.Parameters.Start = map[string]string{"huge_pages": "off"}
+	f.expectStatusUpdate(db, st)
+	f.run(ctx, ref(db), synced)
+}
+
 // A value the server refuses: nothing is set, the condition says so in
 // the server's words, with one Warning event, and the same parameters are
 // not asked again.

@@ -100,7 +100,7 @@ type Config struct {
 	Archiver Archiver
 	// Parameters checks and sets spec.parameters on the servers, by
 	// engine; {postgresql: pgsql.NewParameters(), mysql:
-	// mysqlsql.NewParameters()} when nil.
+	// mysqlsql.NewParameters(), mongodb: AtStartOnly{}} when nil.
 	Parameters map[dbv1alpha1.Engine]ParameterClient
 }
 
@@ -163,7 +163,8 @@ func New(cfg Config) *Reconciler {
 		cfg.Replication = map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: pgsql.New(), dbv1alpha1.EngineMySQL: mysqlsql.New()}
 	}
 	if cfg.Parameters == nil {
-		cfg.Parameters = map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: pgsql.NewParameters(), dbv1alpha1.EngineMySQL: mysqlsql.NewParameters()}
+		cfg.Parameters = map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: pgsql.NewParameters(), dbv1alpha1.EngineMySQL: mysqlsql.NewParameters(),
+			dbv1alpha1.EngineMongoDB: AtStartOnly{}}
 	}
 	if cfg.Archiver == nil {
 		cfg.Archiver = pgsql.Archiver
@@ -449,7 +450,7 @@ func (p *pass) observe() (plan.Observed, error) {
 	}
 	observed.Claims = claims
 	if e, err := registry.Lookup(string(p.db.Spec.Engine)); err == nil && e.Runtime().Parameters != nil {
-		if p.asked.want, p.asked.refused, err = p.desiredParameters(e.Runtime().Parameters.Owned); err != nil {
+		if p.asked.want, p.asked.refused, err = p.desiredParameters(e.Runtime().Parameters); err != nil {
 			return observed, err
 		}
 		observed.Parameters = p.asked.want

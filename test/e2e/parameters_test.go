@@ -20,7 +20,8 @@ import (
 // the condition says the servers did not answer). A change of one read at
 // start waits for a server to check it: with none that answers, the pods
 // keep what they have. The schema refuses the controller's parameters by
-// name, names not in lower case, and parameters for MySQL.
+// name, for every engine and for MySQL's and MongoDB's own, and names not
+// as the engine's servers name them.
 func TestParameters(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
@@ -64,7 +65,8 @@ func TestParameters(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct{ engine, version, params, wantErr string }{
-		{"mongodb", "7.0", "    wiredTigerCacheSizeGB: \"1\"\n", "spec.parameters and spec.parametersConfigMap are for PostgreSQL and MySQL"},
+		{"mongodb", "7.0", "    authenticationMechanisms: PLAIN\n", "parameters may not set authenticationMechanisms on MongoDB"},
+		{"mongodb", "7.0", "    ttl-monitor: \"1\"\n", "MongoDB's parameters are named as mongod names them"},
 		{"mysql", "8.4", "    super_read_only: \"OFF\"\n", "parameters may not set super_read_only on MySQL: the controller sets it"},
 		{"mysql", "8.4", "    port: \"3307\"\n", "parameters may not set port: the controller sets it"},
 	} {
@@ -73,6 +75,32 @@ func TestParameters(t *testing.T) {
 			t.Errorf("a %s Database with parameters %q: err %v, output %q; want refused with %q", tt.engine, tt.params, err, out, tt.wantErr)
 		}
 	}
+}
+
+// MongoDB's parameters are all given at start, as --setParameter
+// name=value, unchecked (the controller has no MongoDB client): a new
+// Database's from its first start, and a change rolls out to the pods,
+// which the condition says once they run it.
+func TestParametersMongoDB(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("docs", "mongodb", "7.0", 1, "  parameters:\n    ttlMonitorSleepSecs: \"120\"\n"))
+	applied := func(args ...string) {
+		t.Helper()
+		e2eutil.Eventually(t, converge, fmt.Sprintf("%q on mongod's command line, and the pod running it", args), func() (bool, string) {
+			var sts appsv1.StatefulSet
+			e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "docs")
+			got := sts.Spec.Template.Spec.Containers[0].Args
+			db := e2eutil.GetDB(t, ns, "docs")
+			c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionParametersApplied)
+			return slices.Equal(got, args) && c != nil && c.Reason == "Applied" && c.ObservedGeneration == db.Generation,
+				fmt.Sprintf("args %q, condition %+v", got, c)
+		})
+	}
+	applied("--setParameter", "ttlMonitorSleepSecs=120")
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/docs", "--type=merge", "-p", `{"spec":{"parameters":{"ttlMonitorSleepSecs":"90","logLevel":"1"}}}`)
+	applied("--setParameter", "logLevel=1", "--setParameter", "ttlMonitorSleepSecs=90")
 }
 
 // Parameters from a ConfigMap labelled dbcontroller.io/parameters: a new

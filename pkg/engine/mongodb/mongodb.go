@@ -57,6 +57,7 @@ var base = engine.Base{
 			DataDirectory: "/data/db",
 			Initialised:   "[ -f /data/db/WiredTiger ]",
 		},
+		Parameters: &parameters,
 	},
 }
 

@@ -17,9 +17,11 @@ var parameters = engine.Parameters{
 	Args: func(name, value string) []string {
 		return []string{"--" + name + "=" + value}
 	},
-	Given:   given,
-	AtStart: AtStart,
-	Owned:   owned,
+	Given:    given,
+	AtStart:  AtStart,
+	Owned:    owned,
+	Name:     engine.LowerCaseName,
+	NameRule: engine.LowerCaseNameRule,
 }
 
 // given reads the --name=value arguments of a server's arguments that

@@ -2,7 +2,6 @@ package postgresql
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/dbcontroller/database-controller/pkg/engine"
 )
@@ -14,31 +13,16 @@ var parameters = engine.Parameters{
 	Args: func(name, value string) []string {
 		return []string{"-c", name + "=" + value}
 	},
-	Given:   given,
-	AtStart: AtStart,
-	Owned:   owned,
+	Given:    given,
+	AtStart:  AtStart,
+	Owned:    owned,
+	Name:     engine.LowerCaseName,
+	NameRule: engine.LowerCaseNameRule,
 }
 
 // given reads the -c name=value pairs of a server's arguments, but the
 // controller's own.
-func given(args []string) map[string]string {
-	var out map[string]string
-	for k := 0; k+1 < len(args); k++ {
-		if args[k] != "-c" {
-			continue
-		}
-		name, value, ok := strings.Cut(args[k+1], "=")
-		if !ok || slices.Contains(owned, name) {
-			continue
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[name] = value
-		k++
-	}
-	return out
-}
+func given(args []string) map[string]string { return engine.GivenAfter("-c", args, owned) }
 
 // AtStart reports whether PostgreSQL reads name only at start: its
 // "postmaster" parameters from 15 to 18, and any name it does not know

@@ -21,7 +21,9 @@ import (
 //     server's words, the Database serves on, and the server keeps 88;
 //  4. MariaDB, which cannot persist a setting made live: the parameter is
 //     read at start, the pod restarts once to take it, and a name the
-//     server does not know is refused in its words.
+//     server does not know is refused in its words;
+//  5. MariaDB, a value it cannot start with (sql_mode=BOGUS), corrected
+//     while its one server crash-loops: the correction reaches the pod.
 func TestMySQLParameters(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
@@ -85,4 +87,20 @@ func TestMySQLParameters(t *testing.T) {
 		t.Errorf("MariaDB's refusal of an unknown name: %s", msg)
 	}
 	t.Logf("MariaDB: max_connections taken at a restart; an unknown name refused: %s", msg)
+
+	// 5. MariaDB, a value it accepts by name but cannot start with: the
+	// one server crash-loops; corrected, the value reaches the pod
+	// unchecked (no server serves to check it), the failing pod is
+	// replaced, and the server runs with the correction.
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned-maria", "--type=merge", "-p", `{"spec":{"parameters":{"max_connexions":null,"sql_mode":"BOGUS"}}}`)
+	e2eutil.Eventually(t, 3*converge, "the server failing to start with sql_mode=BOGUS", func() (bool, string) {
+		msg := readyMessage(t, ns, "tuned-maria")
+		return strings.Contains(msg, "keeps crashing"), msg
+	})
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned-maria", "--type=merge", "-p", `{"spec":{"parameters":{"sql_mode":"STRICT_TRANS_TABLES"}}}`)
+	e2eutil.WaitRunning(t, ns, "tuned-maria", 3*converge)
+	waitParameters(t, ns, "tuned-maria", "Applied")
+	if got := show("tuned-maria", mariadbImage, "SELECT CONCAT(@@max_connections, ' ', @@sql_mode)"); got != "66 STRICT_TRANS_TABLES" {
+		t.Errorf("MariaDB after the correction: %q, want \"66 STRICT_TRANS_TABLES\"", got)
+	}
 }

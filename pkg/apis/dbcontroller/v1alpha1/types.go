@@ -167,7 +167,9 @@ type Database struct {
 // server checks a rule again only where the value it applies to changed.
 
 // DatabaseSpec is what the user asks for.
-// +kubebuilder:validation:XValidation:rule="(!has(self.parameters) && !has(self.parametersConfigMap)) || self.engine != 'mongodb'",message="spec.parameters and spec.parametersConfigMap are for PostgreSQL and MySQL: MongoDB's parameters are not supported yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || self.engine == 'mongodb' || self.parameters.all(k, k.matches('^[a-z_][a-z0-9_]*([.][a-z_][a-z0-9_]*)?$'))",message="parameters are named as the server names them, in lower case: letters, digits and '_', with one '.' for an extension's (pg_stat_statements.max)"
+// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || self.engine != 'mongodb' || self.parameters.all(k, k.matches('^[A-Za-z][A-Za-z0-9_]*$'))",message="MongoDB's parameters are named as mongod names them: letters, digits and '_', starting with a letter (ttlMonitorSleepSecs)"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mongodb' || !has(self.parameters) || !('authenticationMechanisms' in self.parameters)",message="parameters may not set authenticationMechanisms on MongoDB: the controller logs in with SCRAM"
 // The rules below refuse the parameters MySQL's servers take that the
 // controller owns (package mysql's list), beside those spec.parameters'
 // own rules refuse for every engine (port).
@@ -326,11 +328,11 @@ type DatabaseSpec struct {
 	// first: one it refuses is reported in the ParametersApplied condition,
 	// in its words, and nothing is changed. The parameters the controller
 	// sets itself (ports, paths, replication, archiving, TLS, logging to
-	// the pod's log) are refused. PostgreSQL and MySQL; a MariaDB server,
-	// which cannot persist a setting made live, reads them all at start.
+	// the pod's log) are refused. A MariaDB server, which cannot persist a
+	// setting made live, reads them all at start; so does MongoDB (its
+	// server parameters, as --setParameter name=value), unchecked.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=200
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z_][a-z0-9_]*([.][a-z_][a-z0-9_]*)?$'))",message="parameters are named as the server names them, in lower case: letters, digits and '_', with one '.' for an extension's (pg_stat_statements.max)"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 4096)",message="a parameter's value is at most 4096 characters"
 	// +kubebuilder:validation:XValidation:rule="!('listen_addresses' in self)",message="parameters may not set listen_addresses: the controller sets it, for the pods, replication, archiving or TLS to work"
 	// +kubebuilder:validation:XValidation:rule="!('port' in self)",message="parameters may not set port: the controller sets it, for the pods, replication, archiving or TLS to work"
@@ -385,8 +387,7 @@ type DatabaseSpec struct {
 	// the rules of spec.parameters, which wins on the same name. The
 	// controller watches only the ConfigMaps labelled
 	// dbcontroller.io/parameters: "true", and applies a change of their
-	// data as it applies a change of spec.parameters. PostgreSQL and
-	// MySQL.
+	// data as it applies a change of spec.parameters.
 	// +optional
 	ParametersConfigMap *LocalConfigMapReference `json:"parametersConfigMap,omitempty"`
 

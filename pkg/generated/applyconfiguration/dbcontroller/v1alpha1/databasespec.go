@@ -88,16 +88,16 @@ type DatabaseSpecApplyConfiguration struct {
 	// first: one it refuses is reported in the ParametersApplied condition,
 	// in its words, and nothing is changed. The parameters the controller
 	// sets itself (ports, paths, replication, archiving, TLS, logging to
-	// the pod's log) are refused. PostgreSQL and MySQL; a MariaDB server,
-	// which cannot persist a setting made live, reads them all at start.
+	// the pod's log) are refused. A MariaDB server, which cannot persist a
+	// setting made live, reads them all at start; so does MongoDB (its
+	// server parameters, as --setParameter name=value), unchecked.
 	Parameters map[string]string `json:"parameters,omitempty"`
 	// ParametersConfigMap names a ConfigMap of the Database's namespace
 	// whose data holds more parameters, each key a parameter's name, with
 	// the rules of spec.parameters, which wins on the same name. The
 	// controller watches only the ConfigMaps labelled
 	// dbcontroller.io/parameters: "true", and applies a change of their
-	// data as it applies a change of spec.parameters. PostgreSQL and
-	// MySQL.
+	// data as it applies a change of spec.parameters.
 	ParametersConfigMap *LocalConfigMapReferenceApplyConfiguration `json:"parametersConfigMap,omitempty"`
 	// Replication tunes the replication that every PostgreSQL and MySQL
 	// Database with replicas >= 2 runs: one primary, behind the client
