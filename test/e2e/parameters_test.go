@@ -15,6 +15,17 @@ import (
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
+// serverArgs are the arguments of the server of the StatefulSet name's
+// template; nil while there is none (the controller makes it soon after
+// the Database).
+func serverArgs(ns, name string) []string {
+	var sts appsv1.StatefulSet
+	if err := e2eutil.TryGetJSON(&sts, "-n", ns, "get", "statefulset", name); err != nil || len(sts.Spec.Template.Spec.Containers) == 0 {
+		return nil
+	}
+	return sts.Spec.Template.Spec.Containers[0].Args
+}
+
 // A new Database's parameters read at start reach its pods' command line
 // (the others are set on the running servers, which kwok's pods are not:
 // the condition says the servers did not answer). A change of one read at
@@ -28,19 +39,15 @@ func TestParameters(t *testing.T) {
 	startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("tuned", "postgresql", "16", 1, "  parameters:\n    shared_buffers: 256MB\n    work_mem: 64MB\n"))
 
-	serverArgs := func() []string {
-		var sts appsv1.StatefulSet
-		e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "tuned")
-		return sts.Spec.Template.Spec.Containers[0].Args
-	}
+	tunedArgs := func() []string { return serverArgs(ns, "tuned") }
 	e2eutil.Eventually(t, converge, "shared_buffers on the server's command line, and a word on the others", func() (bool, string) {
 		db := e2eutil.GetDB(t, ns, "tuned")
 		c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionParametersApplied)
 		ps := db.Status.Parameters
-		ok := slices.Equal(serverArgs(), []string{"postgres", "-c", "shared_buffers=256MB"}) &&
+		ok := slices.Equal(tunedArgs(), []string{"postgres", "-c", "shared_buffers=256MB"}) &&
 			ps != nil && ps.Start["shared_buffers"] == "256MB" && len(ps.Start) == 1 &&
 			c != nil && c.Reason == "Pending" && strings.Contains(c.Message, "spec.parameters wait for the servers to take them: ")
-		return ok, fmt.Sprintf("args %q, status.parameters %+v, condition %+v", serverArgs(), ps, c)
+		return ok, fmt.Sprintf("args %q, status.parameters %+v, condition %+v", tunedArgs(), ps, c)
 	})
 
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=merge", "-p", `{"spec":{"parameters":{"shared_buffers":"512MB"}}}`)
@@ -49,7 +56,7 @@ func TestParameters(t *testing.T) {
 		c := meta.FindStatusCondition(e2eutil.GetDB(t, ns, "tuned").Status.Conditions, dbv1alpha1.ConditionParametersApplied)
 		return c != nil && c.ObservedGeneration == generation, fmt.Sprintf("%+v", c)
 	})
-	if args := serverArgs(); !slices.Equal(args, []string{"postgres", "-c", "shared_buffers=256MB"}) {
+	if args := tunedArgs(); !slices.Equal(args, []string{"postgres", "-c", "shared_buffers=256MB"}) {
 		t.Errorf("server arguments %q after a change no server checked: want the ones it had", args)
 	}
 
@@ -89,9 +96,7 @@ func TestParametersMongoDB(t *testing.T) {
 	applied := func(args ...string) {
 		t.Helper()
 		e2eutil.Eventually(t, converge, fmt.Sprintf("%q on mongod's command line, and the pod running it", args), func() (bool, string) {
-			var sts appsv1.StatefulSet
-			e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "docs")
-			got := sts.Spec.Template.Spec.Containers[0].Args
+			got := serverArgs(ns, "docs")
 			db := e2eutil.GetDB(t, ns, "docs")
 			c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionParametersApplied)
 			return slices.Equal(got, args) && c != nil && c.Reason == "Applied" && c.ObservedGeneration == db.Generation,
@@ -122,9 +127,7 @@ data:
 `, "-n", ns, "create", "-f", "-")
 	createDB(t, ns, dbYAML("fromcm", "postgresql", "16", 1, "  parametersConfigMap: {name: pg-tuning}\n  parameters:\n    work_mem: 64MB\n"))
 	e2eutil.Eventually(t, converge, "max_connections from the ConfigMap on the server's command line", func() (bool, string) {
-		var sts appsv1.StatefulSet
-		e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", "fromcm")
-		args := sts.Spec.Template.Spec.Containers[0].Args
+		args := serverArgs(ns, "fromcm")
 		return slices.Equal(args, []string{"postgres", "-c", "max_connections=200"}), fmt.Sprintf("args %q", args)
 	})
 

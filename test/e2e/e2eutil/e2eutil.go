@@ -120,6 +120,16 @@ func GetJSON(t testing.TB, into any, args ...string) {
 	}
 }
 
+// TryGetJSON is GetJSON that returns its error: for an object that may
+// not exist yet, inside Eventually.
+func TryGetJSON(into any, args ...string) error {
+	out, err := KubectlRun("", append(args, "-o", "json")...)
+	if err != nil {
+		return fmt.Errorf("kubectl %v: %w: %s", args, err, strings.TrimSpace(string(out)))
+	}
+	return json.Unmarshal(out, into)
+}
+
 // NewNamespace creates a namespace for one test and deletes it afterwards,
 // unless E2E_KEEP_NAMESPACES is set.
 func NewNamespace(t *testing.T) string {
