@@ -35,45 +35,45 @@ const contextsQuery = `SELECT name, context FROM pg_settings WHERE name = ANY($1
 // known once it is loaded), unless it has no extension's prefix, which
 // the server refuses. A refusal is a *ha.RejectedError.
 func (c Parameters) Check(ctx context.Context, host string, port int32, cred ha.Credentials, params, previous map[string]string) (map[string]bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*Timeout)
-	defer cancel()
-	conn, err := c.dial(ctx, host, port, cred)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	names := slices.Sorted(maps.Keys(params))
-	rows, err := conn.Query(ctx, contextsQuery, names)
-	if err != nil {
-		return nil, fmt.Errorf("asking %s about its parameters: %w", host, err)
-	}
-	contexts := map[string]string{}
-	_, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (struct{}, error) {
-		var name, context string
-		err := row.Scan(&name, &context)
-		contexts[name] = context
-		return struct{}{}, err
+	var atStart map[string]bool
+	err := c.dial.session(ctx, host, port, cred, 2*Timeout, func(ctx context.Context, conn conn) error {
+		names := slices.Sorted(maps.Keys(params))
+		rows, err := conn.Query(ctx, contextsQuery, names)
+		if err != nil {
+			return fmt.Errorf("asking %s about its parameters: %w", host, err)
+		}
+		contexts := map[string]string{}
+		_, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (struct{}, error) {
+			var name, context string
+			err := row.Scan(&name, &context)
+			contexts[name] = context
+			return struct{}{}, err
+		})
+		if err != nil {
+			return fmt.Errorf("asking %s about its parameters: %w", host, err)
+		}
+		atStart = make(map[string]bool, len(names))
+		for _, name := range names {
+			context, known := contexts[name]
+			atStart[name] = !known || context == "postmaster"
+			if !known && strings.Contains(name, ".") {
+				continue
+			}
+			if _, err := conn.Exec(ctx, alterSystem(name, params[name])); err != nil {
+				return rejected(err, name, params[name], host)
+			}
+			undo := resetStatement(name)
+			if old, ok := previous[name]; ok {
+				undo = alterSystem(name, old)
+			}
+			if _, err := conn.Exec(ctx, undo); err != nil {
+				return fmt.Errorf("putting parameter %s back on %s: %w", name, host, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("asking %s about its parameters: %w", host, err)
-	}
-	atStart := make(map[string]bool, len(names))
-	for _, name := range names {
-		context, known := contexts[name]
-		atStart[name] = !known || context == "postmaster"
-		if !known && strings.Contains(name, ".") {
-			continue
-		}
-		if _, err := conn.Exec(ctx, alterSystem(name, params[name])); err != nil {
-			return nil, rejected(err, name, params[name], host)
-		}
-		undo := resetStatement(name)
-		if old, ok := previous[name]; ok {
-			undo = alterSystem(name, old)
-		}
-		if _, err := conn.Exec(ctx, undo); err != nil {
-			return nil, fmt.Errorf("putting parameter %s back on %s: %w", name, host, err)
-		}
+		return nil, err
 	}
 	return atStart, nil
 }
@@ -82,27 +82,22 @@ func (c Parameters) Check(ctx context.Context, host string, port int32, cred ha.
 // SYSTEM, then reloads its configuration, so that a running server takes
 // them.
 func (c Parameters) Set(ctx context.Context, host string, port int32, cred ha.Credentials, params map[string]string, reset []string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*Timeout)
-	defer cancel()
-	conn, err := c.dial(ctx, host, port, cred)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	for _, name := range slices.Sorted(maps.Keys(params)) {
-		if _, err := conn.Exec(ctx, alterSystem(name, params[name])); err != nil {
-			return rejected(err, name, params[name], host)
+	return c.dial.session(ctx, host, port, cred, 2*Timeout, func(ctx context.Context, conn conn) error {
+		for _, name := range slices.Sorted(maps.Keys(params)) {
+			if _, err := conn.Exec(ctx, alterSystem(name, params[name])); err != nil {
+				return rejected(err, name, params[name], host)
+			}
 		}
-	}
-	for _, name := range slices.Sorted(slices.Values(reset)) {
-		if _, err := conn.Exec(ctx, resetStatement(name)); err != nil {
-			return fmt.Errorf("resetting parameter %s on %s: %w", name, host, err)
+		for _, name := range slices.Sorted(slices.Values(reset)) {
+			if _, err := conn.Exec(ctx, resetStatement(name)); err != nil {
+				return fmt.Errorf("resetting parameter %s on %s: %w", name, host, err)
+			}
 		}
-	}
-	if _, err := conn.Exec(ctx, reload); err != nil {
-		return fmt.Errorf("reloading the configuration of %s: %w", host, err)
-	}
-	return nil
+		if _, err := conn.Exec(ctx, reload); err != nil {
+			return fmt.Errorf("reloading the configuration of %s: %w", host, err)
+		}
+		return nil
+	})
 }
 
 // rejected is the server's refusal of name as a *ha.RejectedError; any other

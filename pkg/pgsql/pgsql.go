@@ -41,6 +41,19 @@ type conn interface {
 // dialer opens one connection to the server at host:port.
 type dialer func(ctx context.Context, host string, port int32, cred ha.Credentials) (conn, error)
 
+// session connects to host, runs fn on the connection within timeout, and
+// closes it: each call of the clients is one session.
+func (d dialer) session(ctx context.Context, host string, port int32, cred ha.Credentials, timeout time.Duration, fn func(context.Context, conn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := d(ctx, host, port, cred)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	return fn(ctx, c)
+}
+
 // New returns the Client that connects with pgx.
 func New() ha.Client { return client{dial: dial} }
 
@@ -124,61 +137,55 @@ func (c client) Terms() ha.Terms { return ha.Terms{Log: "WAL", Position: formatL
 func formatLSN(n uint64) string { return fmt.Sprintf("%X/%X", n>>32, uint32(n)) }
 
 func (c client) Probe(ctx context.Context, host string, port int32, cred ha.Credentials) (ha.Facts, error) {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
-	conn, err := c.dial(ctx, host, port, cred)
-	if err != nil {
-		return ha.Facts{}, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	var f ha.Facts
-	var received, replayed, written int64
-	var synchronous string
-	err = conn.QueryRow(ctx, probeQuery).Scan(&f.Name, &f.Replica, &received, &replayed, &written, &f.Fenced, &synchronous)
-	if err != nil {
-		return ha.Facts{}, fmt.Errorf("asking %s what it is: %w", host, err)
-	}
-	f.Received, f.Applied, f.Written = uint64(received), uint64(replayed), uint64(written)
-	f.Synchronous = parseSynchronous(synchronous)
-	if f.Replica {
-		return f, nil
-	}
-	rows, err := conn.Query(ctx, standbysQuery)
-	if err != nil {
-		return ha.Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
-	}
-	f.Standbys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ha.Standby, error) {
-		var s ha.Standby
-		var lag int64
-		err := row.Scan(&s.Name, &s.Streaming, &lag)
-		s.LagBytes = &lag
-		return s, err
+	err := c.dial.session(ctx, host, port, cred, Timeout, func(ctx context.Context, conn conn) error {
+		var received, replayed, written int64
+		var synchronous string
+		err := conn.QueryRow(ctx, probeQuery).Scan(&f.Name, &f.Replica, &received, &replayed, &written, &f.Fenced, &synchronous)
+		if err != nil {
+			return fmt.Errorf("asking %s what it is: %w", host, err)
+		}
+		f.Received, f.Applied, f.Written = uint64(received), uint64(replayed), uint64(written)
+		f.Synchronous = parseSynchronous(synchronous)
+		if f.Replica {
+			return nil
+		}
+		rows, err := conn.Query(ctx, standbysQuery)
+		if err != nil {
+			return fmt.Errorf("asking %s for its replicas: %w", host, err)
+		}
+		f.Standbys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ha.Standby, error) {
+			var s ha.Standby
+			var lag int64
+			err := row.Scan(&s.Name, &s.Streaming, &lag)
+			s.LagBytes = &lag
+			return s, err
+		})
+		if err != nil {
+			return fmt.Errorf("asking %s for its replicas: %w", host, err)
+		}
+		return nil
 	})
 	if err != nil {
-		return ha.Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
+		return ha.Facts{}, err
 	}
 	return f, nil
 }
 
 func (c client) Promote(ctx context.Context, host string, port int32, cred ha.Credentials) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*Timeout)
-	defer cancel()
-	conn, err := c.dial(ctx, host, port, cred)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var promoted bool
-	if err := conn.QueryRow(ctx, promoteQuery).Scan(&promoted); err != nil {
-		return fmt.Errorf("promoting %s: %w", host, err)
-	}
-	if !promoted {
-		return fmt.Errorf("promoting %s: recovery did not end within 5 s", host)
-	}
-	if _, err := conn.Exec(ctx, checkpoint); err != nil {
-		return fmt.Errorf("checkpointing %s after its promotion: %w", host, err)
-	}
-	return nil
+	return c.dial.session(ctx, host, port, cred, 2*Timeout, func(ctx context.Context, conn conn) error {
+		var promoted bool
+		if err := conn.QueryRow(ctx, promoteQuery).Scan(&promoted); err != nil {
+			return fmt.Errorf("promoting %s: %w", host, err)
+		}
+		if !promoted {
+			return fmt.Errorf("promoting %s: recovery did not end within 5 s", host)
+		}
+		if _, err := conn.Exec(ctx, checkpoint); err != nil {
+			return fmt.Errorf("checkpointing %s after its promotion: %w", host, err)
+		}
+		return nil
+	})
 }
 
 // fenceStatements fence a primary. The marker first: whatever happens next,
@@ -232,19 +239,14 @@ func parseSynchronous(setting string) int32 {
 // execAll runs stmts in order on one connection to host, stopping at the
 // first that fails; what names the work in that error.
 func (c client) execAll(ctx context.Context, host string, port int32, cred ha.Credentials, what string, stmts ...string) error {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
-	conn, err := c.dial(ctx, host, port, cred)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	for _, stmt := range stmts {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("%s %s: %w", what, host, err)
+	return c.dial.session(ctx, host, port, cred, Timeout, func(ctx context.Context, conn conn) error {
+		for _, stmt := range stmts {
+			if _, err := conn.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("%s %s: %w", what, host, err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // quoteLiteral quotes s as an SQL string literal.
