@@ -560,8 +560,11 @@ func lineWith(out, s string) string {
 // old one to replicate again, and returns what the client saw.
 func killPrimaryWhileWriting(t *testing.T, ns, name string) writeLog {
 	t.Helper()
-	writer := startMySQLWriter(t, ns, name, 30)
-	time.Sleep(5 * time.Second)
+	// Long enough, on a loaded machine, to write well after the old
+	// primary is back (about 25 s after the kill): in CI a writer of
+	// 30 s made 15 attempts in all.
+	writer := startMySQLWriter(t, ns, name, 60)
+	writer.waitAcknowledged(t, 3)
 	crashed := primaryOf(t, ns, name)
 	at := time.Now()
 	killServer(t, ns, crashed, serverProgram(imageOf(t, ns, name)))
@@ -573,8 +576,12 @@ func killPrimaryWhileWriting(t *testing.T, ns, name string) writeLog {
 	waitReplicating(t, ns, name, "the crashed primary to come back as a replica")
 	t.Logf("SIGKILL: %s replicates again %s after the kill", crashed, time.Since(at).Round(100*time.Millisecond))
 	w := parseWrites(t, writer.wait(t))
-	from, until := w.outage(float64(at.UnixNano()) / 1e9)
+	since := float64(at.UnixNano()) / 1e9
+	from, until := w.outage(since)
 	t.Logf("SIGKILL: writes failed for %.1f s", until-from)
+	if before, after := w.around(since); before == 0 || after == 0 {
+		t.Errorf("%d writes acknowledged before the kill and %d after its outage: the writer did not span it", before, after)
+	}
 	if rs := e2eutil.GetDB(t, ns, name).Status.Replication; len(rs.Divergences) > 0 {
 		t.Logf("SIGKILL: set aside: %s", rs.Divergences[len(rs.Divergences)-1].Message)
 	}

@@ -340,6 +340,25 @@ func startWriter(t testing.TB, ns, db string, seconds int) *writer {
 	return startClient(t, ns, db, "writer", fmt.Sprintf(writerScript, seconds))
 }
 
+// waitAcknowledged waits until the writer printed n acknowledged writes:
+// it runs, and reaches the primary, before what it is to write across.
+func (w *writer) waitAcknowledged(t testing.TB, n int) {
+	t.Helper()
+	e2eutil.Eventually(t, converge, fmt.Sprintf("writer pod %s to have %d writes acknowledged", w.pod, n), func() (bool, string) {
+		out, err := e2eutil.KubectlRun("", "-n", w.ns, "logs", w.pod)
+		if err != nil {
+			return false, err.Error()
+		}
+		acked := 0
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, "ok ") {
+				acked++
+			}
+		}
+		return acked >= n, fmt.Sprintf("%d acknowledged", acked)
+	})
+}
+
 // wait waits for the writer to end and returns what it printed.
 func (w *writer) wait(t testing.TB) string {
 	t.Helper()
