@@ -1,43 +1,30 @@
-// Package crdtest reads the generated Database CRD for tests.
+// Package crdtest reads the generated Database CRD, the one the API server
+// enforces, for tests.
 package crdtest
 
 import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 )
 
-// Rules are the CEL rules of the generated Database CRD, the one the API
-// server enforces: those on spec, and those on spec.parameters.
-func Rules(t testing.TB) (spec, parameters []string) {
+// Schema is the Database's OpenAPI schema in the generated CRD.
+func Schema(t testing.TB) map[string]any {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "artifacts", "crd", "dbcontroller.io_databases.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	type rules []struct {
-		Rule string `json:"rule"`
-	}
 	var crd struct {
 		Spec struct {
 			Versions []struct {
 				Schema struct {
-					OpenAPIV3Schema struct {
-						Properties struct {
-							Spec struct {
-								Validations rules `json:"x-kubernetes-validations"`
-								Properties  struct {
-									Parameters struct {
-										Validations rules `json:"x-kubernetes-validations"`
-									} `json:"parameters"`
-								} `json:"properties"`
-							} `json:"spec"`
-						} `json:"properties"`
-					} `json:"openAPIV3Schema"`
+					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
 				} `json:"schema"`
 			} `json:"versions"`
 		} `json:"spec"`
@@ -45,12 +32,36 @@ func Rules(t testing.TB) (spec, parameters []string) {
 	if err := yaml.Unmarshal(b, &crd); err != nil {
 		t.Fatal(err)
 	}
-	s := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties.Spec
-	for _, r := range s.Validations {
-		spec = append(spec, r.Rule)
+	return crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+}
+
+// Field is the schema of the field at path, a dotted path below the
+// Database ("spec.image").
+func Field(t testing.TB, path string) map[string]any {
+	t.Helper()
+	node := Schema(t)
+	for _, field := range strings.Split(path, ".") {
+		props, _ := node["properties"].(map[string]any)
+		next, ok := props[field].(map[string]any)
+		if !ok {
+			t.Fatalf("the CRD has no field %s", path)
+		}
+		node = next
 	}
-	for _, r := range s.Properties.Parameters.Validations {
-		parameters = append(parameters, r.Rule)
+	return node
+}
+
+// Rules are the CEL rules of the field at path.
+func Rules(t testing.TB, path string) []string {
+	t.Helper()
+	var rules []string
+	list, _ := Field(t, path)["x-kubernetes-validations"].([]any)
+	for _, v := range list {
+		if m, ok := v.(map[string]any); ok {
+			if rule, ok := m["rule"].(string); ok {
+				rules = append(rules, rule)
+			}
+		}
 	}
-	return spec, parameters
+	return rules
 }

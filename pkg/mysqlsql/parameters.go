@@ -20,7 +20,9 @@ import (
 // Parameters checks and sets spec.parameters on MySQL servers, with SET
 // PERSIST, which writes mysqld-auto.cnf in the data directory and sets
 // the running server. A MariaDB server (it has no SET PERSIST) reads them
-// all at start: it is asked only whether it knows their names.
+// all at start: it is asked only whether it knows their names. Names go
+// into the statements unquoted: one the CRD would refuse
+// (engine.LowerCaseName) is refused here too.
 type Parameters struct{ client client }
 
 // NewParameters returns the Parameters that connect with
@@ -34,10 +36,6 @@ const (
 	errSessionVariable = 1228
 	errReadOnly        = 1238
 )
-
-// variableName is a system variable's name as spec.parameters may give it
-// (the CRD's rule): it is written into statements unquoted.
-var variableName = engine.LowerCaseName
 
 // Check asks the server whether it takes params, and changes nothing it
 // runs with. MySQL: a name is read at start when SET GLOBAL of its own
@@ -59,7 +57,7 @@ func (c Parameters) Check(ctx context.Context, host string, port int32, cred ha.
 	atStart := make(map[string]bool, len(params))
 	for _, name := range slices.Sorted(maps.Keys(params)) {
 		value := params[name]
-		if !variableName.MatchString(name) {
+		if !engine.LowerCaseName.MatchString(name) {
 			return nil, &ha.RejectedError{Name: name, Value: value, Message: "not a system variable's name"}
 		}
 		if s.mariadb {
@@ -114,7 +112,7 @@ func (c Parameters) Set(ctx context.Context, host string, port int32, cred ha.Cr
 	}
 	defer conn.Close()
 	for _, name := range slices.Sorted(maps.Keys(params)) {
-		if !variableName.MatchString(name) {
+		if !engine.LowerCaseName.MatchString(name) {
 			return &ha.RejectedError{Name: name, Value: params[name], Message: "not a system variable's name"}
 		}
 		if err := conn.Exec(ctx, "SET PERSIST "+name+" = "+literal(params[name])); err != nil {
@@ -122,7 +120,7 @@ func (c Parameters) Set(ctx context.Context, host string, port int32, cred ha.Cr
 		}
 	}
 	for _, name := range slices.Sorted(slices.Values(reset)) {
-		if !variableName.MatchString(name) {
+		if !engine.LowerCaseName.MatchString(name) {
 			continue
 		}
 		if err := conn.Exec(ctx, "RESET PERSIST IF EXISTS "+name); err != nil {

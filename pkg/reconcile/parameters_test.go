@@ -142,13 +142,10 @@ func TestParametersCorrectedWhileNoServerServes(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
 	db := newDatabase("orders", "postgresql", "16", 1)
-	db.Spec.Parameters = map[string]string{"huge_pages": "off", "work_mem": "64MB"}
 	db.Status.Parameters = &dbv1alpha1.ParametersStatus{Applied: drift.Digest(map[string]string{"huge_pages": "on", "work_mem": "64MB"}),
 		Start: map[string]string{"huge_pages": "on"}, Live: map[string]string{"work_mem": "64MB"}}
-	f.converged(db)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: names.PodName(db, 0), Namespace: db.Namespace, Labels: names.SelectorLabels(db)},
-		Status: corev1.PodStatus{PodIP: "192.0.2.10"}}
-	f.seed(pod)
+	db, pod := engineParametersDatabase(t, f, db, map[string]string{"huge_pages": "off", "work_mem": "64MB"})
+	pod.Status.Conditions = nil
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "postgresql", RestartCount: 3,
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}}

@@ -114,9 +114,8 @@ func KubectlIn(t testing.TB, stdin string, args ...string) string {
 // into, failing the test on error.
 func GetJSON(t testing.TB, into any, args ...string) {
 	t.Helper()
-	out := Kubectl(t, append(args, "-o", "json")...)
-	if err := json.Unmarshal([]byte(out), into); err != nil {
-		t.Fatalf("decoding kubectl %v: %v", args, err)
+	if err := TryGetJSON(into, args...); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -127,7 +126,10 @@ func TryGetJSON(into any, args ...string) error {
 	if err != nil {
 		return fmt.Errorf("kubectl %v: %w: %s", args, err, strings.TrimSpace(string(out)))
 	}
-	return json.Unmarshal(out, into)
+	if err := json.Unmarshal(out, into); err != nil {
+		return fmt.Errorf("decoding kubectl %v: %w", args, err)
+	}
+	return nil
 }
 
 // NewNamespace creates a namespace for one test and deletes it afterwards,

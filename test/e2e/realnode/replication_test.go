@@ -349,12 +349,7 @@ func (w *writer) waitAcknowledged(t testing.TB, n int) {
 		if err != nil {
 			return false, err.Error()
 		}
-		acked := 0
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(line, "ok ") {
-				acked++
-			}
-		}
+		acked := len(parseWrites(t, string(out)).acked)
 		return acked >= n, fmt.Sprintf("%d acknowledged", acked)
 	})
 }

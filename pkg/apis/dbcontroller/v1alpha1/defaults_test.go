@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"k8s.io/utils/ptr"
+
+	"github.com/dbcontroller/database-controller/pkg/crdtest"
 )
 
 // schemaDefault is the default the generated CRD gives the field at path,
 // a dotted path below the Database, as JSON.
 func schemaDefault(t *testing.T, path string) string {
 	t.Helper()
-	d, ok := schemaField(t, path)["default"]
+	d, ok := crdtest.Field(t, path)["default"]
 	if !ok {
 		t.Fatalf("the CRD gives %s no default", path)
 	}

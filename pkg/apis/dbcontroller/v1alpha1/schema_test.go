@@ -1,57 +1,16 @@
 package v1alpha1
 
 import (
-	"os"
 	"regexp"
-	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
+	"github.com/dbcontroller/database-controller/pkg/crdtest"
 )
-
-// openAPISchema is the Database's schema in the generated CRD, the one the
-// API server enforces.
-func openAPISchema(t *testing.T) map[string]any {
-	t.Helper()
-	b, err := os.ReadFile("../../../../artifacts/crd/dbcontroller.io_databases.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd struct {
-		Spec struct {
-			Versions []struct {
-				Schema struct {
-					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
-				} `json:"schema"`
-			} `json:"versions"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal(b, &crd); err != nil {
-		t.Fatal(err)
-	}
-	return crd.Spec.Versions[0].Schema.OpenAPIV3Schema
-}
-
-// schemaField is the schema of the field at path, a dotted path below the
-// Database.
-func schemaField(t *testing.T, path string) map[string]any {
-	t.Helper()
-	node := openAPISchema(t)
-	for _, field := range strings.Split(path, ".") {
-		props, _ := node["properties"].(map[string]any)
-		next, ok := props[field].(map[string]any)
-		if !ok {
-			t.Fatalf("the CRD has no field %s", path)
-		}
-		node = next
-	}
-	return node
-}
 
 // imagePattern reads the pattern of spec.image from the generated CRD.
 func imagePattern(t *testing.T) *regexp.Regexp {
 	t.Helper()
-	p, _ := schemaField(t, "spec.image")["pattern"].(string)
+	p, _ := crdtest.Field(t, "spec.image")["pattern"].(string)
 	if p == "" {
 		t.Fatal("spec.image has no pattern in the CRD")
 	}
