@@ -58,9 +58,12 @@ test-tools:
 ##   (test/e2e), then on a real node running real servers (test/e2e/realnode, needs root)
 ##   E2E_PARALLEL: how many parallel tests run at once. The real-node tests mostly
 ##   wait on servers, so four at once on two cores took 1,656 s where two took 2,130 s.
+##   The whole text goes to _output/e2e.log; the output ends with the failed tests' last
+##   messages (hack/testsummary), since CI's record of a run is its last lines.
 E2E_PARALLEL ?= 4
 test-e2e: build tools node
-	go test -count=1 -p 1 -parallel $(E2E_PARALLEL) -tags e2e -timeout 45m -v ./test/e2e/ ./test/e2e/realnode/ 2>&1 | tee _output/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; \
+	go build -o _output/bin/testsummary ./hack/testsummary
+	go test -json -count=1 -p 1 -parallel $(E2E_PARALLEL) -tags e2e -timeout 45m ./test/e2e/ ./test/e2e/realnode/ 2>&1 | _output/bin/testsummary _output/e2e.log ; \
 	  exit $${PIPESTATUS[0]}
 
 ## run-local: start a local control plane, run the controller on it and create the examples
