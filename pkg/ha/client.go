@@ -41,9 +41,12 @@ type Client interface {
 	Terms() Terms
 }
 
-// Credentials are the superuser's, from the Database's Secret.
+// Credentials are the superuser's, from the Database's Secret, with the
+// authorities the servers' certificates are verified against (its
+// ca.crt); none when the servers have no TLS.
 type Credentials struct {
 	User, Password string
+	Authorities    string
 }
 
 // RejectedError is a server's refusal of a parameter of spec.parameters,

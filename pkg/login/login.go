@@ -40,6 +40,9 @@ const forgetAfter = 2 * time.Hour
 // and the database they connect to.
 type Credentials struct {
 	User, Password, Database string
+	// Authorities are the Secret's ca.crt: with them, the login is over
+	// TLS and verifies the server's certificate.
+	Authorities string
 }
 
 // Func logs in to the server at host:port with cred, and logs out. It

@@ -9,12 +9,15 @@ package pgsql
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +26,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/engine/postgresql"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/login"
+	"github.com/dbcontroller/database-controller/pkg/tlsconfig"
 )
 
 // Timeout bounds each call: a server that does not answer within it counts
@@ -62,10 +66,34 @@ type client struct{ dial dialer }
 var _ ha.Client = client{}
 
 func dial(ctx context.Context, host string, port int32, cred ha.Credentials) (conn, error) {
-	return connect(ctx, host, port, cred.User, cred.Password, "postgres")
+	return connect(ctx, host, port, cred.User, cred.Password, "postgres", cred.Authorities)
 }
 
-func connect(ctx context.Context, host string, port int32, user, password, database string) (*pgx.Conn, error) {
+// connect opens a connection as user to database at host:port: with
+// authorities, over TLS that verifies the server's certificate against
+// them (tlsconfig.ForAuthorities); without, in plain text.
+func connect(ctx context.Context, host string, port int32, user, password, database, authorities string) (*pgx.Conn, error) {
+	if authorities == "" {
+		return connectWith(ctx, host, port, user, password, database, nil)
+	}
+	tlsConfig, err := tlsconfig.ForAuthorities([]byte(authorities), nil)
+	if err != nil {
+		return nil, err
+	}
+	c, err := connectWith(ctx, host, port, user, password, database, tlsConfig)
+	if err != nil && strings.Contains(err.Error(), refusedTLS) {
+		// A server that has no TLS yet (its pod is still to restart with
+		// it) answers so before anything is sent: then plain text, as a
+		// server with TLS never answers so. One that has TLS is verified,
+		// or not connected to.
+		return connectWith(ctx, host, port, user, password, database, nil)
+	}
+	return c, err
+}
+
+// connectWith opens a connection as user to database at host:port, over
+// TLS with tlsConfig, or in plain text when it is nil.
+func connectWith(ctx context.Context, host string, port int32, user, password, database string, tlsConfig *tls.Config) (*pgx.Conn, error) {
 	u := url.URL{
 		Scheme:   "postgresql",
 		User:     url.UserPassword(user, password),
@@ -80,7 +108,61 @@ func connect(ctx context.Context, host string, port int32, user, password, datab
 	// No prepared statements to cache between calls: each call is one
 	// short connection.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	cfg.TLSConfig = tlsConfig
 	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// PresentCertificate connects to the server at host:port over TLS,
+// verified against cred.Authorities, and returns the serial number (in
+// hex) of the certificate it presented. When that is not serial, it asks
+// the server to read its files again (pg_reload_conf(): the certificate,
+// its key and pg_hba.conf) and says it reloaded; the server presents what
+// its files hold to the connections after that.
+func PresentCertificate(ctx context.Context, host string, port int32, cred ha.Credentials, serial string) (presented string, reloaded bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	c, presented, err := connectSeeing(ctx, host, port, cred)
+	if err != nil {
+		return "", false, err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	if presented == serial {
+		return presented, false, nil
+	}
+	if _, err := c.Exec(ctx, reload); err != nil {
+		return presented, false, fmt.Errorf("reloading the server's configuration: %w", err)
+	}
+	return presented, true, nil
+}
+
+// refusedTLS is pgx's error for a server that answered a TLS request
+// with no.
+const refusedTLS = "server refused TLS connection"
+
+// Presented returns the serial number (hex) of the certificate the server
+// at host:port presents, verified against cred.Authorities.
+func Presented(ctx context.Context, host string, port int32, cred ha.Credentials) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	c, presented, err := connectSeeing(ctx, host, port, cred)
+	if err != nil {
+		return "", err
+	}
+	return presented, c.Close(ctx)
+}
+
+// connectSeeing connects over TLS, verified against cred.Authorities, and
+// returns the serial number of the certificate the server presented.
+func connectSeeing(ctx context.Context, host string, port int32, cred ha.Credentials) (*pgx.Conn, string, error) {
+	var presented string
+	tlsConfig, err := tlsconfig.ForAuthorities([]byte(cred.Authorities), func(leaf *x509.Certificate) {
+		presented = leaf.SerialNumber.Text(16)
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := connectWith(ctx, host, port, cred.User, cred.Password, "postgres", tlsConfig)
+	return c, presented, err
 }
 
 // invalidPassword is PostgreSQL's SQLSTATE for a refused password. A role
@@ -91,7 +173,7 @@ const invalidPassword = "28P01"
 // Login logs in to the server at host:port into cred's database, as a
 // client of the Database's Secret does, and logs out (login.Func).
 func Login(ctx context.Context, host string, port int32, cred login.Credentials) error {
-	c, err := connect(ctx, host, port, cred.User, cred.Password, cred.Database)
+	c, err := connect(ctx, host, port, cred.User, cred.Password, cred.Database, cred.Authorities)
 	if err != nil {
 		return refusal(err)
 	}
