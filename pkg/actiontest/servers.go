@@ -32,6 +32,10 @@ type Servers struct {
 	AtStart func(name string) bool
 	// Parameters are, by host, the parameters Set last left on the server.
 	Parameters map[string]map[string]string
+	// Presents is, by host, the serial number of the certificate the
+	// server presents, and Files the one its files hold, which it presents
+	// after a reload (PresentCertificate).
+	Presents, Files map[string]string
 
 	mu    sync.Mutex
 	calls []string
@@ -47,6 +51,7 @@ var _ ha.Client = (*Servers)(nil)
 //	set synchronous replicas of <host> to <n>
 //	check parameters on <host>: <name>=<value> ...
 //	set parameters on <host>: <name>=<value> ...; reset <name> ...
+//	present certificate <serial> on <host>
 func (s *Servers) Calls() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -177,4 +182,23 @@ func pairs(params map[string]string) string {
 		out = append(out, name+"="+params[name])
 	}
 	return strings.Join(out, " ")
+}
+
+// PresentCertificate answers the serial number of the certificate host
+// presents; when it is not serial, the server reloads, and presents what
+// its files hold from then on.
+func (s *Servers) PresentCertificate(_ context.Context, host string, _ int32, _ ha.Credentials, serial string) (string, bool, error) {
+	if _, err := s.call(host, "present certificate "+serial+" on "+host); err != nil {
+		return "", false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	presented := s.Presents[host]
+	if presented == serial {
+		return presented, false, nil
+	}
+	if f, ok := s.Files[host]; ok {
+		s.Presents[host] = f
+	}
+	return presented, true, nil
 }

@@ -101,6 +101,35 @@ type Runtime struct {
 	// Parameters is how the engine's servers take spec.parameters; nil for
 	// an engine that does not (yet).
 	Parameters *Parameters
+	// TLS is how the engine's servers take the certificates the
+	// controller issues; nil for an engine that does not (yet).
+	TLS *TLS
+}
+
+// TLSDir is where a server's TLS files are mounted (the Secret
+// <name>-tls): TLSCertFile, TLSKeyFile and TLSAuthorityFile, and the
+// engine's own files (TLS.Files).
+const (
+	TLSDir           = "/etc/dbc-tls"
+	TLSCertFile      = TLSDir + "/tls.crt"
+	TLSKeyFile       = TLSDir + "/tls.key"
+	TLSAuthorityFile = TLSDir + "/ca.crt"
+)
+
+// TLS is how an engine's servers take TLS.
+type TLS struct {
+	// ServerArgs turn TLS on, with the files under TLSDir, and say which
+	// of the engine's files apply; they follow the server's first
+	// argument, Server when it has none.
+	Server     string
+	ServerArgs []string
+	// Files are the engine's own files beside the certificates in mode
+	// (Enabled or Required), such as PostgreSQL's pg_hba.conf.
+	Files func(mode string) map[string]string
+	// ReplicationEnv is the environment of the replication's init
+	// container with TLS: how it verifies the primary it clones or
+	// rewinds from, and what its replication connection asks for.
+	ReplicationEnv map[string]string
 }
 
 // Parameters is how an engine's servers take the parameters of

@@ -26,6 +26,18 @@ const (
 // SecretName is the name of the credentials Secret.
 func SecretName(db *dbv1alpha1.Database) string { return db.Name + "-credentials" }
 
+// TLSSecretName names the Secret of the servers' certificate, its key and
+// the authorities they are trusted through (tls.crt, tls.key, ca.crt).
+func TLSSecretName(db *dbv1alpha1.Database) string { return db.Name + "-tls" }
+
+// AuthoritySecretName names the Secret of the Database's certificate
+// authority (ca.crt, ca.key), which no pod mounts.
+func AuthoritySecretName(db *dbv1alpha1.Database) string { return db.Name + "-ca" }
+
+// ClusterDomain is the cluster's DNS domain, in the longest names a server
+// certificate covers.
+const ClusterDomain = "cluster.local"
+
 // HeadlessServiceName is the name of the Service that gives pods stable identities.
 func HeadlessServiceName(db *dbv1alpha1.Database) string { return db.Name + "-headless" }
 

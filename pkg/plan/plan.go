@@ -171,6 +171,7 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 		builder.WithArchiving(sts, db, e, observed.ToolsImage)
 	}
 	p.StartParameters = StartParameters(db, e, observed.StatefulSet == nil, observed.Parameters)
+	builder.WithTLS(sts, db, e, db.Spec.TLSMode())
 	builder.WithParameters(sts, e, p.StartParameters)
 	p.StatefulSet = stamp(sts)
 	p.Grow = claimsToGrow(db, observed.Claims)

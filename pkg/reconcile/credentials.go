@@ -26,7 +26,7 @@ import (
 // created. It never rewrites an existing Secret, so users may rotate the
 // password, and it never makes a new password for a database that was
 // initialised (its StatefulSet exists): that data has the old one.
-func (p *pass) ensureSecret(ctx context.Context, initialised bool) ([]string, error) {
+func (p *pass) ensureSecret(ctx context.Context, initialised bool, tls tlsFindings) ([]string, error) {
 	r, db := p.r, p.db
 	name := names.SecretName(db)
 	key := ChildKey{Kind: "Secret", Namespace: db.Namespace, Name: name}
@@ -86,7 +86,12 @@ func (p *pass) ensureSecret(ctx context.Context, initialised bool) ([]string, er
 			return nil, err
 		}
 		var secret corev1.Secret
-		if err := builder.Convert(p.plan.Secret(pw), &secret); err != nil {
+		desired := p.plan.Secret(pw)
+		if tls.bundlePEM != nil {
+			desired.WithAnnotations(map[string]string{builder.AnnotationBundle: tls.bundle}).
+				WithData(map[string][]byte{builder.AuthorityKey: tls.bundlePEM})
+		}
+		if err := builder.Convert(desired, &secret); err != nil {
 			return nil, err
 		}
 		_, err = secrets.Create(ctx, &secret, createOptions)

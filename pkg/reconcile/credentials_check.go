@@ -40,7 +40,7 @@ func (p *pass) credentialsRefusal(ctx context.Context, pods []*corev1.Pod) (*sta
 		return nil, err
 	}
 	verdict := checker.Check(login.Target{Database: key, Engine: string(db.Spec.Engine), Port: p.plan.Engine.Runtime().Port, Servers: servers,
-		Credentials: login.Credentials{User: c.cred.User, Password: c.cred.Password, Database: c.database}})
+		Credentials: login.Credentials{User: c.cred.User, Password: c.cred.Password, Database: c.database, Authorities: c.cred.Authorities}})
 	p.read.login = verdict.Generation
 	if len(verdict.Refusals) == 0 {
 		return nil, nil

@@ -221,16 +221,17 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		toolsImage = ""
 	}
 	r := New(Config{
-		KubeClient:  f.kubeclient,
-		DBClient:    f.client,
-		Caches:      f.caches,
-		Recorder:    recorder,
-		Clock:       f.clock,
-		Random:      actiontest.PasswordSource(),
-		Replication: map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: f.sql},
-		Logins:      f.logins,
-		ToolsImage:  toolsImage,
-		Parameters:  map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: f.sql, dbv1alpha1.EngineMySQL: f.sql, dbv1alpha1.EngineMongoDB: AtStartOnly{}},
+		KubeClient:   f.kubeclient,
+		DBClient:     f.client,
+		Caches:       f.caches,
+		Recorder:     recorder,
+		Clock:        f.clock,
+		Random:       actiontest.PasswordSource(),
+		Replication:  map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: f.sql},
+		Logins:       f.logins,
+		ToolsImage:   toolsImage,
+		Parameters:   map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: f.sql, dbv1alpha1.EngineMySQL: f.sql, dbv1alpha1.EngineMongoDB: AtStartOnly{}},
+		Certificates: map[dbv1alpha1.Engine]CertificatePresenter{dbv1alpha1.EnginePostgreSQL: f.sql.PresentCertificate},
 		Archiver: func(_ context.Context, host string, _ int32, _ ha.Credentials) (*dbv1alpha1.ArchiveStatus, error) {
 			f.archived = append(f.archived, host)
 			return f.archive.DeepCopy(), f.archiveErr

@@ -102,6 +102,9 @@ type Config struct {
 	// engine; {postgresql: pgsql.NewParameters(), mysql:
 	// mysqlsql.NewParameters(), mongodb: AtStartOnly{}} when nil.
 	Parameters map[dbv1alpha1.Engine]ParameterClient
+	// Certificates asks the servers which certificate they present, by
+	// engine; {postgresql: pgsql.PresentCertificate} when nil.
+	Certificates map[dbv1alpha1.Engine]CertificatePresenter
 }
 
 // Reconciler runs sync passes. It is safe for concurrent use by several
@@ -149,8 +152,14 @@ type Reconciler struct {
 	archiver   Archiver
 	parameters map[dbv1alpha1.Engine]ParameterClient
 	// written remembers the status last written to each Database until
-	// the cache shows it (written.go).
-	written *ttlSet[types.UID, writtenStatus]
+	// the cache shows it (written.go); tlsWritten, the TLS Secrets (tls.go).
+	written    *ttlSet[types.UID, writtenStatus]
+	tlsWritten writtenSecrets
+	// presenters asks the servers which certificate they present; presented
+	// remembers, by pod, the serial number of the one a server presented
+	// when it was the TLS Secret's (tls.go).
+	presenters map[dbv1alpha1.Engine]CertificatePresenter
+	presented  *ttlSet[types.UID, string]
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -165,6 +174,9 @@ func New(cfg Config) *Reconciler {
 	if cfg.Parameters == nil {
 		cfg.Parameters = map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: pgsql.NewParameters(), dbv1alpha1.EngineMySQL: mysqlsql.NewParameters(),
 			dbv1alpha1.EngineMongoDB: AtStartOnly{}}
+	}
+	if cfg.Certificates == nil {
+		cfg.Certificates = map[dbv1alpha1.Engine]CertificatePresenter{dbv1alpha1.EnginePostgreSQL: pgsql.PresentCertificate}
 	}
 	if cfg.Archiver == nil {
 		cfg.Archiver = pgsql.Archiver
@@ -188,6 +200,9 @@ func New(cfg Config) *Reconciler {
 		replication:   cfg.Replication,
 		creds:         newTTLSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),
 		written:       newTTLSet[types.UID, writtenStatus](cfg.Clock, writtenTTL),
+		tlsWritten:    writtenSecrets{newTTLSet[ChildKey, *corev1.Secret](cfg.Clock, writtenTTL)},
+		presenters:    cfg.Certificates,
+		presented:     newTTLSet[types.UID, string](cfg.Clock, memoryTTL),
 		logins:        cfg.Logins,
 		toolsImage:    cfg.ToolsImage,
 		archiver:      cfg.Archiver,
@@ -233,6 +248,8 @@ type findings struct {
 	archive archiveFindings
 	// parameters is what the parameters step decided.
 	parameters parameterFindings
+	// tls is what the TLS step found.
+	tls tlsFindings
 	// featureCompatibility is what the featureCompatibilityVersion step did.
 	featureCompatibility featureCompatibilityFindings
 	// termination, when set, is the state of a deletion the controller
@@ -308,6 +325,7 @@ func (p *pass) converge(ctx context.Context) error {
 		{Why: "asking the replicated servers again", After: f.replication.pollInterval()},
 		{Why: "asking the primary how its archiving goes", After: f.archive.pollAfter},
 		{Why: "asking the servers again to take spec.parameters", After: f.parameters.pollAfter},
+		{Why: "asking the servers again to present the TLS Secret's certificate", After: f.tls.pollAfter},
 	} {
 		if step.After > 0 && (poll == nil || step.After < poll.After) {
 			poll = &step
@@ -366,9 +384,19 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 		return f, p.plan.Problem
 	}
 
-	created, err := p.ensureSecret(ctx, f.statefulSet != nil)
+	// The TLS Secrets first: a new credentials Secret holds the
+	// authorities (ca.crt) from the start.
+	f.tls, err = p.ensureTLS(ctx)
+	f.created = append(f.created, f.tls.created...)
+	if err != nil {
+		return f, err
+	}
+	created, err := p.ensureSecret(ctx, f.statefulSet != nil, f.tls)
 	f.created = append(f.created, created...)
 	if err != nil {
+		return f, err
+	}
+	if err := p.ensureAuthorityInSecret(ctx, f.tls); err != nil {
 		return f, err
 	}
 	created, err = p.ensureServices(ctx)
@@ -405,7 +433,10 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	if err != nil {
 		return f, err
 	}
-	f.parameters, err = p.ensureParameters(ctx, sts, f.pods, f.replication)
+	if f.parameters, err = p.ensureParameters(ctx, sts, f.pods, f.replication); err != nil {
+		return f, err
+	}
+	f.tls.pollAfter, err = p.presentCertificates(ctx, f.pods, f.tls)
 	return f, err
 }
 

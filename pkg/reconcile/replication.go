@@ -106,7 +106,8 @@ func (p *pass) secretCredentials(ctx context.Context) (cachedCredentials, error)
 		}
 	}
 	c := cachedCredentials{resourceVersion: live.ResourceVersion, database: string(live.Data[engine.SecretKeyDatabase]), readOnlyKeys: p.plan.Replicated,
-		cred: ha.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword])}}
+		cred: ha.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword]),
+			Authorities: p.authoritiesOf(live)}}
 	r.creds.put(live.UID, c)
 	return c, nil
 }

@@ -133,6 +133,8 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 		ParametersDecided:              f.parameters.decided,
 		Parameters:                     f.parameters.status,
 		ParametersApplied:              f.parameters.condition,
+		TLSDecided:                     f.tls.decided,
+		TLS:                            f.tls.status,
 	})
 	if equality.Semantic.DeepEqual(db.Status, newStatus) || onlyPodCountChanged(db.Status, newStatus) {
 		return recheck, nil

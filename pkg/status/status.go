@@ -179,6 +179,10 @@ type Input struct {
 	ParametersDecided bool
 	Parameters        *dbv1alpha1.ParametersStatus
 	ParametersApplied *metav1.Condition
+	// TLSDecided says the TLS step decided status.tls (TLS, nil with TLS
+	// Disabled); otherwise it stays as it was.
+	TLSDecided bool
+	TLS        *dbv1alpha1.TLSStatus
 	// Now stamps conditions whose status changes.
 	Now metav1.Time
 }
@@ -198,6 +202,10 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		LastScheduleTime:            in.LastScheduleTime,
 		Replication:                 in.Replication,
 		Parameters:                  old.Parameters,
+		TLS:                         old.TLS,
+	}
+	if in.TLSDecided {
+		st.TLS = in.TLS
 	}
 	desired := db.Spec.DesiredReplicas()
 	if sts := in.StatefulSet; sts != nil {

@@ -33,6 +33,11 @@ func serverArgs(ns, name string) []string {
 // keep what they have. The schema refuses the controller's parameters by
 // name, for every engine and for MySQL's and MongoDB's own, and names not
 // as the engine's servers name them.
+// postgresTLSArgs follow a PostgreSQL server's parameters on its command
+// line: TLS is on by default.
+var postgresTLSArgs = []string{"-c", "ssl=on", "-c", "ssl_cert_file=/etc/dbc-tls/tls.crt", "-c", "ssl_key_file=/etc/dbc-tls/tls.key",
+	"-c", "hba_file=/etc/dbc-tls/pg_hba.conf"}
+
 func TestParameters(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
@@ -44,7 +49,7 @@ func TestParameters(t *testing.T) {
 		db := e2eutil.GetDB(t, ns, "tuned")
 		c := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionParametersApplied)
 		ps := db.Status.Parameters
-		ok := slices.Equal(tunedArgs(), []string{"postgres", "-c", "shared_buffers=256MB"}) &&
+		ok := slices.Equal(tunedArgs(), append([]string{"postgres", "-c", "shared_buffers=256MB"}, postgresTLSArgs...)) &&
 			ps != nil && ps.Start["shared_buffers"] == "256MB" && len(ps.Start) == 1 &&
 			c != nil && c.Reason == "Pending" && strings.Contains(c.Message, "spec.parameters wait for the servers to take them: ")
 		return ok, fmt.Sprintf("args %q, status.parameters %+v, condition %+v", tunedArgs(), ps, c)
@@ -56,7 +61,7 @@ func TestParameters(t *testing.T) {
 		c := meta.FindStatusCondition(e2eutil.GetDB(t, ns, "tuned").Status.Conditions, dbv1alpha1.ConditionParametersApplied)
 		return c != nil && c.ObservedGeneration == generation, fmt.Sprintf("%+v", c)
 	})
-	if args := tunedArgs(); !slices.Equal(args, []string{"postgres", "-c", "shared_buffers=256MB"}) {
+	if args := tunedArgs(); !slices.Equal(args, append([]string{"postgres", "-c", "shared_buffers=256MB"}, postgresTLSArgs...)) {
 		t.Errorf("server arguments %q after a change no server checked: want the ones it had", args)
 	}
 
@@ -128,7 +133,7 @@ data:
 	createDB(t, ns, dbYAML("fromcm", "postgresql", "16", 1, "  parametersConfigMap: {name: pg-tuning}\n  parameters:\n    work_mem: 64MB\n"))
 	e2eutil.Eventually(t, converge, "max_connections from the ConfigMap on the server's command line", func() (bool, string) {
 		args := serverArgs(ns, "fromcm")
-		return slices.Equal(args, []string{"postgres", "-c", "max_connections=200"}), fmt.Sprintf("args %q", args)
+		return slices.Equal(args, append([]string{"postgres", "-c", "max_connections=200"}, postgresTLSArgs...)), fmt.Sprintf("args %q", args)
 	})
 
 	condition := func(reason, message string) {

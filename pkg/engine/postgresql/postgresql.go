@@ -68,6 +68,7 @@ echo "$out"; exit 1`},
 		},
 		Replication: &replication,
 		Parameters:  &parameters,
+		TLS:         &tls,
 		// archive_mode=on: the primary archives; a replica does not, until
 		// it is promoted, when it archives its new timeline's segments and
 		// history file. The command runs in the data directory.

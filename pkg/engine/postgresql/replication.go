@@ -53,7 +53,8 @@ var replication = engine.Replication{
 //
 // The replication connection authenticates as the superuser with a
 // passfile beside PGDATA, rewritten at every start so that a rotated
-// password takes effect at the next restart.
+// password takes effect at the next restart; with TLS, it verifies the
+// primary's certificate (DBC_REPLICATION_TLS, from engine.TLS).
 const initScript = `set -eu
 root=$(dirname "$PGDATA")
 say() { echo "replication: $*"; }
@@ -62,7 +63,7 @@ esc() { printf '%s' "$1" | sed 's/[\\:]/\\&/g'; }
 passfile="$root/dbc-replication.pgpass"
 printf '*:*:*:%s:%s\n' "$(esc "$POSTGRES_USER")" "$(esc "$POSTGRES_PASSWORD")" > "$passfile"
 export PGPASSFILE="$passfile" PGCONNECT_TIMEOUT=3
-conninfo="host=$DBC_PRIMARY_HOST port=5432 user=$POSTGRES_USER passfile=$passfile application_name=$POD_NAME"
+conninfo="host=$DBC_PRIMARY_HOST port=5432 user=$POSTGRES_USER passfile=$passfile application_name=$POD_NAME${DBC_REPLICATION_TLS:+ $DBC_REPLICATION_TLS}"
 ` + hbaLine + `
 fenced="` + FenceMarker + `"
 

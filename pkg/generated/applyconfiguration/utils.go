@@ -84,6 +84,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.StorageSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SynchronousReplication"):
 		return &dbcontrollerv1alpha1.SynchronousReplicationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TLSSpec"):
+		return &dbcontrollerv1alpha1.TLSSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TLSStatus"):
+		return &dbcontrollerv1alpha1.TLSStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VerificationStatus"):
 		return &dbcontrollerv1alpha1.VerificationStatusApplyConfiguration{}
 

@@ -85,3 +85,21 @@ func (s *DatabaseSpec) SpreadPolicy() SpreadPolicy {
 	}
 	return s.Scheduling.Spread
 }
+
+// DefaultTLSMode is spec.tls.mode's default.
+const DefaultTLSMode = TLSEnabled
+
+// TLSMode is the mode spec.tls asks for, DefaultTLSMode when unset. With
+// no spec.tls at all it is Disabled: the API server gives every Database
+// it stores spec.tls (its default is {}), so only a Database built
+// without it, such as a unit test's, has none, and those keep the
+// children they had before TLS.
+func (s *DatabaseSpec) TLSMode() TLSMode {
+	switch {
+	case s.TLS == nil:
+		return TLSDisabled
+	case s.TLS.Mode == "":
+		return DefaultTLSMode
+	}
+	return s.TLS.Mode
+}

@@ -38,6 +38,8 @@ func TestSchemaDefaultsMatch(t *testing.T) {
 		{"spec.backup.retention", DefaultRetention},
 		{"spec.backup.finalBackup", DefaultFinalBackup},
 		{"spec.replication.synchronous.dataDurability", DefaultDataDurability},
+		{"spec.tls", map[string]any{}},
+		{"spec.tls.mode", DefaultTLSMode},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			want, _ := json.Marshal(tt.want)
@@ -65,6 +67,12 @@ func TestDefaultsOfUnsetFields(t *testing.T) {
 	}
 	if !backup.FinalBackupWanted() {
 		t.Error("an unset finalBackup takes no final backup")
+	}
+	if got := spec.TLSMode(); got != TLSDisabled {
+		t.Errorf("TLSMode with no spec.tls = %s, want Disabled", got)
+	}
+	if got := (&DatabaseSpec{TLS: &TLSSpec{}}).TLSMode(); got != TLSEnabled {
+		t.Errorf("TLSMode of spec.tls {} = %s, want Enabled", got)
 	}
 	if got := (&SynchronousReplication{}).Durability(); got != DataDurabilityRequired {
 		t.Errorf("Durability unset = %s, want Required", got)

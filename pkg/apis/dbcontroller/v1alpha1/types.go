@@ -398,6 +398,44 @@ type DatabaseSpec struct {
 	// read-only Service <name>-ro. Not for MongoDB.
 	// +optional
 	Replication *ReplicationSpec `json:"replication,omitempty"`
+
+	// TLS says whether the servers take TLS connections, and whether they
+	// refuse any other. With TLS the controller issues a certificate
+	// authority of the Database's own (Secret <name>-ca, never mounted)
+	// and a server certificate it signs for the client, read-only and
+	// headless Services' names (Secret <name>-tls), renews it before it
+	// expires without restarting the servers, and adds the authority to
+	// the credentials Secret (ca.crt), so that clients verify the server
+	// (PostgreSQL's sslmode=verify-full). PostgreSQL only, so far.
+	// +optional
+	// +kubebuilder:default={}
+	TLS *TLSSpec `json:"tls,omitempty"`
+}
+
+// TLSMode says whether the servers take TLS connections.
+// +kubebuilder:validation:Enum=Disabled;Enabled;Required
+type TLSMode string
+
+const (
+	// TLSDisabled: the servers take plain-text connections only.
+	TLSDisabled TLSMode = "Disabled"
+	// TLSEnabled: the servers take TLS connections and plain-text ones,
+	// so that a client chooses; replication and the controller use TLS.
+	TLSEnabled TLSMode = "Enabled"
+	// TLSRequired: the servers refuse plain-text connections from other
+	// hosts (PostgreSQL's hostssl).
+	TLSRequired TLSMode = "Required"
+)
+
+// TLSSpec is the TLS of a Database's servers.
+type TLSSpec struct {
+	// Mode is Disabled, Enabled (the default) or Required. Enabled changes
+	// nothing for a client that does not ask for TLS; Required refuses
+	// such a client, and is the user's choice, once every client connects
+	// with TLS.
+	// +optional
+	// +kubebuilder:default=Enabled
+	Mode TLSMode `json:"mode,omitempty"`
 }
 
 // SpreadPolicy says how the pods of a replicated Database are spread over nodes.
@@ -836,6 +874,11 @@ type DatabaseStatus struct {
 	// +optional
 	Parameters *ParametersStatus `json:"parameters,omitempty"`
 
+	// TLS reports the servers' TLS: the mode they run with and when the
+	// certificates the controller issued expire.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
+
 	// Conditions are the latest observations: Ready, Progressing,
 	// VersionSupported, FeatureCompatibility, Backup, Replicating,
 	// ContinuousArchiving and ParametersApplied.
@@ -843,6 +886,28 @@ type DatabaseStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// TLSStatus reports the servers' TLS.
+type TLSStatus struct {
+	// Mode is the mode of spec.tls the servers were given: Enabled or
+	// Required (hostssl: plain-text connections from other hosts are
+	// refused).
+	// +optional
+	Mode TLSMode `json:"mode,omitempty"`
+	// Secret is the Secret of the server certificate, its key and the
+	// authorities' bundle (tls.crt, tls.key, ca.crt) the servers read.
+	// +optional
+	Secret string `json:"secret,omitempty"`
+	// NotAfter is when the server certificate expires; RenewAt, when the
+	// controller issues the next one (with a third of its life left).
+	// +optional
+	NotAfter *metav1.Time `json:"notAfter,omitempty"`
+	// +optional
+	RenewAt *metav1.Time `json:"renewAt,omitempty"`
+	// AuthorityNotAfter is when the Database's certificate authority expires.
+	// +optional
+	AuthorityNotAfter *metav1.Time `json:"authorityNotAfter,omitempty"`
 }
 
 // ParametersStatus reports the parameters the servers were given.

@@ -105,6 +105,15 @@ type DatabaseSpecApplyConfiguration struct {
 	// streaming replication, MySQL's GTID replication), behind the
 	// read-only Service <name>-ro. Not for MongoDB.
 	Replication *ReplicationSpecApplyConfiguration `json:"replication,omitempty"`
+	// TLS says whether the servers take TLS connections, and whether they
+	// refuse any other. With TLS the controller issues a certificate
+	// authority of the Database's own (Secret <name>-ca, never mounted)
+	// and a server certificate it signs for the client, read-only and
+	// headless Services' names (Secret <name>-tls), renews it before it
+	// expires without restarting the servers, and adds the authority to
+	// the credentials Secret (ca.crt), so that clients verify the server
+	// (PostgreSQL's sslmode=verify-full). PostgreSQL only, so far.
+	TLS *TLSSpecApplyConfiguration `json:"tls,omitempty"`
 }
 
 // DatabaseSpecApplyConfiguration constructs a declarative configuration of the DatabaseSpec type for use with
@@ -236,5 +245,13 @@ func (b *DatabaseSpecApplyConfiguration) WithParametersConfigMap(value *LocalCon
 // If called multiple times, the Replication field is set to the value of the last call.
 func (b *DatabaseSpecApplyConfiguration) WithReplication(value *ReplicationSpecApplyConfiguration) *DatabaseSpecApplyConfiguration {
 	b.Replication = value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *DatabaseSpecApplyConfiguration) WithTLS(value *TLSSpecApplyConfiguration) *DatabaseSpecApplyConfiguration {
+	b.TLS = value
 	return b
 }

@@ -64,6 +64,9 @@ type DatabaseStatusApplyConfiguration struct {
 	// Parameters reports the servers' parameters (spec.parameters) as the
 	// controller last gave them.
 	Parameters *ParametersStatusApplyConfiguration `json:"parameters,omitempty"`
+	// TLS reports the servers' TLS: the mode they run with and when the
+	// certificates the controller issued expire.
+	TLS *TLSStatusApplyConfiguration `json:"tls,omitempty"`
 	// Conditions are the latest observations: Ready, Progressing,
 	// VersionSupported, FeatureCompatibility, Backup, Replicating,
 	// ContinuousArchiving and ParametersApplied.
@@ -185,6 +188,14 @@ func (b *DatabaseStatusApplyConfiguration) WithArchive(value *ArchiveStatusApply
 // If called multiple times, the Parameters field is set to the value of the last call.
 func (b *DatabaseStatusApplyConfiguration) WithParameters(value *ParametersStatusApplyConfiguration) *DatabaseStatusApplyConfiguration {
 	b.Parameters = value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *DatabaseStatusApplyConfiguration) WithTLS(value *TLSStatusApplyConfiguration) *DatabaseStatusApplyConfiguration {
+	b.TLS = value
 	return b
 }
 

@@ -1,0 +1,131 @@
+package builder
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine"
+	"github.com/dbcontroller/database-controller/pkg/names"
+)
+
+// The keys of the TLS Secrets, as cert-manager writes them, and the
+// authority's key, which only the Secret <name>-ca holds.
+const (
+	TLSCertKey      = "tls.crt"
+	TLSKeyKey       = "tls.key"
+	AuthorityKey    = "ca.crt"
+	AuthorityKeyKey = "ca.key"
+)
+
+// Annotations of the TLS Secrets: what the controller decides renewals
+// from, since its cache holds no Secret data. The server Secret's say
+// for which mode and names its certificate was issued, when it expires,
+// when it is renewed, its serial number, and the digest of its
+// authorities' bundle (which the credentials Secret's ca.crt follows);
+// the authority's Secret's, when the authority expires.
+const (
+	AnnotationTLSMode     = "dbcontroller.io/tls-mode"
+	AnnotationTLSNames    = "dbcontroller.io/tls-names"
+	AnnotationNotAfter    = "dbcontroller.io/not-after"
+	AnnotationRenewAt     = "dbcontroller.io/renew-at"
+	AnnotationSerial      = "dbcontroller.io/serial"
+	AnnotationBundle      = "dbcontroller.io/ca-bundle"
+	AnnotationAuthorityNA = "dbcontroller.io/authority-not-after"
+)
+
+// tlsVolume is the pod volume of the Secret <name>-tls.
+const tlsVolume = "tls"
+
+// ServerCertificate is a server certificate as the TLS Secret holds it.
+type ServerCertificate struct {
+	CertPEM, KeyPEM, BundlePEM []byte
+	// Mode is the spec.tls.mode it was issued for; Names, the digest of
+	// the names it covers; Serial, its serial number in hex; Bundle, the
+	// digest of BundlePEM.
+	Mode, Names, Serial, Bundle string
+	NotAfter, RenewAt           time.Time
+	AuthorityNotAfter           time.Time
+}
+
+// NewTLSSecret builds the Secret the servers read their certificate, key
+// and authorities from, with the engine's own files for the mode.
+func NewTLSSecret(db *dbv1alpha1.Database, e engine.Engine, c ServerCertificate) *corev1ac.SecretApplyConfiguration {
+	data := map[string][]byte{TLSCertKey: c.CertPEM, TLSKeyKey: c.KeyPEM, AuthorityKey: c.BundlePEM}
+	if t := e.Runtime().TLS; t != nil && t.Files != nil {
+		for k, v := range t.Files(c.Mode) {
+			data[k] = []byte(v)
+		}
+	}
+	return corev1ac.Secret(names.TLSSecretName(db), db.Namespace).
+		WithLabels(names.Labels(db)).
+		WithAnnotations(map[string]string{
+			AnnotationTLSMode:     c.Mode,
+			AnnotationTLSNames:    c.Names,
+			AnnotationSerial:      c.Serial,
+			AnnotationBundle:      c.Bundle,
+			AnnotationNotAfter:    c.NotAfter.UTC().Format(time.RFC3339),
+			AnnotationRenewAt:     c.RenewAt.UTC().Format(time.RFC3339),
+			AnnotationAuthorityNA: c.AuthorityNotAfter.UTC().Format(time.RFC3339),
+		}).
+		WithOwnerReferences(ownerReference(db)).
+		WithType(corev1.SecretTypeTLS).
+		WithData(data)
+}
+
+// NewAuthoritySecret builds the Secret of the Database's certificate
+// authority. No pod mounts it: only the controller signs with its key.
+func NewAuthoritySecret(db *dbv1alpha1.Database, certPEM, keyPEM []byte, notAfter time.Time) *corev1ac.SecretApplyConfiguration {
+	return corev1ac.Secret(names.AuthoritySecretName(db), db.Namespace).
+		WithLabels(names.Labels(db)).
+		WithAnnotations(map[string]string{AnnotationNotAfter: notAfter.UTC().Format(time.RFC3339)}).
+		WithOwnerReferences(ownerReference(db)).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(map[string][]byte{AuthorityKey: certPEM, AuthorityKeyKey: keyPEM})
+}
+
+// WithTLS gives the server of sts the Secret <name>-tls, mounted at
+// engine.TLSDir, and the arguments that turn TLS on; the replication's
+// init container, the authorities and the environment to verify the
+// primary with. The mode is the pod template's too, so that a change of
+// it restarts the servers, in the order a rollout takes. The Secret's
+// files are readable by the server's group (fsGroup), not by others:
+// PostgreSQL refuses a key that others may read.
+func WithTLS(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.Database, e engine.Engine, mode dbv1alpha1.TLSMode) {
+	t := e.Runtime().TLS
+	if t == nil || mode == dbv1alpha1.TLSDisabled {
+		return
+	}
+	spec := sts.Spec.Template.Spec
+	spec.WithVolumes(corev1ac.Volume().WithName(tlsVolume).WithSecret(
+		corev1ac.SecretVolumeSource().WithSecretName(names.TLSSecretName(db)).WithDefaultMode(0o640)))
+	mount := corev1ac.VolumeMount().WithName(tlsVolume).WithMountPath(engine.TLSDir).WithReadOnly(true)
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		if *c.Name != e.Name() {
+			continue
+		}
+		c.WithVolumeMounts(mount)
+		if len(c.Args) > 0 {
+			c.Args = append(append([]string{c.Args[0]}, t.ServerArgs...), c.Args[1:]...)
+		} else {
+			c.Args = append([]string{t.Server}, t.ServerArgs...)
+		}
+	}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		if *c.Name != ReplicationContainer {
+			continue
+		}
+		c.WithVolumeMounts(mount)
+		for _, k := range slices.Sorted(maps.Keys(t.ReplicationEnv)) {
+			c.WithEnv(corev1ac.EnvVar().WithName(k).WithValue(t.ReplicationEnv[k]))
+		}
+	}
+	sts.Spec.Template.WithAnnotations(map[string]string{AnnotationTLSMode: string(mode)})
+}

@@ -1,0 +1,86 @@
+package builder
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+)
+
+// TestTLSGolden renders a replicated PostgreSQL Database's StatefulSet
+// with TLS (the Secret's volume, the server's arguments, the replication
+// init container's verification) and the TLS Secret of Required, with
+// placeholders for the PEM texts, which are random.
+func TestTLSGolden(t *testing.T) {
+	db := newDatabase(dbv1alpha1.EnginePostgreSQL, "16")
+	db.Spec.Replicas = ptr.To[int32](3)
+	e := lookup(t, db.Spec.Engine)
+	sts := NewStatefulSet(db, e, "postgres:16", StorageOf(db), nil, true)
+	WithTLS(sts, db, e, dbv1alpha1.TLSEnabled)
+	WithParameters(sts, e, map[string]string{"max_connections": "200"})
+	at := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	secret := NewTLSSecret(db, e, ServerCertificate{
+		CertPEM: []byte("<server certificate>"), KeyPEM: []byte("<server key>"), BundlePEM: []byte("<authorities>"),
+		Mode: "Required", Names: "0123456789abcdef", Serial: "1f", Bundle: "fedcba9876543210",
+		NotAfter: at.Add(90 * 24 * time.Hour), RenewAt: at.Add(60 * 24 * time.Hour), AuthorityNotAfter: at.Add(5 * 365 * 24 * time.Hour),
+	})
+	for name, ac := range map[string]any{
+		"statefulset-tls-replicated-postgresql": sts,
+		"secret-tls-required-postgresql":        secret,
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := yaml.Marshal(ac)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, filepath.Join("testdata", name+".golden.yaml"), got)
+		})
+	}
+}
+
+// TestWithTLS: the server's arguments keep its name first and
+// cluster_name last; Disabled and engines without TLS change nothing.
+func TestWithTLS(t *testing.T) {
+	db := newDatabase(dbv1alpha1.EnginePostgreSQL, "16")
+	e := lookup(t, db.Spec.Engine)
+	for _, tc := range []struct {
+		name       string
+		replicated bool
+		mode       dbv1alpha1.TLSMode
+		wantArgs   string
+	}{
+		{"single", false, dbv1alpha1.TLSEnabled, "postgres -c ssl=on -c ssl_cert_file=/etc/dbc-tls/tls.crt -c ssl_key_file=/etc/dbc-tls/tls.key -c hba_file=/etc/dbc-tls/pg_hba.conf"},
+		{"replicated", true, dbv1alpha1.TLSRequired, "postgres -c ssl=on -c ssl_cert_file=/etc/dbc-tls/tls.crt -c ssl_key_file=/etc/dbc-tls/tls.key -c hba_file=/etc/dbc-tls/pg_hba.conf -c wal_log_hints=on -c wal_keep_size=256MB -c hot_standby_feedback=on -c cluster_name=$(POD_NAME)"},
+		{"disabled", false, dbv1alpha1.TLSDisabled, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sts := NewStatefulSet(db, e, "postgres:16", StorageOf(db), nil, tc.replicated)
+			WithTLS(sts, db, e, tc.mode)
+			server := sts.Spec.Template.Spec.Containers[0]
+			if got := strings.Join(server.Args, " "); got != tc.wantArgs {
+				t.Errorf("args %q, want %q", got, tc.wantArgs)
+			}
+			mounted := slices.ContainsFunc(server.VolumeMounts, func(m corev1ac.VolumeMountApplyConfiguration) bool { return *m.Name == tlsVolume })
+			if mounted != (tc.mode != dbv1alpha1.TLSDisabled) {
+				t.Errorf("TLS Secret mounted: %v, want it with TLS %s only", mounted, tc.mode)
+			}
+			if got := sts.Spec.Template.Annotations[AnnotationTLSMode]; got != map[bool]string{true: string(tc.mode)}[tc.mode != dbv1alpha1.TLSDisabled] {
+				t.Errorf("pod template's mode %q, want %q (none when Disabled)", got, tc.mode)
+			}
+		})
+	}
+	my := newDatabase(dbv1alpha1.EngineMySQL, "8.4")
+	sts := NewStatefulSet(my, lookup(t, my.Spec.Engine), "mysql:8.4", StorageOf(my), nil, false)
+	before, _ := yaml.Marshal(sts)
+	WithTLS(sts, my, lookup(t, my.Spec.Engine), dbv1alpha1.TLSRequired)
+	if after, _ := yaml.Marshal(sts); string(after) != string(before) {
+		t.Errorf("MySQL's StatefulSet changed with TLS, which it does not take yet")
+	}
+}

@@ -1,0 +1,314 @@
+package reconcile
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/dbcontroller/database-controller/pkg/actiontest"
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/certs"
+	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/names"
+)
+
+// tlsDatabase is a PostgreSQL Database with spec.tls.mode.
+func tlsDatabase(mode dbv1alpha1.TLSMode) *dbv1alpha1.Database {
+	db := newDatabase("orders", "postgresql", "16", 1)
+	db.Spec.TLS = &dbv1alpha1.TLSSpec{Mode: mode}
+	return db
+}
+
+// issuedTLS is what an earlier pass wrote for db: its authority's Secret
+// and its TLS Secret, for mode, issued at issuedAt; and the bundle.
+func issuedTLS(t *testing.T, db *dbv1alpha1.Database, mode dbv1alpha1.TLSMode, issuedAt time.Time) (authority, server *corev1.Secret, bundle []byte) {
+	t.Helper()
+	ca, err := certs.NewAuthority(rand.Reader, "test authority", issuedAt, certs.AuthorityValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued, err := certs.IssueServer(rand.Reader, ca, certs.ServerNames("orders", "orders-ro", "orders-headless", "default", names.ClusterDomain), issuedAt, certs.ServerValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := certs.Parse(issued.CertPEM)
+	caCert, _ := certs.Parse(ca.CertPEM)
+	bundle = certs.Bundle(issuedAt, ca.CertPEM)
+	e := actiontest.Engine(t, db)
+	authority = actiontest.Object[corev1.Secret](t, builder.NewAuthoritySecret(db, ca.CertPEM, ca.KeyPEM, caCert.NotAfter))
+	server = actiontest.Object[corev1.Secret](t, builder.NewTLSSecret(db, e, builder.ServerCertificate{
+		CertPEM: issued.CertPEM, KeyPEM: issued.KeyPEM, BundlePEM: bundle,
+		Mode: string(mode), Names: serverNamesDigest(db), Serial: cert.SerialNumber.Text(16), Bundle: pemDigest(bundle),
+		NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: caCert.NotAfter,
+	}))
+	authority.ResourceVersion, server.ResourceVersion = "5", "6"
+	return authority, server, bundle
+}
+
+// convergedWithTLS seeds a Running Database with TLS in mode, its
+// certificates issued an hour before testNow, and returns its TLS Secret.
+func (f *fixture) convergedWithTLS(db *dbv1alpha1.Database, mode dbv1alpha1.TLSMode) *corev1.Secret {
+	authority, server, bundle := issuedTLS(f.t, db, mode, testNow.Add(-time.Hour))
+	_, _, _, secret := f.converged(db)
+	secret.Annotations = map[string]string{builder.AnnotationBundle: pemDigest(bundle)}
+	secret.Data[builder.AuthorityKey] = bundle
+	db.Status.TLS = tlsStatus(server)
+	f.seed(authority, server)
+	return server
+}
+
+// described is each action as "verb resource name", for a test of the
+// order of writes whose objects hold random keys.
+func described(actions []core.Action) []string {
+	var out []string
+	for _, a := range actions {
+		name := ""
+		switch a := a.(type) {
+		case core.CreateAction:
+			name = a.GetObject().(metav1.Object).GetName()
+		case core.GetAction:
+			name = a.GetName()
+		case core.PatchAction:
+			name = a.GetName()
+		}
+		out = append(out, a.GetVerb()+" "+a.GetResource().Resource+" "+name)
+	}
+	return out
+}
+
+// A new Database with TLS: the authority, then the server's Secret, then
+// the credentials Secret with the authority in ca.crt; the server
+// certificate verifies, through that ca.crt, for every name a client
+// reaches the servers by, and the StatefulSet mounts it.
+func TestTLSIssuedForANewDatabase(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := tlsDatabase(dbv1alpha1.TLSEnabled)
+	f.seed(db)
+	r, recorder := f.newReconciler()
+	if _, _, err := r.sync(ctx, db); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	got := strings.Join(described(f.kubeclient.Actions()), "\n")
+	want := strings.Join([]string{
+		"get secrets orders-ca",
+		"create secrets orders-ca",
+		"create secrets orders-tls",
+		"create secrets orders-credentials",
+		"create services orders-headless",
+		"create services orders",
+		"create statefulsets orders",
+	}, "\n")
+	if got != want {
+		t.Fatalf("actions\n%s\nwant\n%s", got, want)
+	}
+	created := map[string]*corev1.Secret{}
+	var sts runtime.Object
+	for _, a := range f.kubeclient.Actions() {
+		if c, ok := a.(core.CreateAction); ok {
+			if s, ok := c.GetObject().(*corev1.Secret); ok {
+				created[s.Name] = s
+			} else if a.GetResource().Resource == "statefulsets" {
+				sts = c.GetObject()
+			}
+		}
+	}
+	server, creds, authority := created["orders-tls"], created["orders-credentials"], created["orders-ca"]
+	if server.Type != corev1.SecretTypeTLS || !strings.Contains(string(server.Data["pg_hba.conf"]), "\nhost all all all scram-sha-256\n") {
+		t.Errorf("TLS Secret of type %s, pg_hba.conf %q: want kubernetes.io/tls, and host rules (Enabled)", server.Type, server.Data["pg_hba.conf"])
+	}
+	if string(creds.Data["ca.crt"]) != string(authority.Data["ca.crt"]) || string(server.Data["ca.crt"]) != string(authority.Data["ca.crt"]) {
+		t.Errorf("the credentials' and the servers' ca.crt are not the authority's certificate")
+	}
+	for _, name := range []string{"orders.default.svc", "orders", "orders-ro.default.svc.cluster.local", "orders-1.orders-headless.default.svc"} {
+		if err := certs.Verify(server.Data["tls.crt"], creds.Data["ca.crt"], name, testNow); err != nil {
+			t.Errorf("a client of the credentials Secret cannot verify the server as %s: %v", name, err)
+		}
+	}
+	if err := certs.Verify(server.Data["tls.crt"], creds.Data["ca.crt"], "orders.other.svc", testNow); err == nil {
+		t.Errorf("the certificate verifies for a name it must not have")
+	}
+	if b, _ := json.Marshal(sts); !strings.Contains(string(b), `"secretName":"orders-tls"`) {
+		t.Errorf("the StatefulSet does not mount Secret orders-tls")
+	}
+	events := strings.Join(actiontest.Drain(recorder), "\n")
+	if !strings.Contains(events, "Created Secret orders-ca, Secret orders-tls, Secret orders-credentials") {
+		t.Errorf("events %q, want one naming the Secrets created", events)
+	}
+	// The status says when the certificate expires.
+	st := writtenTLSStatus(t, f)
+	if st == nil || st.Mode != dbv1alpha1.TLSEnabled || st.Secret != "orders-tls" || st.NotAfter == nil || !st.NotAfter.Time.Equal(testNow.Add(certs.ServerValidity).Truncate(time.Second)) {
+		t.Errorf("status.tls %+v, want Enabled, Secret orders-tls, expiring 90 days from now", st)
+	}
+}
+
+// A Database whose certificate is current costs nothing: no read of the
+// authority, no write.
+func TestTLSSteadyStateWritesNothing(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := tlsDatabase(dbv1alpha1.TLSRequired)
+	f.convergedWithTLS(db, dbv1alpha1.TLSRequired)
+	f.run(ctx, ref(db), synced)
+}
+
+// A certificate is issued again, by the same authority, once a third of
+// its life is left, and when the mode or the names change; the
+// credentials' ca.crt stays, as the authority did not change.
+func TestTLSReissued(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setup   func(f *fixture, db *dbv1alpha1.Database)
+		mode    dbv1alpha1.TLSMode
+		because string
+	}{
+		{"renewal due", func(f *fixture, db *dbv1alpha1.Database) {
+			f.clock.SetTime(testNow.Add(61 * 24 * time.Hour))
+		}, dbv1alpha1.TLSEnabled, "a third of the last one's life was left"},
+		{"mode changed", func(f *fixture, db *dbv1alpha1.Database) {
+			db.Spec.TLS.Mode = dbv1alpha1.TLSRequired
+		}, dbv1alpha1.TLSRequired, "spec.tls.mode changed from Enabled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := tlsDatabase(dbv1alpha1.TLSEnabled)
+			old := f.convergedWithTLS(db, dbv1alpha1.TLSEnabled)
+			tc.setup(f, db)
+			r, recorder := f.newReconciler()
+			_, _, _ = r.sync(ctx, db)
+			acts := described(f.kubeclient.Actions())
+			if len(acts) < 2 || acts[0] != "get secrets orders-ca" || acts[1] != "patch secrets orders-tls" {
+				t.Fatalf("actions %v, want the authority read, then the TLS Secret applied", acts)
+			}
+			for _, a := range acts[2:] {
+				if strings.Contains(a, "orders-credentials") || strings.Contains(a, "orders-ca") {
+					t.Errorf("unexpected %s: the authority did not change", a)
+				}
+			}
+			applied := f.kubeclient.Actions()[1].(core.PatchAction)
+			var s corev1.Secret
+			if err := json.Unmarshal(applied.GetPatch(), &s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Annotations[builder.AnnotationSerial] == old.Annotations[builder.AnnotationSerial] || s.Annotations[builder.AnnotationTLSMode] != string(tc.mode) {
+				t.Errorf("annotations %v: want a new serial, for mode %s", s.Annotations, tc.mode)
+			}
+			if err := certs.Verify(s.Data["tls.crt"], old.Data["ca.crt"], "orders.default.svc", f.clock.Now()); err != nil {
+				t.Errorf("the new certificate is not the same authority's: %v", err)
+			}
+			events := strings.Join(actiontest.Drain(recorder), "\n")
+			if !strings.Contains(events, "Normal Updated Issued a server certificate for TLS "+string(tc.mode)) || !strings.Contains(events, tc.because) {
+				t.Errorf("events %q, want the certificate issued again because %s", events, tc.because)
+			}
+		})
+	}
+}
+
+// A credentials Secret made before TLS gets the authority in ca.crt, by a
+// patch of that key alone.
+func TestTLSAuthorityAddedToAnOlderSecret(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := tlsDatabase(dbv1alpha1.TLSEnabled)
+	f.convergedWithTLS(db, dbv1alpha1.TLSEnabled)
+	creds := f.secretLister[0]
+	delete(creds.Data, builder.AuthorityKey)
+	creds.Annotations = nil
+	r, recorder := f.newReconciler()
+	if _, _, err := r.sync(ctx, db); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	acts := described(f.kubeclient.Actions())
+	if strings.Join(acts, ",") != "get secrets orders-tls,patch secrets orders-credentials" {
+		t.Fatalf("actions %v, want the TLS Secret read and the credentials patched", acts)
+	}
+	patch := string(f.kubeclient.Actions()[1].(core.PatchAction).GetPatch())
+	for _, key := range []string{"password", "username", "uri"} {
+		if strings.Contains(patch, `"`+key+`"`) {
+			t.Errorf("the patch %s touches %s", patch, key)
+		}
+	}
+	if events := strings.Join(actiontest.Drain(recorder), "\n"); !strings.Contains(events, "ca.crt holds the authorities") {
+		t.Errorf("events %q, want the ca.crt added said", events)
+	}
+}
+
+// A Secret of the TLS Secret's name that the Database does not control is
+// left alone, and named.
+func TestTLSSecretOfAnotherOwner(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := tlsDatabase(dbv1alpha1.TLSEnabled)
+	server := f.convergedWithTLS(db, dbv1alpha1.TLSEnabled)
+	server.OwnerReferences = nil
+	r, _ := f.newReconciler()
+	_, _, err := r.sync(ctx, db)
+	if err == nil || !strings.Contains(err.Error(), "Secret default/orders-tls already exists and is not controlled by this Database") {
+		t.Fatalf("Sync: %v, want the conflict named", err)
+	}
+	for _, a := range described(f.kubeclient.Actions()) {
+		if strings.Contains(a, "orders-tls") && !strings.HasPrefix(a, "get") {
+			t.Errorf("%s: the Secret of another owner is written", a)
+		}
+	}
+}
+
+// writtenTLSStatus is status.tls as the pass's status write set it.
+func writtenTLSStatus(t *testing.T, f *fixture) *dbv1alpha1.TLSStatus {
+	t.Helper()
+	for _, a := range f.client.Actions() {
+		if p, ok := a.(core.PatchAction); ok && a.GetSubresource() == "status" {
+			var db dbv1alpha1.Database
+			if err := json.Unmarshal(p.GetPatch(), &db); err != nil {
+				t.Fatal(err)
+			}
+			return db.Status.TLS
+		}
+	}
+	t.Fatal("no status written")
+	return nil
+}
+
+// A server that presents an earlier certificate than the TLS Secret's (a
+// renewal the kubelet has written into its volume) is reloaded, and asked
+// again soon; once it presents the Secret's, it is not asked again.
+func TestTLSServersPresentTheSecretsCertificate(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := tlsDatabase(dbv1alpha1.TLSEnabled)
+	server := f.convergedWithTLS(db, dbv1alpha1.TLSEnabled)
+	serial := server.Annotations[builder.AnnotationSerial]
+	pod := startingPod(db)
+	pod.UID, pod.ResourceVersion, pod.Status.PodIP = "orders-0-uid", "7", "10.0.0.5"
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	pod.Status.ContainerStatuses[0].Ready = true
+	f.seed(pod)
+	f.sql.Facts["10.0.0.5"] = &ha.Facts{}
+	f.sql.Presents = map[string]string{"10.0.0.5": "0ld"}
+	f.sql.Files = map[string]string{"10.0.0.5": serial}
+	r, recorder := f.newReconciler()
+
+	f.calls = []string{"present certificate " + serial + " on 10.0.0.5"}
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+	f.kubeactions = nil
+	var recheck *RecheckError
+	if !errors.As(f.err, &recheck) || recheck.After != certificatePoll {
+		t.Errorf("Sync: %v, want the servers asked again in %s", f.err, certificatePoll)
+	}
+	// Reloaded: it presents the Secret's now, and is remembered.
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	f.calls = nil
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+}
