@@ -104,6 +104,9 @@ type Config struct {
 	// Database's ready servers with its Secret's credentials (package
 	// login); 0 for never.
 	CredentialsCheckInterval time.Duration
+	// TLSTrustPeriod is how long a new certificate authority is trusted
+	// beside the old one before it signs (reconcile.Config.TrustPeriod).
+	TLSTrustPeriod time.Duration
 	// Logins log in to the servers of each engine, by engine name: package
 	// pgsql's for PostgreSQL and package mysqlsql's for MySQL when nil.
 	Logins map[string]login.Func
@@ -223,7 +226,8 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		order:   order,
 		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
 		reconciler: reconcile.New(reconcile.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Caches: caches,
-			Recorder: cfg.Recorder, Clock: cfg.Clock, Random: cfg.Random, Replication: cfg.Replication, Logins: logins, ToolsImage: cfg.ToolsImage}),
+			Recorder: cfg.Recorder, Clock: cfg.Clock, Random: cfg.Random, Replication: cfg.Replication, Logins: logins, ToolsImage: cfg.ToolsImage,
+			TrustPeriod: cfg.TLSTrustPeriod}),
 		logins: logins,
 		backups: backup.New(backup.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Backups: caches.Backups,
 			Jobs: batchlisters.NewJobLister(caches.Jobs), Pods: corelisters.NewPodLister(caches.Pods), Claims: claims.Lister(),

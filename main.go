@@ -39,6 +39,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/objectstore"
 	"github.com/dbcontroller/database-controller/pkg/podtools"
+	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/signals"
 )
 
@@ -57,6 +58,7 @@ type options struct {
 	burst            int
 	resync           time.Duration
 	credentialsCheck time.Duration
+	tlsTrustPeriod   time.Duration
 	drainTimeout     time.Duration
 	showVersion      bool
 
@@ -81,6 +83,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Steady queries per second allowed to the API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries allowed to the API server above --kube-api-qps.")
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "How often every Database is synced again even when nothing changed.")
+	fs.DurationVar(&o.tlsTrustPeriod, "tls-trust-period", reconcile.DefaultTrustPeriod,
+		"How long a Database's new certificate authority is trusted beside the old one, in the Secrets clients read, before it signs the servers' certificates.")
 	fs.DurationVar(&o.credentialsCheck, "credentials-check-interval", 30*time.Second,
 		"How often the controller logs in to each Database's ready servers with its Secret's credentials, to report a password changed in the database alone (CredentialsRejected). It also logs in at once when the Secret or the ready servers change. 0 disables it.")
 	fs.DurationVar(&o.drainTimeout, "shutdown-timeout", 30*time.Second, "On SIGTERM, how long in-flight syncs may take to finish.")
@@ -202,6 +206,7 @@ func run(ctx context.Context, o options) error {
 		ParametersConfigMapInformers: configMapInformerFactory,
 
 		CredentialsCheckInterval: o.credentialsCheck,
+		TLSTrustPeriod:           o.tlsTrustPeriod,
 		ToolsImage:               toolsImage,
 	})
 	if err != nil {

@@ -86,8 +86,8 @@ mv "$OUT" %[1]s
 echo "size=$(wc -c < %[1]s)" > /dev/termination-log
 echo "backed up to %[1]s"`, shellQuote(file), rt.Backup.Dump)
 	container := toolContainer(JobBackup, image, script).WithEnv(dumpEnv(db, rt)...)
-	return backupJob(b, names.BackupJobName(b.Name), JobBackup).
-		WithSpec(backupJobSpec(b, JobBackup, rt.UID, names.BackupClaimName(db), container, 2))
+	return withServerVerification(backupJob(b, names.BackupJobName(b.Name), JobBackup).
+		WithSpec(backupJobSpec(b, JobBackup, rt.UID, names.BackupClaimName(db), container, 2)), db, e)
 }
 
 // dumpEnv is what a backup's dump tool reads: the server of

@@ -114,7 +114,7 @@ func objectStoreCA(s *dbv1alpha1.ObjectStore, volume, path string, optional bool
 func NewObjectStoreBackupJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e engine.Engine, image, toolsImage string, s *dbv1alpha1.ObjectStore, key string) *batchv1ac.JobApplyConfiguration {
 	rt := e.Runtime()
 	env := append(dumpEnv(db, rt), corev1ac.EnvVar().WithName("OUT").WithValue("/dev/stdout"))
-	return objectStoreBackupJob(b, rt, image, toolsImage, s, key, "put-output", rt.Backup.Dump, env)
+	return withServerVerification(objectStoreBackupJob(b, rt, image, toolsImage, s, key, "put-output", rt.Backup.Dump, env), db, e)
 }
 
 // NewBaseBackupJob builds the Job that streams a base backup of db's
@@ -132,7 +132,7 @@ func NewBaseBackupJob(b *dbv1alpha1.DatabaseBackup, db *dbv1alpha1.Database, e e
 		}
 	}
 	env = append(env, corev1ac.EnvVar().WithName("DBC_BACKUP").WithValue(b.Name))
-	return objectStoreBackupJob(b, rt, image, toolsImage, s, key, "put-base-backup", rt.Archiving.BaseBackup, env)
+	return withServerVerification(objectStoreBackupJob(b, rt, image, toolsImage, s, key, "put-base-backup", rt.Archiving.BaseBackup, env), db, e)
 }
 
 // objectStoreBackupJob is the Job that runs command (a shell command) in

@@ -2,11 +2,13 @@ package builder
 
 import (
 	"maps"
+	"path"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
@@ -24,19 +26,24 @@ const (
 )
 
 // Annotations of the TLS Secrets: what the controller decides renewals
-// from, since its cache holds no Secret data. The server Secret's say
-// for which mode and names its certificate was issued, when it expires,
-// when it is renewed, its serial number, and the digest of its
-// authorities' bundle (which the credentials Secret's ca.crt follows);
-// the authority's Secret's, when the authority expires.
+// and rotations from, since its cache holds no Secret data. The server
+// Secret's say for which mode and names its certificate was issued, when
+// it expires, when it is renewed, its serial number and its issuer's, the
+// digest of its authorities' bundle (which the credentials Secret's
+// ca.crt follows), the serial numbers of the authorities in that bundle,
+// and since when the newest is in it. The authority's Secret's say when
+// it expires, when it is replaced, and its serial number.
 const (
-	AnnotationTLSMode     = "dbcontroller.io/tls-mode"
-	AnnotationTLSNames    = "dbcontroller.io/tls-names"
-	AnnotationNotAfter    = "dbcontroller.io/not-after"
-	AnnotationRenewAt     = "dbcontroller.io/renew-at"
-	AnnotationSerial      = "dbcontroller.io/serial"
-	AnnotationBundle      = "dbcontroller.io/ca-bundle"
-	AnnotationAuthorityNA = "dbcontroller.io/authority-not-after"
+	AnnotationTLSMode      = "dbcontroller.io/tls-mode"
+	AnnotationTLSNames     = "dbcontroller.io/tls-names"
+	AnnotationNotAfter     = "dbcontroller.io/not-after"
+	AnnotationRenewAt      = "dbcontroller.io/renew-at"
+	AnnotationSerial       = "dbcontroller.io/serial"
+	AnnotationIssuer       = "dbcontroller.io/issuer"
+	AnnotationBundle       = "dbcontroller.io/ca-bundle"
+	AnnotationTrusts       = "dbcontroller.io/trusts"
+	AnnotationTrustedSince = "dbcontroller.io/trusted-since"
+	AnnotationAuthorityNA  = "dbcontroller.io/authority-not-after"
 )
 
 // tlsVolume is the pod volume of the Secret <name>-tls.
@@ -46,11 +53,20 @@ const tlsVolume = "tls"
 type ServerCertificate struct {
 	CertPEM, KeyPEM, BundlePEM []byte
 	// Mode is the spec.tls.mode it was issued for; Names, the digest of
-	// the names it covers; Serial, its serial number in hex; Bundle, the
-	// digest of BundlePEM.
-	Mode, Names, Serial, Bundle string
-	NotAfter, RenewAt           time.Time
-	AuthorityNotAfter           time.Time
+	// the names it covers; Serial and Issuer, its serial number and its
+	// authority's, in hex; Bundle, the digest of BundlePEM, and Trusts the
+	// serial numbers of the authorities in it, trusted since TrustedSince.
+	Mode, Names, Serial, Issuer, Bundle, Trusts string
+	NotAfter, RenewAt, TrustedSince             time.Time
+	AuthorityNotAfter                           time.Time
+}
+
+// Authority is a certificate authority as its Secret holds it.
+type Authority struct {
+	CertPEM, KeyPEM []byte
+	// Serial is its serial number in hex.
+	Serial            string
+	NotAfter, RenewAt time.Time
 }
 
 // NewTLSSecret builds the Secret the servers read their certificate, key
@@ -65,13 +81,16 @@ func NewTLSSecret(db *dbv1alpha1.Database, e engine.Engine, c ServerCertificate)
 	return corev1ac.Secret(names.TLSSecretName(db), db.Namespace).
 		WithLabels(names.Labels(db)).
 		WithAnnotations(map[string]string{
-			AnnotationTLSMode:     c.Mode,
-			AnnotationTLSNames:    c.Names,
-			AnnotationSerial:      c.Serial,
-			AnnotationBundle:      c.Bundle,
-			AnnotationNotAfter:    c.NotAfter.UTC().Format(time.RFC3339),
-			AnnotationRenewAt:     c.RenewAt.UTC().Format(time.RFC3339),
-			AnnotationAuthorityNA: c.AuthorityNotAfter.UTC().Format(time.RFC3339),
+			AnnotationTLSMode:      c.Mode,
+			AnnotationTLSNames:     c.Names,
+			AnnotationSerial:       c.Serial,
+			AnnotationIssuer:       c.Issuer,
+			AnnotationBundle:       c.Bundle,
+			AnnotationTrusts:       c.Trusts,
+			AnnotationTrustedSince: c.TrustedSince.UTC().Format(time.RFC3339),
+			AnnotationNotAfter:     c.NotAfter.UTC().Format(time.RFC3339),
+			AnnotationRenewAt:      c.RenewAt.UTC().Format(time.RFC3339),
+			AnnotationAuthorityNA:  c.AuthorityNotAfter.UTC().Format(time.RFC3339),
 		}).
 		WithOwnerReferences(ownerReference(db)).
 		WithType(corev1.SecretTypeTLS).
@@ -80,13 +99,17 @@ func NewTLSSecret(db *dbv1alpha1.Database, e engine.Engine, c ServerCertificate)
 
 // NewAuthoritySecret builds the Secret of the Database's certificate
 // authority. No pod mounts it: only the controller signs with its key.
-func NewAuthoritySecret(db *dbv1alpha1.Database, certPEM, keyPEM []byte, notAfter time.Time) *corev1ac.SecretApplyConfiguration {
+func NewAuthoritySecret(db *dbv1alpha1.Database, a Authority) *corev1ac.SecretApplyConfiguration {
 	return corev1ac.Secret(names.AuthoritySecretName(db), db.Namespace).
 		WithLabels(names.Labels(db)).
-		WithAnnotations(map[string]string{AnnotationNotAfter: notAfter.UTC().Format(time.RFC3339)}).
+		WithAnnotations(map[string]string{
+			AnnotationSerial:   a.Serial,
+			AnnotationNotAfter: a.NotAfter.UTC().Format(time.RFC3339),
+			AnnotationRenewAt:  a.RenewAt.UTC().Format(time.RFC3339),
+		}).
 		WithOwnerReferences(ownerReference(db)).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{AuthorityKey: certPEM, AuthorityKeyKey: keyPEM})
+		WithData(map[string][]byte{AuthorityKey: a.CertPEM, AuthorityKeyKey: a.KeyPEM})
 }
 
 // WithTLS gives the server of sts the Secret <name>-tls, mounted at
@@ -128,4 +151,35 @@ func WithTLS(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.Databas
 		}
 	}
 	sts.Spec.Template.WithAnnotations(map[string]string{AnnotationTLSMode: string(mode)})
+}
+
+// serverAuthoritiesVolume is a backup Job's volume of the credentials
+// Secret's ca.crt.
+const serverAuthoritiesVolume = "server-authorities"
+
+// withServerVerification has the tool of a backup Job of db verify the
+// server it reaches, when db's servers have TLS: the credentials Secret's
+// ca.crt mounted at engine.ClientAuthorityFile, and the engine's
+// ClientEnv. The key is optional, as a Secret made before TLS gets it a
+// moment after the servers do: a tool that finds no file says so.
+func withServerVerification(job *batchv1ac.JobApplyConfiguration, db *dbv1alpha1.Database, e engine.Engine) *batchv1ac.JobApplyConfiguration {
+	t := e.Runtime().TLS
+	if t == nil || db.Spec.TLSMode() == dbv1alpha1.TLSDisabled {
+		return job
+	}
+	spec := job.Spec.Template.Spec
+	spec.WithVolumes(corev1ac.Volume().WithName(serverAuthoritiesVolume).WithSecret(corev1ac.SecretVolumeSource().
+		WithSecretName(names.SecretName(db)).WithOptional(true).WithDefaultMode(0o444).
+		WithItems(corev1ac.KeyToPath().WithKey(AuthorityKey).WithPath(path.Base(engine.ClientAuthorityFile)))))
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		if *c.Name != JobBackup {
+			continue
+		}
+		c.WithVolumeMounts(corev1ac.VolumeMount().WithName(serverAuthoritiesVolume).WithMountPath(path.Dir(engine.ClientAuthorityFile)).WithReadOnly(true))
+		for _, k := range slices.Sorted(maps.Keys(t.ClientEnv)) {
+			c.WithEnv(corev1ac.EnvVar().WithName(k).WithValue(t.ClientEnv[k]))
+		}
+	}
+	return job
 }

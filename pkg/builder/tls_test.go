@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -28,7 +29,7 @@ func TestTLSGolden(t *testing.T) {
 	at := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	secret := NewTLSSecret(db, e, ServerCertificate{
 		CertPEM: []byte("<server certificate>"), KeyPEM: []byte("<server key>"), BundlePEM: []byte("<authorities>"),
-		Mode: "Required", Names: "0123456789abcdef", Serial: "1f", Bundle: "fedcba9876543210",
+		Mode: "Required", Names: "0123456789abcdef", Serial: "1f", Issuer: "2e", Bundle: "fedcba9876543210", Trusts: "2e", TrustedSince: at,
 		NotAfter: at.Add(90 * 24 * time.Hour), RenewAt: at.Add(60 * 24 * time.Hour), AuthorityNotAfter: at.Add(5 * 365 * 24 * time.Hour),
 	})
 	for name, ac := range map[string]any{
@@ -82,5 +83,51 @@ func TestWithTLS(t *testing.T) {
 	WithTLS(sts, my, lookup(t, my.Spec.Engine), dbv1alpha1.TLSRequired)
 	if after, _ := yaml.Marshal(sts); string(after) != string(before) {
 		t.Errorf("MySQL's StatefulSet changed with TLS, which it does not take yet")
+	}
+}
+
+// A backup Job of a Database with TLS verifies the server it dumps with
+// the credentials Secret's ca.crt; one without TLS, or of an engine
+// without it, is as before.
+func TestBackupJobsVerifyTheServer(t *testing.T) {
+	for _, tc := range []struct {
+		engine dbv1alpha1.Engine
+		mode   dbv1alpha1.TLSMode
+		want   bool
+	}{
+		{dbv1alpha1.EnginePostgreSQL, dbv1alpha1.TLSRequired, true},
+		{dbv1alpha1.EnginePostgreSQL, dbv1alpha1.TLSDisabled, false},
+		{dbv1alpha1.EngineMySQL, dbv1alpha1.TLSEnabled, false},
+	} {
+		db := newDatabase(tc.engine, "16")
+		db.Spec.TLS = &dbv1alpha1.TLSSpec{Mode: tc.mode}
+		e := lookup(t, db.Spec.Engine)
+		b := backupOf(db, "nightly")
+		s := &dbv1alpha1.ObjectStore{Endpoint: "https://s3.example", Bucket: "b", Region: "r"}
+		jobs := map[string]*batchv1ac.JobApplyConfiguration{
+			"volume":       NewBackupJob(b, db, e, "img"),
+			"object store": NewObjectStoreBackupJob(b, db, e, "img", "tools", s, "k"),
+		}
+		if e.Runtime().Archiving != nil {
+			jobs["base backup"] = NewBaseBackupJob(b, db, e, "img", "tools", s, "k")
+		}
+		for name, job := range jobs {
+			spec := job.Spec.Template.Spec
+			var env []string
+			for _, c := range spec.Containers {
+				for _, v := range c.Env {
+					if v.Value != nil {
+						env = append(env, *v.Name+"="+*v.Value)
+					}
+				}
+			}
+			verifies := slices.Contains(env, "PGSSLMODE=verify-full") && slices.Contains(env, "PGSSLROOTCERT=/etc/dbc-server-ca/ca.crt") &&
+				slices.ContainsFunc(spec.Volumes, func(v corev1ac.VolumeApplyConfiguration) bool {
+					return *v.Name == serverAuthoritiesVolume && *v.Secret.SecretName == db.Name+"-credentials"
+				})
+			if verifies != tc.want {
+				t.Errorf("%s %s, %s Job verifies the server: %v, want %v", tc.engine, tc.mode, name, verifies, tc.want)
+			}
+		}
 	}
 }

@@ -130,7 +130,15 @@ type TLS struct {
 	// container with TLS: how it verifies the primary it clones or
 	// rewinds from, and what its replication connection asks for.
 	ReplicationEnv map[string]string
+	// ClientEnv is the environment of a backup Job's tool with TLS: how it
+	// verifies the server it dumps, against the authorities mounted at
+	// ClientAuthorityFile.
+	ClientEnv map[string]string
 }
+
+// ClientAuthorityFile is where a backup Job finds the credentials
+// Secret's ca.crt.
+const ClientAuthorityFile = "/etc/dbc-server-ca/ca.crt"
 
 // Parameters is how an engine's servers take the parameters of
 // spec.parameters: those read only at start on the command line, the

@@ -105,7 +105,15 @@ type Config struct {
 	// Certificates asks the servers which certificate they present, by
 	// engine; {postgresql: pgsql.PresentCertificate} when nil.
 	Certificates map[dbv1alpha1.Engine]CertificatePresenter
+	// TrustPeriod is how long a new certificate authority is trusted
+	// beside the old one, in the Secrets clients read, before it signs the
+	// servers' certificate; DefaultTrustPeriod when 0.
+	TrustPeriod time.Duration
 }
+
+// DefaultTrustPeriod is Config.TrustPeriod's default: a mounted Secret's
+// change reaches the pods that mount it within about two minutes.
+const DefaultTrustPeriod = 10 * time.Minute
 
 // Reconciler runs sync passes. It is safe for concurrent use by several
 // workers, each on its own Database.
@@ -160,6 +168,8 @@ type Reconciler struct {
 	// when it was the TLS Secret's (tls.go).
 	presenters map[dbv1alpha1.Engine]CertificatePresenter
 	presented  *ttlSet[types.UID, string]
+	// trustPeriod is Config.TrustPeriod.
+	trustPeriod time.Duration
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -177,6 +187,9 @@ func New(cfg Config) *Reconciler {
 	}
 	if cfg.Certificates == nil {
 		cfg.Certificates = map[dbv1alpha1.Engine]CertificatePresenter{dbv1alpha1.EnginePostgreSQL: pgsql.PresentCertificate}
+	}
+	if cfg.TrustPeriod == 0 {
+		cfg.TrustPeriod = DefaultTrustPeriod
 	}
 	if cfg.Archiver == nil {
 		cfg.Archiver = pgsql.Archiver
@@ -203,6 +216,7 @@ func New(cfg Config) *Reconciler {
 		tlsWritten:    writtenSecrets{newTTLSet[ChildKey, *corev1.Secret](cfg.Clock, writtenTTL)},
 		presenters:    cfg.Certificates,
 		presented:     newTTLSet[types.UID, string](cfg.Clock, memoryTTL),
+		trustPeriod:   cfg.TrustPeriod,
 		logins:        cfg.Logins,
 		toolsImage:    cfg.ToolsImage,
 		archiver:      cfg.Archiver,
@@ -386,7 +400,7 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 
 	// The TLS Secrets first: a new credentials Secret holds the
 	// authorities (ca.crt) from the start.
-	f.tls, err = p.ensureTLS(ctx)
+	f.tls, err = p.ensureTLS(ctx, f.pods)
 	f.created = append(f.created, f.tls.created...)
 	if err != nil {
 		return f, err
@@ -436,7 +450,10 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	if f.parameters, err = p.ensureParameters(ctx, sts, f.pods, f.replication); err != nil {
 		return f, err
 	}
-	f.tls.pollAfter, err = p.presentCertificates(ctx, f.pods, f.tls)
+	poll, err := p.presentCertificates(ctx, f.pods, f.tls)
+	if poll > 0 && (f.tls.pollAfter == 0 || poll < f.tls.pollAfter) {
+		f.tls.pollAfter = poll
+	}
 	return f, err
 }
 

@@ -49,86 +49,299 @@ type tlsFindings struct {
 	created   []string
 	// serial is the server certificate's serial number (hex).
 	serial string
-	// pollAfter is when to ask the servers again which certificate they
-	// present; 0 for no need.
+	// pollAfter is when to look again: to ask the servers again which
+	// certificate they present, or to have a new authority sign once its
+	// trust period is over; 0 for no need.
 	pollAfter time.Duration
 }
 
 // ensureTLS keeps the TLS Secrets of a Database whose mode is not
-// Disabled, and returns what they say.
-func (p *pass) ensureTLS(ctx context.Context) (tlsFindings, error) {
+// Disabled, and returns what they say. A new authority (one due for
+// replacement, or one whose Secret was deleted) is trusted beside the old
+// ones for the trust period before it signs the servers' certificate, so
+// that clients read a bundle that trusts both first; the old ones are
+// dropped from the bundle once every ready server presents the new
+// authority's certificate.
+func (p *pass) ensureTLS(ctx context.Context, pods []*corev1.Pod) (tlsFindings, error) {
 	r, db, e := p.r, p.db, p.plan.Engine
 	mode := db.Spec.TLSMode()
 	if mode == dbv1alpha1.TLSDisabled || e.Runtime().TLS == nil {
 		return tlsFindings{decided: true}, nil
 	}
 	now := r.clock.Now()
-	name := names.TLSSecretName(db)
-	key := ChildKey{Kind: "Secret", Namespace: db.Namespace, Name: name}
-	wantNames := serverNamesDigest(db)
-	existing, err := p.read.secret(db.Namespace, name)
-	if err == nil {
-		existing = r.tlsWritten.newest(key, existing)
+	server, err := p.tlsSecret(names.TLSSecretName(db))
+	if err != nil {
+		return tlsFindings{}, err
 	}
+	authority, err := p.tlsSecret(names.AuthoritySecretName(db))
+	if err != nil {
+		return tlsFindings{}, err
+	}
+	if authority == nil || !now.Before(annotatedTime(authority, builder.AnnotationRenewAt)) {
+		return p.newAuthority(ctx, server, authority, now)
+	}
+	if server == nil {
+		return p.issue(ctx, nil, now, "")
+	}
+	a := server.Annotations
+	caSerial := authority.Annotations[builder.AnnotationSerial]
 	switch {
-	case err == nil && !metav1.IsControlledBy(existing, db):
-		return tlsFindings{}, conflict(db, "Secret", name)
+	case a[builder.AnnotationIssuer] != caSerial:
+		if wait := annotatedTime(server, builder.AnnotationTrustedSince).Add(r.trustPeriod).Sub(now); wait > 0 {
+			found := findingsOf(server)
+			found.pollAfter = wait
+			return found, nil
+		}
+		return p.issue(ctx, server, now, "the Database's new authority signs it, trusted since "+a[builder.AnnotationTrustedSince])
+	case a[builder.AnnotationTLSMode] != string(mode) || a[builder.AnnotationTLSNames] != serverNamesDigest(db) ||
+		!now.Before(annotatedTime(server, builder.AnnotationRenewAt)):
+		return p.issue(ctx, server, now, reissueReason(server, mode, serverNamesDigest(db)))
+	case a[builder.AnnotationTrusts] != caSerial && p.allPresent(pods, a[builder.AnnotationSerial]):
+		return p.trustOnly(ctx, server, now)
+	}
+	return findingsOf(server), nil
+}
+
+// tlsSecret reads one of db's TLS Secrets from the cache, or as this
+// process last wrote it when the cache is behind: nil when there is none.
+// One the Database does not control is a conflict, left alone.
+func (p *pass) tlsSecret(name string) (*corev1.Secret, error) {
+	r, db := p.r, p.db
+	key := ChildKey{Kind: "Secret", Namespace: db.Namespace, Name: name}
+	s, err := p.read.secret(db.Namespace, name)
+	switch {
+	case err == nil && !metav1.IsControlledBy(s, db):
+		return nil, conflict(db, "Secret", name)
 	case err == nil:
 		r.expectations.Observed(key)
-		a := existing.Annotations
-		renewAt, perr := time.Parse(time.RFC3339, a[builder.AnnotationRenewAt])
-		if perr == nil && a[builder.AnnotationTLSMode] == string(mode) && a[builder.AnnotationTLSNames] == wantNames && now.Before(renewAt) {
-			return tlsFindings{decided: true, status: tlsStatus(existing), bundle: a[builder.AnnotationBundle], serial: a[builder.AnnotationSerial]}, nil
-		}
+		return r.tlsWritten.newest(key, s), nil
 	case !apierrors.IsNotFound(err):
-		return tlsFindings{}, err
+		return nil, err
 	case r.expectations.Pending(key):
-		return tlsFindings{}, &WaitingError{Kind: "Secret", Name: name}
+		return nil, &WaitingError{Kind: "Secret", Name: name}
 	}
+	return nil, nil
+}
 
-	authority, created, err := p.authority(ctx, now)
-	if err != nil {
-		return tlsFindings{created: created}, err
+// findingsOf is what the server Secret s says, as it is.
+func findingsOf(s *corev1.Secret) tlsFindings {
+	a := s.Annotations
+	return tlsFindings{decided: true, status: tlsStatus(s), bundle: a[builder.AnnotationBundle], serial: a[builder.AnnotationSerial]}
+}
+
+// annotatedTime is the time of annotation key of s; the zero time when it
+// has none.
+func annotatedTime(s *corev1.Secret, key string) time.Time {
+	t, _ := time.Parse(time.RFC3339, s.Annotations[key])
+	return t
+}
+
+// allPresent reports whether every ready server of pods presented the
+// certificate of serial, as last asked (presentCertificates), and one did.
+func (p *pass) allPresent(pods []*corev1.Pod, serial string) bool {
+	n := 0
+	for _, pod := range pods {
+		if !podReady(pod) || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if s, ok := p.r.presented.get(pod.UID); !ok || s != serial {
+			return false
+		}
+		n++
 	}
-	issued, err := certs.IssueServer(rand.Reader, authority, certs.ServerNames(names.ServiceName(db), names.ReadOnlyServiceName(db),
+	return n > 0
+}
+
+// newAuthority makes the Database a new authority, written to its Secret.
+// A Database with no server certificate yet gets one it signs at once;
+// otherwise the server Secret keeps its certificate and gains the new
+// authority in its bundle, which the credentials Secret follows, and the
+// new one signs after the trust period.
+func (p *pass) newAuthority(ctx context.Context, server, old *corev1.Secret, now time.Time) (tlsFindings, error) {
+	r, db := p.r, p.db
+	ca, err := certs.NewAuthority(rand.Reader, db.Namespace+"/"+db.Name+" database-controller authority", now, certs.AuthorityValidity)
+	if err != nil {
+		return tlsFindings{}, fmt.Errorf("making the certificate authority: %w", err)
+	}
+	caCert, err := certs.Parse(ca.CertPEM)
+	if err != nil {
+		return tlsFindings{}, err
+	}
+	written, made, err := p.writeTLSSecret(ctx, builder.NewAuthoritySecret(db, builder.Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM,
+		Serial: caCert.SerialNumber.Text(16), NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}), old != nil)
+	if err != nil {
+		return tlsFindings{}, err
+	}
+	var created []string
+	if made {
+		created = append(created, "Secret "+written.Name)
+	}
+	if server == nil {
+		found, err := p.issueWith(ctx, nil, ca, certs.Bundle(now, ca.CertPEM), now, "")
+		found.created = append(created, found.created...)
+		return found, err
+	}
+	live, err := r.kube.CoreV1().Secrets(db.Namespace).Get(ctx, server.Name, metav1.GetOptions{})
+	if err != nil {
+		return tlsFindings{created: created}, fmt.Errorf("reading Secret %s: %w", server.Name, err)
+	}
+	bundle := certs.Bundle(now, live.Data[builder.AuthorityKey], ca.CertPEM)
+	c := serverCertificateOf(live)
+	c.BundlePEM, c.Bundle, c.Trusts, c.TrustedSince = bundle, pemDigest(bundle), trustsOf(bundle), now
+	found, err := p.writeServerSecret(ctx, server, c)
+	found.created = append(created, found.created...)
+	if err == nil {
+		why := "the last one was due for replacement"
+		if old == nil {
+			why = "Secret " + names.AuthoritySecretName(db) + " was gone"
+		}
+		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated,
+			"Made a new certificate authority (%s), trusted beside the old one from now; it signs the servers' certificate from %s",
+			why, now.Add(r.trustPeriod).UTC().Format(time.RFC3339))
+		found.pollAfter = r.trustPeriod
+	}
+	return found, err
+}
+
+// issue issues the servers' certificate again with the Database's
+// authority, read from its Secret, keeping the trusted bundle of server
+// (the authority's alone for a Database with none); why, when not empty,
+// is said in an event.
+func (p *pass) issue(ctx context.Context, server *corev1.Secret, now time.Time, why string) (tlsFindings, error) {
+	r, db := p.r, p.db
+	secrets := r.kube.CoreV1().Secrets(db.Namespace)
+	live, err := secrets.Get(ctx, names.AuthoritySecretName(db), metav1.GetOptions{})
+	if err != nil {
+		return tlsFindings{}, fmt.Errorf("reading Secret %s: %w", names.AuthoritySecretName(db), err)
+	}
+	ca := certs.Issued{CertPEM: live.Data[builder.AuthorityKey], KeyPEM: live.Data[builder.AuthorityKeyKey]}
+	bundle := certs.Bundle(now, ca.CertPEM)
+	if server != nil {
+		current, err := secrets.Get(ctx, server.Name, metav1.GetOptions{})
+		if err != nil {
+			return tlsFindings{}, fmt.Errorf("reading Secret %s: %w", server.Name, err)
+		}
+		bundle = certs.Bundle(now, current.Data[builder.AuthorityKey], ca.CertPEM)
+	}
+	return p.issueWith(ctx, server, ca, bundle, now, why)
+}
+
+// issueWith signs a server certificate with ca and writes it, with bundle,
+// over server (nil: made).
+func (p *pass) issueWith(ctx context.Context, server *corev1.Secret, ca certs.Issued, bundle []byte, now time.Time, why string) (tlsFindings, error) {
+	r, db := p.r, p.db
+	issued, err := certs.IssueServer(rand.Reader, ca, certs.ServerNames(names.ServiceName(db), names.ReadOnlyServiceName(db),
 		names.HeadlessServiceName(db), db.Namespace, names.ClusterDomain), now, certs.ServerValidity)
 	if err != nil {
-		return tlsFindings{created: created}, fmt.Errorf("issuing the server certificate: %w", err)
+		return tlsFindings{}, fmt.Errorf("issuing the server certificate: %w", err)
 	}
 	cert, err := certs.Parse(issued.CertPEM)
 	if err != nil {
-		return tlsFindings{created: created}, err
+		return tlsFindings{}, err
 	}
-	caCert, err := certs.Parse(authority.CertPEM)
+	caCert, err := certs.Parse(ca.CertPEM)
 	if err != nil {
-		return tlsFindings{created: created}, err
+		return tlsFindings{}, err
 	}
-	bundle := certs.Bundle(now, authority.CertPEM)
-	desired := builder.NewTLSSecret(db, e, builder.ServerCertificate{
+	trustedSince := now
+	if server != nil && server.Annotations[builder.AnnotationBundle] == pemDigest(bundle) {
+		trustedSince = annotatedTime(server, builder.AnnotationTrustedSince)
+	}
+	found, err := p.writeServerSecret(ctx, server, builder.ServerCertificate{
 		CertPEM: issued.CertPEM, KeyPEM: issued.KeyPEM, BundlePEM: bundle,
-		Mode: string(mode), Names: wantNames, Serial: cert.SerialNumber.Text(16), Bundle: pemDigest(bundle),
+		Mode: string(db.Spec.TLSMode()), Names: serverNamesDigest(db), Serial: cert.SerialNumber.Text(16), Issuer: caCert.SerialNumber.Text(16),
+		Bundle: pemDigest(bundle), Trusts: trustsOf(bundle), TrustedSince: trustedSince,
 		NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: caCert.NotAfter,
 	})
-	written, made, err := p.writeTLSSecret(ctx, desired, existing != nil)
+	if err == nil && why != "" {
+		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Issued a server certificate for TLS %s, valid until %s: %s",
+			db.Spec.TLSMode(), cert.NotAfter.UTC().Format(time.RFC3339), why)
+	}
+	return found, err
+}
+
+// trustOnly drops from the bundle of server every authority but the
+// Database's own: every server presents its certificate.
+func (p *pass) trustOnly(ctx context.Context, server *corev1.Secret, now time.Time) (tlsFindings, error) {
+	r, db := p.r, p.db
+	secrets := r.kube.CoreV1().Secrets(db.Namespace)
+	ca, err := secrets.Get(ctx, names.AuthoritySecretName(db), metav1.GetOptions{})
 	if err != nil {
-		return tlsFindings{created: created}, err
+		return tlsFindings{}, fmt.Errorf("reading Secret %s: %w", names.AuthoritySecretName(db), err)
+	}
+	live, err := secrets.Get(ctx, server.Name, metav1.GetOptions{})
+	if err != nil {
+		return tlsFindings{}, fmt.Errorf("reading Secret %s: %w", server.Name, err)
+	}
+	bundle := certs.Bundle(now, ca.Data[builder.AuthorityKey])
+	c := serverCertificateOf(live)
+	c.BundlePEM, c.Bundle, c.Trusts, c.TrustedSince = bundle, pemDigest(bundle), trustsOf(bundle), now
+	found, err := p.writeServerSecret(ctx, server, c)
+	if err == nil {
+		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated,
+			"Every server presents the certificate of the Database's new authority: the authorities before it are no longer trusted")
+	}
+	return found, err
+}
+
+// serverCertificateOf is what the server Secret s holds.
+func serverCertificateOf(s *corev1.Secret) builder.ServerCertificate {
+	a := s.Annotations
+	return builder.ServerCertificate{
+		CertPEM: s.Data[builder.TLSCertKey], KeyPEM: s.Data[builder.TLSKeyKey], BundlePEM: s.Data[builder.AuthorityKey],
+		Mode: a[builder.AnnotationTLSMode], Names: a[builder.AnnotationTLSNames], Serial: a[builder.AnnotationSerial],
+		Issuer: a[builder.AnnotationIssuer], Bundle: a[builder.AnnotationBundle], Trusts: a[builder.AnnotationTrusts],
+		TrustedSince: annotatedTime(s, builder.AnnotationTrustedSince), NotAfter: annotatedTime(s, builder.AnnotationNotAfter),
+		RenewAt: annotatedTime(s, builder.AnnotationRenewAt), AuthorityNotAfter: annotatedTime(s, builder.AnnotationAuthorityNA),
+	}
+}
+
+// trustsOf is the serial numbers of the authorities in bundle.
+func trustsOf(bundle []byte) string {
+	all, _ := certs.ParseAll(bundle)
+	serials := make([]string, 0, len(all))
+	for _, c := range all {
+		serials = append(serials, c.SerialNumber.Text(16))
+	}
+	return strings.Join(serials, ",")
+}
+
+// writeServerSecret writes the server Secret of c over server (nil: made),
+// and returns what it then says.
+func (p *pass) writeServerSecret(ctx context.Context, server *corev1.Secret, c builder.ServerCertificate) (tlsFindings, error) {
+	written, made, err := p.writeTLSSecret(ctx, builder.NewTLSSecret(p.db, p.plan.Engine, c), server != nil)
+	if err != nil {
+		return tlsFindings{}, err
+	}
+	found := findingsOf(written)
+	found.bundlePEM = c.BundlePEM
+	if made {
+		found.created = []string{"Secret " + written.Name}
+	}
+	return found, nil
+}
+
+// writeTLSSecret creates one of the TLS Secrets, or, when it exists,
+// applies desired over it; made says it created it. It remembers what it
+// wrote until the cache shows it.
+func (p *pass) writeTLSSecret(ctx context.Context, desired *corev1ac.SecretApplyConfiguration, exists bool) (*corev1.Secret, bool, error) {
+	r := p.r
+	key := ChildKey{Kind: "Secret", Namespace: p.db.Namespace, Name: *desired.Name}
+	written, made, err := p.createOrApplySecret(ctx, desired, exists)
+	if err != nil {
+		return nil, false, err
 	}
 	written.Data = nil
 	r.tlsWritten.put(key, written)
 	if made {
 		r.expectations.Created(key)
-		created = append(created, "Secret "+name)
-	} else {
-		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Issued a server certificate for TLS %s, valid until %s: %s",
-			mode, cert.NotAfter.UTC().Format(time.RFC3339), reissueReason(existing, mode, wantNames))
 	}
-	return tlsFindings{decided: true, status: tlsStatus(written), bundle: pemDigest(bundle), bundlePEM: bundle, created: created,
-		serial: cert.SerialNumber.Text(16)}, nil
+	return written, made, nil
 }
 
-// writeTLSSecret creates the TLS Secret, or, when it exists, applies
-// desired over it; made says it created it.
-func (p *pass) writeTLSSecret(ctx context.Context, desired *corev1ac.SecretApplyConfiguration, exists bool) (*corev1.Secret, bool, error) {
+// createOrApplySecret creates desired, or, when it exists, applies it;
+// made says it created it.
+func (p *pass) createOrApplySecret(ctx context.Context, desired *corev1ac.SecretApplyConfiguration, exists bool) (*corev1.Secret, bool, error) {
 	secrets := p.r.kube.CoreV1().Secrets(p.db.Namespace)
 	if !exists {
 		var secret corev1.Secret
@@ -156,41 +369,6 @@ func (p *pass) writeTLSSecret(ctx context.Context, desired *corev1ac.SecretApply
 		return nil, false, fmt.Errorf("writing Secret %s: %w", *desired.Name, err)
 	}
 	return written, false, nil
-}
-
-// authority returns the Database's certificate authority, read from its
-// Secret, or made and written there when it has none.
-func (p *pass) authority(ctx context.Context, now time.Time) (certs.Issued, []string, error) {
-	r, db := p.r, p.db
-	name := names.AuthoritySecretName(db)
-	secrets := r.kube.CoreV1().Secrets(db.Namespace)
-	live, err := secrets.Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case err == nil && !metav1.IsControlledBy(live, db):
-		return certs.Issued{}, nil, conflict(db, "Secret", name)
-	case err == nil:
-		return certs.Issued{CertPEM: live.Data[builder.AuthorityKey], KeyPEM: live.Data[builder.AuthorityKeyKey]}, nil, nil
-	case !apierrors.IsNotFound(err):
-		return certs.Issued{}, nil, fmt.Errorf("reading Secret %s: %w", name, err)
-	}
-	ca, err := certs.NewAuthority(rand.Reader, db.Namespace+"/"+db.Name+" database-controller authority", now, certs.AuthorityValidity)
-	if err != nil {
-		return certs.Issued{}, nil, fmt.Errorf("making the certificate authority: %w", err)
-	}
-	caCert, err := certs.Parse(ca.CertPEM)
-	if err != nil {
-		return certs.Issued{}, nil, err
-	}
-	var secret corev1.Secret
-	if err := builder.Convert(builder.NewAuthoritySecret(db, ca.CertPEM, ca.KeyPEM, caCert.NotAfter), &secret); err != nil {
-		return certs.Issued{}, nil, err
-	}
-	if _, err := secrets.Create(ctx, &secret, createOptions); err != nil {
-		// One that exists was made by another pass or process: the next
-		// pass reads it, and no certificate is signed by one that is lost.
-		return certs.Issued{}, nil, fmt.Errorf("creating Secret %s: %w", name, err)
-	}
-	return ca, []string{"Secret " + name}, nil
 }
 
 // reissueReason says why the certificate of existing is issued again.

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,10 +46,12 @@ func issuedTLS(t *testing.T, db *dbv1alpha1.Database, mode dbv1alpha1.TLSMode, i
 	caCert, _ := certs.Parse(ca.CertPEM)
 	bundle = certs.Bundle(issuedAt, ca.CertPEM)
 	e := actiontest.Engine(t, db)
-	authority = actiontest.Object[corev1.Secret](t, builder.NewAuthoritySecret(db, ca.CertPEM, ca.KeyPEM, caCert.NotAfter))
+	authority = actiontest.Object[corev1.Secret](t, builder.NewAuthoritySecret(db, builder.Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM,
+		Serial: caCert.SerialNumber.Text(16), NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}))
 	server = actiontest.Object[corev1.Secret](t, builder.NewTLSSecret(db, e, builder.ServerCertificate{
 		CertPEM: issued.CertPEM, KeyPEM: issued.KeyPEM, BundlePEM: bundle,
-		Mode: string(mode), Names: serverNamesDigest(db), Serial: cert.SerialNumber.Text(16), Bundle: pemDigest(bundle),
+		Mode: string(mode), Names: serverNamesDigest(db), Serial: cert.SerialNumber.Text(16), Issuer: caCert.SerialNumber.Text(16),
+		Bundle: pemDigest(bundle), Trusts: trustsOf(bundle), TrustedSince: issuedAt,
 		NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: caCert.NotAfter,
 	}))
 	authority.ResourceVersion, server.ResourceVersion = "5", "6"
@@ -101,7 +104,6 @@ func TestTLSIssuedForANewDatabase(t *testing.T) {
 	}
 	got := strings.Join(described(f.kubeclient.Actions()), "\n")
 	want := strings.Join([]string{
-		"get secrets orders-ca",
 		"create secrets orders-ca",
 		"create secrets orders-tls",
 		"create secrets orders-credentials",
@@ -188,15 +190,15 @@ func TestTLSReissued(t *testing.T) {
 			r, recorder := f.newReconciler()
 			_, _, _ = r.sync(ctx, db)
 			acts := described(f.kubeclient.Actions())
-			if len(acts) < 2 || acts[0] != "get secrets orders-ca" || acts[1] != "patch secrets orders-tls" {
-				t.Fatalf("actions %v, want the authority read, then the TLS Secret applied", acts)
+			if len(acts) < 3 || acts[0] != "get secrets orders-ca" || acts[1] != "get secrets orders-tls" || acts[2] != "patch secrets orders-tls" {
+				t.Fatalf("actions %v, want the authority and the bundle read, then the TLS Secret applied", acts)
 			}
-			for _, a := range acts[2:] {
+			for _, a := range acts[3:] {
 				if strings.Contains(a, "orders-credentials") || strings.Contains(a, "orders-ca") {
 					t.Errorf("unexpected %s: the authority did not change", a)
 				}
 			}
-			applied := f.kubeclient.Actions()[1].(core.PatchAction)
+			applied := f.kubeclient.Actions()[2].(core.PatchAction)
 			var s corev1.Secret
 			if err := json.Unmarshal(applied.GetPatch(), &s); err != nil {
 				t.Fatal(err)
@@ -311,4 +313,172 @@ func TestTLSServersPresentTheSecretsCertificate(t *testing.T) {
 	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 	f.calls = nil
 	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+}
+
+// rotating seeds a Running Database whose authority is new, beside an old
+// one in the bundle since trustedSince, and whose servers' certificate the
+// new one signed (signedByNew) or the old; it returns the new authority.
+func (f *fixture) rotating(db *dbv1alpha1.Database, signedByNew bool, trustedSince time.Time) (server *corev1.Secret, newCA certs.Issued) {
+	t := f.t
+	issuedAt := testNow.Add(-time.Hour)
+	oldCA, err := certs.NewAuthority(rand.Reader, "old", issuedAt.Add(-24*time.Hour), certs.AuthorityValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCA, err = certs.NewAuthority(rand.Reader, "new", issuedAt, certs.AuthorityValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := oldCA
+	if signedByNew {
+		signer = newCA
+	}
+	issued, err := certs.IssueServer(rand.Reader, signer, certs.ServerNames("orders", "orders-ro", "orders-headless", "default", names.ClusterDomain), issuedAt, certs.ServerValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := certs.Parse(issued.CertPEM)
+	signerCert, _ := certs.Parse(signer.CertPEM)
+	caCert, _ := certs.Parse(newCA.CertPEM)
+	bundle := certs.Bundle(issuedAt, oldCA.CertPEM, newCA.CertPEM)
+	authority := actiontest.Object[corev1.Secret](t, builder.NewAuthoritySecret(db, builder.Authority{CertPEM: newCA.CertPEM, KeyPEM: newCA.KeyPEM,
+		Serial: caCert.SerialNumber.Text(16), NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}))
+	server = actiontest.Object[corev1.Secret](t, builder.NewTLSSecret(db, actiontest.Engine(t, db), builder.ServerCertificate{
+		CertPEM: issued.CertPEM, KeyPEM: issued.KeyPEM, BundlePEM: bundle,
+		Mode: string(db.Spec.TLSMode()), Names: serverNamesDigest(db), Serial: cert.SerialNumber.Text(16), Issuer: signerCert.SerialNumber.Text(16),
+		Bundle: pemDigest(bundle), Trusts: trustsOf(bundle), TrustedSince: trustedSince,
+		NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: signerCert.NotAfter,
+	}))
+	authority.ResourceVersion, server.ResourceVersion = "5", "6"
+	_, _, _, secret := f.converged(db)
+	secret.Annotations = map[string]string{builder.AnnotationBundle: pemDigest(bundle)}
+	secret.Data[builder.AuthorityKey] = bundle
+	db.Status.TLS = tlsStatus(server)
+	f.seed(authority, server)
+	return server, newCA
+}
+
+// readyPod seeds db's first pod, ready, at 10.0.0.5, its server
+// presenting serial.
+func (f *fixture) readyPod(db *dbv1alpha1.Database, serial string) {
+	pod := startingPod(db)
+	pod.UID, pod.ResourceVersion, pod.Status.PodIP = "orders-0-uid", "7", "10.0.0.5"
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	pod.Status.ContainerStatuses[0].Ready = true
+	f.seed(pod)
+	f.sql.Facts["10.0.0.5"] = &ha.Facts{}
+	f.sql.Presents = map[string]string{"10.0.0.5": serial}
+}
+
+// appliedSecret is the Secret the patch action i applied.
+func appliedSecret(t *testing.T, f *fixture, i int) corev1.Secret {
+	t.Helper()
+	var s corev1.Secret
+	if err := json.Unmarshal(f.kubeclient.Actions()[i].(core.PatchAction).GetPatch(), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A rotation of the authority, step by step: a new one is trusted beside
+// the old before it signs; it signs once the trust period is over; the
+// old one is dropped once every server presents the new one's certificate,
+// and not before.
+func TestTLSAuthorityRotation(t *testing.T) {
+	t.Run("the authority's Secret gone: a new one, trusted beside the old", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := tlsDatabase(dbv1alpha1.TLSEnabled)
+		server := f.convergedWithTLS(db, dbv1alpha1.TLSEnabled)
+		f.secretLister = slices.DeleteFunc(f.secretLister, func(s *corev1.Secret) bool { return s.Name == "orders-ca" })
+		f.kubeobjects = slices.DeleteFunc(f.kubeobjects, func(o runtime.Object) bool {
+			s, ok := o.(*corev1.Secret)
+			return ok && s.Name == "orders-ca"
+		})
+		r, recorder := f.newReconciler()
+		_, _, err := r.sync(ctx, db)
+		var recheck *RecheckError
+		if !errors.As(err, &recheck) || recheck.After != DefaultTrustPeriod {
+			t.Errorf("Sync: %v, want to look again once the trust period (%s) is over", err, DefaultTrustPeriod)
+		}
+		acts := described(f.kubeclient.Actions())
+		if strings.Join(acts, ",") != "create secrets orders-ca,get secrets orders-tls,patch secrets orders-tls,patch secrets orders-credentials" {
+			t.Fatalf("actions %v, want the new authority made, the bundle written beside the certificate, and the credentials' ca.crt", acts)
+		}
+		applied := appliedSecret(t, f, 2)
+		bundle, _ := certs.ParseAll(applied.Data["ca.crt"])
+		if string(applied.Data["tls.crt"]) != string(server.Data["tls.crt"]) || len(bundle) != 2 {
+			t.Errorf("the servers' Secret holds a new certificate (%v) or a bundle of %d authorities: want the old certificate, and both authorities",
+				string(applied.Data["tls.crt"]) != string(server.Data["tls.crt"]), len(bundle))
+		}
+		if events := strings.Join(actiontest.Drain(recorder), "\n"); !strings.Contains(events, "Made a new certificate authority (Secret orders-ca was gone)") {
+			t.Errorf("events %q, want the new authority said", events)
+		}
+	})
+	t.Run("within the trust period: nothing written", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := tlsDatabase(dbv1alpha1.TLSEnabled)
+		f.rotating(db, false, testNow.Add(-time.Minute))
+		r, _ := f.newReconciler()
+		_, _, err := r.sync(ctx, db)
+		var recheck *RecheckError
+		if !errors.As(err, &recheck) || recheck.After != DefaultTrustPeriod-time.Minute {
+			t.Errorf("Sync: %v, want to look again when the trust period is over, in %s", err, DefaultTrustPeriod-time.Minute)
+		}
+		if acts := described(f.kubeclient.Actions()); len(acts) > 0 {
+			t.Errorf("actions %v, want none", acts)
+		}
+	})
+	t.Run("the trust period over: the new authority signs", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := tlsDatabase(dbv1alpha1.TLSEnabled)
+		f.rotating(db, false, testNow.Add(-DefaultTrustPeriod))
+		r, _ := f.newReconciler()
+		_, _, _ = r.sync(ctx, db)
+		acts := described(f.kubeclient.Actions())
+		if strings.Join(acts, ",") != "get secrets orders-ca,get secrets orders-tls,patch secrets orders-tls" {
+			t.Fatalf("actions %v, want the authority and the bundle read, and a certificate of the new authority written", acts)
+		}
+		applied := appliedSecret(t, f, 2)
+		if bundle, _ := certs.ParseAll(applied.Data["ca.crt"]); len(bundle) != 2 {
+			t.Errorf("the bundle holds %d authorities, want both until every server presents the new one's certificate", len(bundle))
+		}
+		ca, _ := certs.Parse(f.secretLister[1].Data["ca.crt"])
+		if err := certs.Verify(applied.Data["tls.crt"], f.secretLister[1].Data["ca.crt"], "orders.default.svc", testNow); err != nil || applied.Annotations[builder.AnnotationIssuer] != ca.SerialNumber.Text(16) {
+			t.Errorf("the new certificate (issuer %s) is not the new authority's: %v", applied.Annotations[builder.AnnotationIssuer], err)
+		}
+	})
+	for _, tc := range []struct {
+		name     string
+		presents func(server *corev1.Secret) string
+		want     string
+	}{
+		{"a server presents the old certificate: both stay trusted", func(*corev1.Secret) string { return "0ld" }, ""},
+		{"every server presents the new one's certificate: the old one dropped", func(s *corev1.Secret) string { return s.Annotations[builder.AnnotationSerial] },
+			"get secrets orders-ca,get secrets orders-tls,patch secrets orders-tls,patch secrets orders-credentials"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := tlsDatabase(dbv1alpha1.TLSEnabled)
+			server, _ := f.rotating(db, true, testNow.Add(-DefaultTrustPeriod))
+			f.readyPod(db, tc.presents(server))
+			r, _ := f.newReconciler()
+			// The first pass asks the server; the second acts on its answer.
+			_, _, _ = r.sync(ctx, db)
+			f.kubeclient.ClearActions()
+			_, _, _ = r.sync(ctx, db)
+			got := described(f.kubeclient.Actions())
+			if strings.Join(got, ",") != tc.want {
+				t.Fatalf("actions of the second pass %v, want %s", got, tc.want)
+			}
+			if len(got) > 3 {
+				if bundle, _ := certs.ParseAll(appliedSecret(t, f, 2).Data["ca.crt"]); len(bundle) != 1 {
+					t.Errorf("the bundle holds %d authorities, want the new one alone", len(bundle))
+				}
+			}
+		})
+	}
 }

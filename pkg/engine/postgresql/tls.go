@@ -26,6 +26,9 @@ var tls = engine.TLS{
 	// becomes primary_conninfo) and the script's own psql, pg_basebackup
 	// and pg_rewind verify the primary's certificate and its name: they
 	// reach it through the client Service, a name the certificate has.
+	// A backup's pg_dump and pg_basebackup verify the server they reach
+	// (a pod through the headless Service, or the client Service).
+	ClientEnv: map[string]string{"PGSSLMODE": "verify-full", "PGSSLROOTCERT": engine.ClientAuthorityFile},
 	ReplicationEnv: map[string]string{
 		"DBC_REPLICATION_TLS": "sslmode=verify-full sslrootcert=" + engine.TLSAuthorityFile,
 		"PGSSLMODE":           "verify-full",
