@@ -164,7 +164,7 @@ func runSuite(m *testing.M) (code int) {
 	defer logFile.Close()
 	controller.start = func() (*exec.Cmd, error) {
 		ctrl := exec.Command(controllerBin, "--kubeconfig="+filepath.Join(localDir, "kubeconfig"),
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--tools-image="+controllerImage, "-v=2")
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--tools-image="+controllerImage, "--tls-trust-period=2m", "-v=2")
 		ctrl.Stdout, ctrl.Stderr = logFile, logFile
 		if err := ctrl.Start(); err != nil {
 			return ctrl, err
@@ -359,6 +359,13 @@ func clientPod(name, db, image, script string, keys ...string) string {
 	for _, k := range keys {
 		fmt.Fprintf(&env, "    - name: %s\n      valueFrom: {secretKeyRef: {name: %s-credentials, key: %s}}\n", strings.ToUpper(strings.ReplaceAll(k, "-", "_")), db, k)
 	}
+	return podManifest(name, image, script, env.String(), "")
+}
+
+// podManifest is a pod that runs script with sh in image, once, with env
+// (YAML list items of the container's environment) and rest (YAML of the
+// container's fields after env, and of the pod's after its containers).
+func podManifest(name, image, script, env, rest string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -371,16 +378,24 @@ spec:
     image: %s
     command: ["sh", "-c", %q]
     env:
-%s`, name, image, script, env.String())
+%s%s`, name, image, script, env, rest)
 }
 
 func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) (string, error) {
 	t.Helper()
+	return tryPod(t, ns, func(name string) string {
+		return clientPod(name, db, image, script, append([]string{"uri", "username", "password", "host", "port", "database"}, extraKeys...)...)
+	})
+}
+
+// tryPod runs the pod that manifest makes of a new name, once, and returns
+// its log, and why it failed.
+func tryPod(t testing.TB, ns string, manifest func(name string) string) (string, error) {
+	t.Helper()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	name := "client-" + hex.EncodeToString(b)
-	e2eutil.KubectlIn(t, clientPod(name, db, image, script, append([]string{"uri", "username", "password", "host", "port", "database"}, extraKeys...)...),
-		"-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, manifest(name), "-n", ns, "create", "-f", "-")
 	var pod corev1.Pod
 	e2eutil.Eventually(t, converge, "client pod "+name, func() (bool, string) {
 		pod = corev1.Pod{}

@@ -327,7 +327,13 @@ type writer struct {
 func startClient(t testing.TB, ns, db, prefix, script string) *writer {
 	t.Helper()
 	name := prefix + "-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10)
-	e2eutil.KubectlIn(t, clientPod(name, db, postgresImage, script, "uri"), "-n", ns, "create", "-f", "-")
+	return startPod(t, ns, name, clientPod(name, db, postgresImage, script, "uri"))
+}
+
+// startPod creates the pod of manifest, named name, and waits until it runs.
+func startPod(t testing.TB, ns, name, manifest string) *writer {
+	t.Helper()
+	e2eutil.KubectlIn(t, manifest, "-n", ns, "create", "-f", "-")
 	e2eutil.Eventually(t, converge, "client pod "+name+" to run", func() (bool, string) {
 		phase := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}"))
 		return phase == "Running" || phase == "Succeeded", "phase " + phase

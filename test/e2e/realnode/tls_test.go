@@ -1,0 +1,225 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/certs"
+	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/pgsql"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
+)
+
+// tlsClientPod is the README's example of a client that verifies the
+// server fully with only what the credentials Secret gives it: the
+// Secret mounted for its ca.crt, its uri, and libpq's PGSSLMODE and
+// PGSSLROOTCERT. extraEnv is more of the container's environment, as
+// YAML list items.
+func tlsClientPod(name, db, image, script, extraEnv string) string {
+	return podManifest(name, image, script, fmt.Sprintf(`    - name: DATABASE_URL
+      valueFrom: {secretKeyRef: {name: %s-credentials, key: uri}}
+    - name: PGSSLMODE
+      value: verify-full
+    - name: PGSSLROOTCERT
+      value: /etc/db/ca.crt
+%s`, db, extraEnv), fmt.Sprintf(`    volumeMounts:
+    - {name: db, mountPath: /etc/db, readOnly: true}
+  volumes:
+  - name: db
+    secret: {secretName: %s-credentials}
+`, db))
+}
+
+// tryTLSClient runs script in a tlsClientPod of db.
+func tryTLSClient(t *testing.T, ns, db, script, extraEnv string) (string, error) {
+	t.Helper()
+	return tryPod(t, ns, func(name string) string { return tlsClientPod(name, db, postgresImage, script, extraEnv) })
+}
+
+func runTLSClient(t *testing.T, ns, db, script, extraEnv string) string {
+	t.Helper()
+	out, err := tryTLSClient(t, ns, db, script, extraEnv)
+	if err != nil {
+		t.Fatalf("TLS client of %s/%s: %v\n%s", ns, db, err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+// sessionTLS asks the server whether the client's own session is
+// encrypted, and with which protocol.
+const sessionTLS = `psql "$DATABASE_URL" -X -tAc "SELECT ssl || ' ' || coalesce(version, '-') FROM pg_stat_ssl WHERE pid = pg_backend_pid()"`
+
+// A 2-replica PostgreSQL Database with the default TLS: a client pod
+// verifies the server fully with only what the Secret gives it, while a
+// name the certificate does not have fails verification and a plain-text
+// client is still served; the replica streams over TLS; the handshake's
+// cost is measured with pgbench, connecting for every transaction. Then
+// Required: the servers restart with hostssl rules, a plain-text client is
+// refused, and the verifying client, the replication and the controller
+// (Replicating, which it learns over SQL) go on over TLS. Last, the
+// authority is replaced under a writer (rotateUnderAWriter), which also
+// renews the servers' certificate without a restart.
+func TestPostgreSQLTLS(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("secure", "postgresql", "15", postgresImage, 2), "-n", ns, "create", "-f", "-")
+	db := waitReplicating(t, ns, "secure", "two replicas, one primary and one streaming")
+	if db.Spec.TLS == nil || db.Spec.TLS.Mode != dbv1alpha1.TLSEnabled {
+		t.Errorf("spec.tls %+v, want the API server's default, mode Enabled", db.Spec.TLS)
+	}
+	st := db.Status.TLS
+	if st == nil || st.Mode != dbv1alpha1.TLSEnabled || st.Secret != "secure-tls" || st.NotAfter == nil || st.RenewAt == nil || st.AuthorityNotAfter == nil ||
+		time.Until(st.NotAfter.Time) < 89*24*time.Hour || !st.RenewAt.Before(st.NotAfter) {
+		t.Errorf("status.tls %+v, want Enabled, Secret secure-tls, a certificate for 90 days, renewed before it expires", st)
+	}
+
+	// 1. Full verification, with the Secret alone.
+	if got := runTLSClient(t, ns, "secure", sessionTLS, ""); !strings.HasPrefix(got, "true TLSv1.") && !strings.HasPrefix(got, "t TLSv1.") {
+		t.Errorf("a verify-full client's session: %q, want TLS", got)
+	}
+	// A name the certificate does not have: the primary's pod address.
+	ip := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", db.Status.Replication.Primary, "-o", "jsonpath={.status.podIP}"))
+	out, err := tryTLSClient(t, ns, "secure", `psql "$(echo "$DATABASE_URL" | sed "s/@[^:/]*/@$ADDRESS/")" -X -tAc "SELECT 1"`,
+		fmt.Sprintf("    - name: ADDRESS\n      value: %q\n", ip))
+	if err == nil || !strings.Contains(out, "does not match host name") {
+		t.Errorf("a verify-full client of %s, a name not on the certificate: %v\n%s\nwant the verification to fail", ip, err, out)
+	}
+	// Enabled serves plain text too: nothing changes for an older client.
+	if got := runTLSClient(t, ns, "secure", `PGSSLMODE=disable `+sessionTLS, ""); !strings.HasPrefix(got, "f") {
+		t.Errorf("a plain-text client's session: %q, want plain text, served", got)
+	}
+
+	// 3. The replica streams over TLS.
+	replicationTLS := `psql "$DATABASE_URL" -X -tAc "SELECT count(*) || ' ' || coalesce(bool_and(s.ssl)::text, '-') FROM pg_stat_replication r JOIN pg_stat_ssl s ON s.pid = r.pid"`
+	if got := runTLSClient(t, ns, "secure", replicationTLS, ""); got != "1 true" {
+		t.Errorf("WAL senders and whether all are encrypted: %q, want 1 true", got)
+	}
+
+	// The handshake's cost: pgbench, a new connection per transaction,
+	// with and without TLS, against the same server.
+	bench := runTLSClient(t, ns, "secure", `set -e
+pgbench "$DATABASE_URL" -i -s 1 -q >/dev/null 2>&1
+for mode in disable verify-full; do
+  printf '%s ' "$mode"
+  PGSSLMODE=$mode pgbench "$DATABASE_URL" -C -S -c 2 -T 10 -n 2>&1 | grep -E '^tps' | head -1
+done`, "")
+	t.Logf("pgbench -C -S -c 2 -T 10, a connection per transaction:\n%s", bench)
+
+	// 2. Required.
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/secure", "--type=merge", "-p", `{"spec":{"tls":{"mode":"Required"}}}`)
+	e2eutil.Eventually(t, 3*converge, "the servers restarted with TLS Required", func() (bool, string) {
+		db = e2eutil.GetDB(t, ns, "secure")
+		running, msg := e2eutil.IsRunning(db)
+		rs, _, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
+		mode := dbv1alpha1.TLSMode("-")
+		if db.Status.TLS != nil {
+			mode = db.Status.TLS.Mode
+		}
+		return running && rs == "True" && mode == dbv1alpha1.TLSRequired && db.Status.ObservedGeneration == db.Generation,
+			fmt.Sprintf("%s; Replicating %s (%s); status.tls.mode %s", msg, rs, rmsg, mode)
+	})
+	out, err = tryTLSClient(t, ns, "secure", `PGSSLMODE=disable `+sessionTLS, "")
+	if err == nil || !strings.Contains(out, "no encryption") {
+		t.Errorf("a plain-text client with TLS Required: %v\n%s\nwant it refused (no pg_hba.conf entry, no encryption)", err, out)
+	} else {
+		t.Logf("a plain-text client with TLS Required: %s", strings.TrimSpace(out))
+	}
+	if got := runTLSClient(t, ns, "secure", sessionTLS, ""); !strings.HasPrefix(got, "t") {
+		t.Errorf("a verify-full client's session with TLS Required: %q, want TLS", got)
+	}
+	if got := runTLSClient(t, ns, "secure", replicationTLS, ""); got != "1 true" {
+		t.Errorf("with TLS Required, WAL senders and whether all are encrypted: %q, want 1 true", got)
+	}
+
+	rotateUnderAWriter(t, ns, "secure")
+}
+
+// rotateUnderAWriter replaces db's certificate authority, as its README
+// says (delete Secret <name>-ca), while a client that verifies fully
+// against the credentials Secret's mounted ca.crt connects for every
+// write: the new authority is trusted beside the old one for the suite's
+// --tls-trust-period (2m), then signs a new server certificate, which
+// every server presents by a reload, with no pod restarted; then the old
+// authority is dropped from the bundle. No connection of the writer fails.
+func rotateUnderAWriter(t *testing.T, ns, db string) {
+	var oldCA corev1.Secret
+	e2eutil.GetJSON(t, &oldCA, "-n", ns, "get", "secret", db+"-ca")
+	pods := podStarts(t, ns, db, "postgresql")
+	runTLSClient(t, ns, db, `psql "$DATABASE_URL" -X -qc "CREATE TABLE IF NOT EXISTS w (n int PRIMARY KEY)"`, "")
+	name := "tls-writer"
+	w := startPod(t, ns, name, tlsClientPod(name, db, postgresImage, "URI=\"$DATABASE_URL\"\n"+fmt.Sprintf(writerScript, 330), ""))
+	w.waitAcknowledged(t, 3)
+
+	e2eutil.Kubectl(t, "-n", ns, "delete", "secret", db+"-ca")
+	deleted := time.Now()
+	var caSerial string
+	var presentedAt time.Duration
+	e2eutil.Eventually(t, 3*converge, "the new authority alone trusted, its certificate presented by every server", func() (bool, string) {
+		var ca, server, creds corev1.Secret
+		for name, into := range map[string]*corev1.Secret{db + "-ca": &ca, db + "-tls": &server, db + "-credentials": &creds} {
+			if err := e2eutil.TryGetJSON(into, "-n", ns, "get", "secret", name); err != nil {
+				return false, err.Error()
+			}
+		}
+		caSerial = ca.Annotations[builder.AnnotationSerial]
+		a := server.Annotations
+		if caSerial == oldCA.Annotations[builder.AnnotationSerial] {
+			return false, "no new authority yet"
+		}
+		if a[builder.AnnotationIssuer] != caSerial {
+			return false, fmt.Sprintf("the servers' certificate is the old authority's; the bundle holds %s", a[builder.AnnotationTrusts])
+		}
+		presented := presentedSerials(t, ns, db)
+		for pod, p := range presented {
+			if p != a[builder.AnnotationSerial] {
+				return false, fmt.Sprintf("%s presents %s, the Secret holds %s", pod, p, a[builder.AnnotationSerial])
+			}
+		}
+		if presentedAt == 0 {
+			presentedAt = time.Since(deleted)
+		}
+		bundle, err := certs.ParseAll(creds.Data["ca.crt"])
+		return err == nil && a[builder.AnnotationTrusts] == caSerial && len(bundle) == 1 && bundle[0].SerialNumber.Text(16) == caSerial,
+			fmt.Sprintf("the bundle holds %s; the credentials' ca.crt %d certificates", a[builder.AnnotationTrusts], len(bundle))
+	})
+	t.Logf("Secret %s-ca deleted: the servers presented the new authority's certificate %s later, and the old authority was dropped %s later",
+		db, presentedAt.Round(time.Second), time.Since(deleted).Round(time.Second))
+	if after := podStarts(t, ns, db, "postgresql"); !maps.Equal(after, pods) {
+		t.Errorf("pods and their servers' starts %v, then %v: a rotation restarts nothing", pods, after)
+	}
+	writes := parseWrites(t, w.wait(t))
+	writes.report(t, "a writer that verifies fully, across the rotation of the authority", nil, 20)
+	if failed := len(writes.at) - len(writes.acked); failed > 0 {
+		t.Errorf("%d of the writer's %d connections failed across the rotation, want none", failed, len(writes.at))
+	}
+}
+
+// presentedSerials is, by pod, the serial number of the certificate its
+// server presents to a client of the credentials Secret, from this host.
+func presentedSerials(t *testing.T, ns, db string) map[string]string {
+	t.Helper()
+	var creds corev1.Secret
+	e2eutil.GetJSON(t, &creds, "-n", ns, "get", "secret", db+"-credentials")
+	cred := ha.Credentials{User: string(creds.Data["username"]), Password: string(creds.Data["password"]), Authorities: string(creds.Data["ca.crt"])}
+	var pods corev1.PodList
+	e2eutil.GetJSON(t, &pods, "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db)
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		serial, err := pgsql.Presented(context.Background(), p.Status.PodIP, 5432, cred)
+		if err != nil {
+			serial = "(" + err.Error() + ")"
+		}
+		out[p.Name] = serial
+	}
+	return out
+}
