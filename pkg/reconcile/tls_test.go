@@ -291,13 +291,7 @@ func TestTLSServersPresentTheSecretsCertificate(t *testing.T) {
 	db := tlsDatabase(dbv1alpha1.TLSEnabled)
 	server := f.convergedWithTLS(db, dbv1alpha1.TLSEnabled)
 	serial := server.Annotations[builder.AnnotationSerial]
-	pod := startingPod(db)
-	pod.UID, pod.ResourceVersion, pod.Status.PodIP = "orders-0-uid", "7", "10.0.0.5"
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	pod.Status.ContainerStatuses[0].Ready = true
-	f.seed(pod)
-	f.sql.Facts["10.0.0.5"] = &ha.Facts{}
-	f.sql.Presents = map[string]string{"10.0.0.5": "0ld"}
+	f.readyPod(db, "0ld")
 	f.sql.Files = map[string]string{"10.0.0.5": serial}
 	r, recorder := f.newReconciler()
 
