@@ -87,6 +87,9 @@ func (p *pass) ensureTLS(ctx context.Context, pods []*corev1.Pod) (tlsFindings, 
 	caSerial := authority.Annotations[builder.AnnotationSerial]
 	switch {
 	case a[builder.AnnotationIssuer] != caSerial:
+		// A renewal or a change of mode waits for the trust period too:
+		// until then the servers keep the certificate, and the mode, it
+		// was issued for, and status.tls says so.
 		if wait := annotatedTime(server, builder.AnnotationTrustedSince).Add(r.trustPeriod).Sub(now); wait > 0 {
 			found := findingsOf(server)
 			found.pollAfter = wait

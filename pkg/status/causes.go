@@ -342,5 +342,9 @@ func waitsForVolume(message string) bool {
 	m := strings.ToLower(message)
 	return strings.Contains(m, "unbound immediate persistentvolumeclaims") ||
 		strings.Contains(m, "non-existent persistentvolume") ||
-		strings.Contains(m, "persistentvolumeclaim") && strings.Contains(m, "not found")
+		// A claim, or the volume a claim was just bound to, that the
+		// scheduler's cache does not hold yet ("persistentvolume
+		// \"pvc-...\" not found", seen in CI on kwok as a Database's
+		// first pod was scheduled).
+		strings.Contains(m, "persistentvolume") && strings.Contains(m, "not found")
 }

@@ -56,6 +56,14 @@ func TestFindCause(t *testing.T) {
 			want: &Cause{Reason: ReasonVolumePending, Subject: "pod x-0", Message: "pod x-0 waits for its volume: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."},
 		},
 		{
+			name: "a pod whose claim's new volume the scheduler has not seen yet is not stuck",
+			in: CauseInput{Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+				Message: `0/1 nodes are available: persistentvolume "pvc-776d6387-a8ce-4969-9e6b-520d2bc5f92e" not found. not found`}}}}}},
+			want: &Cause{Reason: ReasonVolumePending, Subject: "pod x-0",
+				Message: `pod x-0 waits for its volume: 0/1 nodes are available: persistentvolume "pvc-776d6387-a8ce-4969-9e6b-520d2bc5f92e" not found. not found`},
+		},
+		{
 			name: "a container running without passing readiness for too long",
 			in: CauseInput{Now: now.Time, Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "mysql", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-NotReadyAfter - time.Second))}}}}}}}},
