@@ -1,8 +1,9 @@
 // Command testsummary reads `go test -json` on its standard input, writes
 // the tests' text (what `go test -v` prints) to a log file, prints the
 // lines worth following live (runs, results, the tests' own log lines),
-// and ends with the messages of every test that failed, each under its
-// name, so that the last lines of a long run say why it failed.
+// and ends with the last messages of every test that failed (their first
+// lines: a dump that follows one stays in the log), each under its name,
+// so that the last lines of a long run say why it failed.
 //
 // Usage: go test -json ... | go run ./hack/testsummary LOG
 package main
@@ -28,6 +29,11 @@ type event struct {
 // followed are the lines printed as they come: the ones `make test-e2e`
 // printed before it read JSON.
 var followed = regexp.MustCompile(`^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)`)
+
+// message is the first line of a test's message (t.Log, t.Error, t.Fatal):
+// its file and line. What follows it on other lines (a namespace's dump,
+// a controller's log) stays in the log file.
+var message = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
 
 // perTest is how many of a failed test's last lines the summary keeps, and
 // lineLimit how long each may be: the summary is read at the end of a
@@ -78,7 +84,7 @@ func summarize(in io.Reader, log, out io.Writer) error {
 			if followed.MatchString(e.Output) {
 				fmt.Fprint(out, e.Output)
 			}
-			if own := strings.TrimRight(e.Output, "\n"); e.Test != "" && isMessage(own) {
+			if own := strings.TrimRight(e.Output, "\n"); e.Test != "" && message.MatchString(own) {
 				k := test{e.Package, e.Test}
 				lines[k] = append(lines[k], own)
 			}
@@ -117,16 +123,4 @@ func summarize(in io.Reader, log, out io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// isMessage is whether a line of a test's output is its own (t.Log,
-// t.Error, t.Fatal and their continuation lines) rather than the
-// framework's markers.
-func isMessage(line string) bool {
-	for _, marker := range []string{"=== ", "--- ", "PASS", "FAIL", "ok "} {
-		if strings.HasPrefix(line, marker) {
-			return false
-		}
-	}
-	return strings.TrimSpace(line) != ""
 }

@@ -50,9 +50,8 @@ func TestSummarize(t *testing.T) {
 	summary := out.String()[strings.Index(out.String(), "--- the failed tests' last messages:\n"):]
 	want := "--- the failed tests' last messages:\n" +
 		"FAIL TestA/sub\n" +
-		"    (3 earlier lines in the log)\n" +
-		"    a_test.go:4: step 4\n    a_test.go:5: step 5\n    a_test.go:6: step 6\n    a_test.go:7: step 7\n    a_test.go:8: step 8\n" +
-		"        a continuation line\n" +
+		"    (2 earlier lines in the log)\n" +
+		"    a_test.go:3: step 3\n    a_test.go:4: step 4\n    a_test.go:5: step 5\n    a_test.go:6: step 6\n    a_test.go:7: step 7\n    a_test.go:8: step 8\n" +
 		"FAIL TestB\n" +
 		"    b_test.go:3: " + strings.Repeat("x", lineLimit-len("    b_test.go:3: ")) + " …\n" +
 		"FAIL example/e2e\n"

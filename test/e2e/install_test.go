@@ -379,7 +379,16 @@ func TestMetricsAndReadiness(t *testing.T) {
 	createDB(t, ns, dbYAML("observed", "postgresql", "16", 1, ""))
 	e2eutil.WaitRunning(t, ns, "observed", converge)
 
-	m := c.metrics()
+	// The gauge of Databases by phase is counted from the controller's
+	// informer cache when scraped, which shows the status write that made
+	// the Database Running a moment after kubectl does: CI scraped in
+	// between once.
+	var m map[string]float64
+	running := `database_controller_databases{engine="postgresql",phase="Running"}`
+	e2eutil.Eventually(t, 30*time.Second, running+" > 0", func() (bool, string) {
+		m = c.metrics()
+		return m[running] > 0, fmt.Sprintf("%s = %v", running, m[running])
+	})
 	for _, check := range []struct {
 		name  string
 		value float64

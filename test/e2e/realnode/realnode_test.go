@@ -39,11 +39,15 @@ const (
 // the Service's DNS name, resolved by cluster DNS to its ClusterIP, routed
 // by kube-proxy. A password changed by SQL alone is then reported
 // (checkPasswordChangedInTheDatabase), and so is a pg_hba.conf that
-// rejects every host (checkBrokenHostRuleIsNamed).
+// rejects every host (checkBrokenHostRuleIsNamed). Its TLS is Disabled:
+// that check rewrites the data directory's pg_hba.conf, which a server
+// with TLS does not read (the controller's is a file of the read-only
+// TLS Secret); and so one Database of the suite runs without TLS, as
+// those made before it did.
 func TestPostgreSQLServesThroughTheSecretURI(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
-	e2eutil.KubectlIn(t, dbYAML("orders", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, dbYAML("orders", "postgresql", "15", postgresImage, 1)+"  tls:\n    mode: Disabled\n", "-n", ns, "create", "-f", "-")
 
 	// The moment the Database is first seen Running, its server must take an
 	// authenticated TCP connection, and the entrypoint must be done with
@@ -60,6 +64,13 @@ func TestPostgreSQLServesThroughTheSecretURI(t *testing.T) {
 	}
 	if logs := e2eutil.Kubectl(t, "-n", ns, "logs", "orders-0"); !strings.Contains(logs, "entrypoint: initialised") {
 		t.Errorf("Database Running before the entrypoint finished initialising:\n%s", logs)
+	}
+	// TLS Disabled: no certificate, and a server that refuses TLS.
+	if st := e2eutil.GetDB(t, ns, "orders").Status.TLS; st != nil {
+		t.Errorf("status.tls %+v with TLS Disabled, want none", st)
+	}
+	if out, err := e2eutil.KubectlRun("", "-n", ns, "get", "secret", "orders-tls", "orders-ca", "--ignore-not-found", "-o", "name"); err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Errorf("TLS Secrets with TLS Disabled: %v %s", err, out)
 	}
 
 	uri := secretValue(t, ns, "orders", "uri")
