@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,9 +112,9 @@ func TestPostgreSQLTLS(t *testing.T) {
 pgbench "$DATABASE_URL" -i -s 1 -q >/dev/null 2>&1
 for mode in disable verify-full; do
   printf '%s ' "$mode"
-  PGSSLMODE=$mode pgbench "$DATABASE_URL" -C -S -c 2 -T 10 -n 2>&1 | grep -E '^tps' | head -1
+  PGSSLMODE=$mode pgbench "$DATABASE_URL" -C -S -c 2 -T 5 -n 2>&1 | grep -E '^tps' | head -1
 done`, "")
-	t.Logf("pgbench -C -S -c 2 -T 10, a connection per transaction:\n%s", bench)
+	t.Logf("pgbench -C -S -c 2 -T 5, a connection per transaction:\n%s", bench)
 
 	// 2. Required.
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/secure", "--type=merge", "-p", `{"spec":{"tls":{"mode":"Required"}}}`)
@@ -201,6 +202,12 @@ func rotateUnderAWriter(t *testing.T, ns, db string) {
 	writes.report(t, "a writer that verifies fully, across the rotation of the authority", nil, 20)
 	if failed := len(writes.at) - len(writes.acked); failed > 0 {
 		t.Errorf("%d of the writer's %d connections failed across the rotation, want none", failed, len(writes.at))
+	}
+	// It wrote across the switch, or it proves nothing of it.
+	presented := float64(deleted.Add(presentedAt).UnixNano()) / 1e9
+	if !slices.ContainsFunc(writes.at, func(at float64) bool { return at > presented+5 }) {
+		t.Errorf("the writer's last write ended before the servers presented the new certificate (%.0f s after the delete): it did not write across the switch",
+			presentedAt.Seconds())
 	}
 }
 
