@@ -184,9 +184,9 @@ func (p *pass) newAuthority(ctx context.Context, server, old *corev1.Secret, now
 		found.created = append(created, found.created...)
 		return found, err
 	}
-	live, err := r.kube.CoreV1().Secrets(db.Namespace).Get(ctx, server.Name, metav1.GetOptions{})
+	live, err := p.liveSecret(ctx, server.Name)
 	if err != nil {
-		return tlsFindings{created: created}, fmt.Errorf("reading Secret %s: %w", server.Name, err)
+		return tlsFindings{created: created}, err
 	}
 	bundle := certs.Bundle(now, live.Data[builder.AuthorityKey], ca.CertPEM)
 	c := serverCertificateOf(live)
@@ -206,23 +206,31 @@ func (p *pass) newAuthority(ctx context.Context, server, old *corev1.Secret, now
 	return found, err
 }
 
+// liveSecret reads the Secret name of db's namespace from the API server:
+// the cache holds no Secret data.
+func (p *pass) liveSecret(ctx context.Context, name string) (*corev1.Secret, error) {
+	s, err := p.r.kube.CoreV1().Secrets(p.db.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading Secret %s: %w", name, err)
+	}
+	return s, nil
+}
+
 // issue issues the servers' certificate again with the Database's
 // authority, read from its Secret, keeping the trusted bundle of server
 // (the authority's alone for a Database with none); why, when not empty,
 // is said in an event.
 func (p *pass) issue(ctx context.Context, server *corev1.Secret, now time.Time, why string) (tlsFindings, error) {
-	r, db := p.r, p.db
-	secrets := r.kube.CoreV1().Secrets(db.Namespace)
-	live, err := secrets.Get(ctx, names.AuthoritySecretName(db), metav1.GetOptions{})
+	live, err := p.liveSecret(ctx, names.AuthoritySecretName(p.db))
 	if err != nil {
-		return tlsFindings{}, fmt.Errorf("reading Secret %s: %w", names.AuthoritySecretName(db), err)
+		return tlsFindings{}, err
 	}
 	ca := certs.Issued{CertPEM: live.Data[builder.AuthorityKey], KeyPEM: live.Data[builder.AuthorityKeyKey]}
 	bundle := certs.Bundle(now, ca.CertPEM)
 	if server != nil {
-		current, err := secrets.Get(ctx, server.Name, metav1.GetOptions{})
+		current, err := p.liveSecret(ctx, server.Name)
 		if err != nil {
-			return tlsFindings{}, fmt.Errorf("reading Secret %s: %w", server.Name, err)
+			return tlsFindings{}, err
 		}
 		bundle = certs.Bundle(now, current.Data[builder.AuthorityKey], ca.CertPEM)
 	}
@@ -233,8 +241,7 @@ func (p *pass) issue(ctx context.Context, server *corev1.Secret, now time.Time, 
 // over server (nil: made).
 func (p *pass) issueWith(ctx context.Context, server *corev1.Secret, ca certs.Issued, bundle []byte, now time.Time, why string) (tlsFindings, error) {
 	r, db := p.r, p.db
-	issued, err := certs.IssueServer(rand.Reader, ca, certs.ServerNames(names.ServiceName(db), names.ReadOnlyServiceName(db),
-		names.HeadlessServiceName(db), db.Namespace, names.ClusterDomain), now, certs.ServerValidity)
+	issued, err := certs.IssueServer(rand.Reader, ca, serverNames(db), now, certs.ServerValidity)
 	if err != nil {
 		return tlsFindings{}, fmt.Errorf("issuing the server certificate: %w", err)
 	}
@@ -267,14 +274,13 @@ func (p *pass) issueWith(ctx context.Context, server *corev1.Secret, ca certs.Is
 // Database's own: every server presents its certificate.
 func (p *pass) trustOnly(ctx context.Context, server *corev1.Secret, now time.Time) (tlsFindings, error) {
 	r, db := p.r, p.db
-	secrets := r.kube.CoreV1().Secrets(db.Namespace)
-	ca, err := secrets.Get(ctx, names.AuthoritySecretName(db), metav1.GetOptions{})
+	ca, err := p.liveSecret(ctx, names.AuthoritySecretName(db))
 	if err != nil {
-		return tlsFindings{}, fmt.Errorf("reading Secret %s: %w", names.AuthoritySecretName(db), err)
+		return tlsFindings{}, err
 	}
-	live, err := secrets.Get(ctx, server.Name, metav1.GetOptions{})
+	live, err := p.liveSecret(ctx, server.Name)
 	if err != nil {
-		return tlsFindings{}, fmt.Errorf("reading Secret %s: %w", server.Name, err)
+		return tlsFindings{}, err
 	}
 	bundle := certs.Bundle(now, ca.Data[builder.AuthorityKey])
 	c := serverCertificateOf(live)
@@ -359,9 +365,9 @@ func (p *pass) createOrApplySecret(ctx context.Context, desired *corev1ac.Secret
 			return nil, false, fmt.Errorf("creating Secret %s: %w", secret.Name, err)
 		}
 		// Not in the filtered cache: someone else's, or ours without its labels.
-		live, err := secrets.Get(ctx, secret.Name, metav1.GetOptions{})
+		live, err := p.liveSecret(ctx, secret.Name)
 		if err != nil {
-			return nil, false, fmt.Errorf("reading Secret %s: %w", secret.Name, err)
+			return nil, false, err
 		}
 		if !metav1.IsControlledBy(live, p.db) {
 			return nil, false, conflict(p.db, "Secret", secret.Name)
@@ -392,18 +398,21 @@ func tlsStatus(s *corev1.Secret) *dbv1alpha1.TLSStatus {
 	st := &dbv1alpha1.TLSStatus{Mode: dbv1alpha1.TLSMode(a[builder.AnnotationTLSMode]), Secret: s.Name}
 	for k, into := range map[string]**metav1.Time{builder.AnnotationNotAfter: &st.NotAfter, builder.AnnotationRenewAt: &st.RenewAt,
 		builder.AnnotationAuthorityNA: &st.AuthorityNotAfter} {
-		if t, err := time.Parse(time.RFC3339, a[k]); err == nil {
+		if t := annotatedTime(s, k); !t.IsZero() {
 			*into = &metav1.Time{Time: t}
 		}
 	}
 	return st
 }
 
-// serverNamesDigest is the digest of the names db's server certificate
-// covers.
+// serverNames are the names db's server certificate covers, and
+// serverNamesDigest their digest, for the Secret's annotation.
+func serverNames(db *dbv1alpha1.Database) []string {
+	return certs.ServerNames(names.ServiceName(db), names.ReadOnlyServiceName(db), names.HeadlessServiceName(db), db.Namespace, names.ClusterDomain)
+}
+
 func serverNamesDigest(db *dbv1alpha1.Database) string {
-	return pemDigest([]byte(strings.Join(certs.ServerNames(names.ServiceName(db), names.ReadOnlyServiceName(db),
-		names.HeadlessServiceName(db), db.Namespace, names.ClusterDomain), ",")))
+	return pemDigest([]byte(strings.Join(serverNames(db), ",")))
 }
 
 // pemDigest is a short digest of b, for an annotation.
@@ -430,9 +439,9 @@ func (p *pass) ensureAuthorityInSecret(ctx context.Context, t tlsFindings) error
 	}
 	bundle := t.bundlePEM
 	if bundle == nil {
-		live, err := r.kube.CoreV1().Secrets(db.Namespace).Get(ctx, names.TLSSecretName(db), metav1.GetOptions{})
+		live, err := p.liveSecret(ctx, names.TLSSecretName(db))
 		if err != nil {
-			return fmt.Errorf("reading the authorities of Secret %s: %w", names.TLSSecretName(db), err)
+			return err
 		}
 		bundle = live.Data[builder.AuthorityKey]
 	}

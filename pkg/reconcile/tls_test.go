@@ -20,7 +20,6 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/certs"
 	"github.com/dbcontroller/database-controller/pkg/ha"
-	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
 // tlsDatabase is a PostgreSQL Database with spec.tls.mode.
@@ -34,28 +33,45 @@ func tlsDatabase(mode dbv1alpha1.TLSMode) *dbv1alpha1.Database {
 // and its TLS Secret, for mode, issued at issuedAt; and the bundle.
 func issuedTLS(t *testing.T, db *dbv1alpha1.Database, mode dbv1alpha1.TLSMode, issuedAt time.Time) (authority, server *corev1.Secret, bundle []byte) {
 	t.Helper()
-	ca, err := certs.NewAuthority(rand.Reader, "test authority", issuedAt, certs.AuthorityValidity)
+	ca := newAuthority(t, "test authority", issuedAt)
+	bundle = certs.Bundle(issuedAt, ca.CertPEM)
+	authority, server = tlsSecrets(t, db, mode, ca, ca, bundle, issuedAt, issuedAt)
+	return authority, server, bundle
+}
+
+// newAuthority is a certificate authority named name, made at at.
+func newAuthority(t *testing.T, name string, at time.Time) certs.Issued {
+	t.Helper()
+	ca, err := certs.NewAuthority(rand.Reader, name, at, certs.AuthorityValidity)
 	if err != nil {
 		t.Fatal(err)
 	}
-	issued, err := certs.IssueServer(rand.Reader, ca, certs.ServerNames("orders", "orders-ro", "orders-headless", "default", names.ClusterDomain), issuedAt, certs.ServerValidity)
+	return ca
+}
+
+// tlsSecrets are db's authority's Secret, of ca, and its TLS Secret, for
+// mode, with a certificate signer issued at issuedAt and bundle trusted
+// since trustedSince, as a pass writes them.
+func tlsSecrets(t *testing.T, db *dbv1alpha1.Database, mode dbv1alpha1.TLSMode, ca, signer certs.Issued, bundle []byte,
+	issuedAt, trustedSince time.Time) (authority, server *corev1.Secret) {
+	t.Helper()
+	issued, err := certs.IssueServer(rand.Reader, signer, serverNames(db), issuedAt, certs.ServerValidity)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cert, _ := certs.Parse(issued.CertPEM)
+	signerCert, _ := certs.Parse(signer.CertPEM)
 	caCert, _ := certs.Parse(ca.CertPEM)
-	bundle = certs.Bundle(issuedAt, ca.CertPEM)
-	e := actiontest.Engine(t, db)
 	authority = actiontest.Object[corev1.Secret](t, builder.NewAuthoritySecret(db, builder.Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM,
 		Serial: caCert.SerialNumber.Text(16), NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}))
-	server = actiontest.Object[corev1.Secret](t, builder.NewTLSSecret(db, e, builder.ServerCertificate{
+	server = actiontest.Object[corev1.Secret](t, builder.NewTLSSecret(db, actiontest.Engine(t, db), builder.ServerCertificate{
 		CertPEM: issued.CertPEM, KeyPEM: issued.KeyPEM, BundlePEM: bundle,
-		Mode: string(mode), Names: serverNamesDigest(db), Serial: cert.SerialNumber.Text(16), Issuer: caCert.SerialNumber.Text(16),
-		Bundle: pemDigest(bundle), Trusts: trustsOf(bundle), TrustedSince: issuedAt,
-		NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: caCert.NotAfter,
+		Mode: string(mode), Names: serverNamesDigest(db), Serial: cert.SerialNumber.Text(16), Issuer: signerCert.SerialNumber.Text(16),
+		Bundle: pemDigest(bundle), Trusts: trustsOf(bundle), TrustedSince: trustedSince,
+		NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: signerCert.NotAfter,
 	}))
 	authority.ResourceVersion, server.ResourceVersion = "5", "6"
-	return authority, server, bundle
+	return authority, server
 }
 
 // convergedWithTLS seeds a Running Database with TLS in mode, its
@@ -315,35 +331,14 @@ func TestTLSServersPresentTheSecretsCertificate(t *testing.T) {
 func (f *fixture) rotating(db *dbv1alpha1.Database, signedByNew bool, trustedSince time.Time) (server *corev1.Secret, newCA certs.Issued) {
 	t := f.t
 	issuedAt := testNow.Add(-time.Hour)
-	oldCA, err := certs.NewAuthority(rand.Reader, "old", issuedAt.Add(-24*time.Hour), certs.AuthorityValidity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newCA, err = certs.NewAuthority(rand.Reader, "new", issuedAt, certs.AuthorityValidity)
-	if err != nil {
-		t.Fatal(err)
-	}
+	oldCA := newAuthority(t, "old", issuedAt.Add(-24*time.Hour))
+	newCA = newAuthority(t, "new", issuedAt)
 	signer := oldCA
 	if signedByNew {
 		signer = newCA
 	}
-	issued, err := certs.IssueServer(rand.Reader, signer, certs.ServerNames("orders", "orders-ro", "orders-headless", "default", names.ClusterDomain), issuedAt, certs.ServerValidity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := certs.Parse(issued.CertPEM)
-	signerCert, _ := certs.Parse(signer.CertPEM)
-	caCert, _ := certs.Parse(newCA.CertPEM)
 	bundle := certs.Bundle(issuedAt, oldCA.CertPEM, newCA.CertPEM)
-	authority := actiontest.Object[corev1.Secret](t, builder.NewAuthoritySecret(db, builder.Authority{CertPEM: newCA.CertPEM, KeyPEM: newCA.KeyPEM,
-		Serial: caCert.SerialNumber.Text(16), NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}))
-	server = actiontest.Object[corev1.Secret](t, builder.NewTLSSecret(db, actiontest.Engine(t, db), builder.ServerCertificate{
-		CertPEM: issued.CertPEM, KeyPEM: issued.KeyPEM, BundlePEM: bundle,
-		Mode: string(db.Spec.TLSMode()), Names: serverNamesDigest(db), Serial: cert.SerialNumber.Text(16), Issuer: signerCert.SerialNumber.Text(16),
-		Bundle: pemDigest(bundle), Trusts: trustsOf(bundle), TrustedSince: trustedSince,
-		NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: signerCert.NotAfter,
-	}))
-	authority.ResourceVersion, server.ResourceVersion = "5", "6"
+	authority, server := tlsSecrets(t, db, db.Spec.TLSMode(), newCA, signer, bundle, issuedAt, trustedSince)
 	_, _, _, secret := f.converged(db)
 	secret.Annotations = map[string]string{builder.AnnotationBundle: pemDigest(bundle)}
 	secret.Data[builder.AuthorityKey] = bundle
