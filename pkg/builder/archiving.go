@@ -56,11 +56,7 @@ func WithArchiving(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.D
 	}
 	// After the server's name, before its other settings: a replicated
 	// server's cluster_name stays last, which ps shows.
-	args := append([]string{a.Server}, a.ServerArgs(toolsBinary+" objectstore wal-push "+a.CommandArg, timeout)...)
-	if len(server.Args) > 0 {
-		args = append(append([]string{server.Args[0]}, args[1:]...), server.Args[1:]...)
-	}
-	server.Args = args
+	withServerArgs(server, a.Server, a.ServerArgs(toolsBinary+" objectstore wal-push "+a.CommandArg, timeout))
 	server.
 		// A Secret of the store that is missing must not keep the server
 		// from starting: archiving fails then, saying so, and it serves.

@@ -74,3 +74,20 @@ func Convert(from, into any) error {
 	}
 	return json.Unmarshal(b, into)
 }
+
+// withServerArgs puts args on server's command line after its first
+// argument (the server's name, or MySQL's --defaults-extra-file, which
+// must come first) and before its others: a replicated PostgreSQL
+// server's cluster_name stays last, which ps shows. A server with no
+// arguments yet gets first before them, unless it is "" (an image whose
+// entrypoint puts its server before arguments that begin with "-").
+func withServerArgs(server *corev1ac.ContainerApplyConfiguration, first string, args []string) {
+	switch {
+	case len(server.Args) > 0:
+		server.Args = append(append([]string{server.Args[0]}, args...), server.Args[1:]...)
+	case first != "":
+		server.Args = append([]string{first}, args...)
+	default:
+		server.Args = args
+	}
+}

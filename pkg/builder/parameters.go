@@ -34,12 +34,5 @@ func WithParameters(sts *appsv1ac.StatefulSetApplyConfiguration, e engine.Engine
 	for _, name := range slices.Sorted(maps.Keys(start)) {
 		given = append(given, pr.Args(name, strings.ReplaceAll(start[name], "$", "$$"))...)
 	}
-	switch {
-	case len(server.Args) > 0:
-		server.Args = append(append([]string{server.Args[0]}, given...), server.Args[1:]...)
-	case pr.Server != "":
-		server.Args = append([]string{pr.Server}, given...)
-	default:
-		server.Args = given
-	}
+	withServerArgs(server, pr.Server, given)
 }

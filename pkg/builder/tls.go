@@ -134,11 +134,7 @@ func WithTLS(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.Databas
 			continue
 		}
 		c.WithVolumeMounts(mount)
-		if len(c.Args) > 0 {
-			c.Args = append(append([]string{c.Args[0]}, t.ServerArgs...), c.Args[1:]...)
-		} else {
-			c.Args = append([]string{t.Server}, t.ServerArgs...)
-		}
+		withServerArgs(c, t.Server, t.ServerArgs(string(mode)))
 	}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]

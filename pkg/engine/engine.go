@@ -118,11 +118,13 @@ const (
 
 // TLS is how an engine's servers take TLS.
 type TLS struct {
-	// ServerArgs turn TLS on, with the files under TLSDir, and say which
-	// of the engine's files apply; they follow the server's first
-	// argument, Server when it has none.
+	// ServerArgs turn TLS on for mode (Enabled or Required), with the
+	// files under TLSDir, and say which of the engine's files apply; they
+	// follow the server's first argument, Server when it has none (none
+	// at all when Server is "": the image's entrypoint puts its server
+	// before arguments that begin with "-").
 	Server     string
-	ServerArgs []string
+	ServerArgs func(mode string) []string
 	// Files are the engine's own files beside the certificates in mode
 	// (Enabled or Required), such as PostgreSQL's pg_hba.conf.
 	Files func(mode string) map[string]string

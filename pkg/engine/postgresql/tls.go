@@ -15,11 +15,14 @@ const hbaFile = engine.TLSDir + "/pg_hba.conf"
 // content on every reload.
 var tls = engine.TLS{
 	Server: "postgres",
-	ServerArgs: []string{
-		"-c", "ssl=on",
-		"-c", "ssl_cert_file=" + engine.TLSCertFile,
-		"-c", "ssl_key_file=" + engine.TLSKeyFile,
-		"-c", "hba_file=" + hbaFile,
+	// The mode is pg_hba.conf's (Files), read again on every reload.
+	ServerArgs: func(string) []string {
+		return []string{
+			"-c", "ssl=on",
+			"-c", "ssl_cert_file=" + engine.TLSCertFile,
+			"-c", "ssl_key_file=" + engine.TLSKeyFile,
+			"-c", "hba_file=" + hbaFile,
+		}
 	},
 	Files: func(mode string) map[string]string { return map[string]string{"pg_hba.conf": hba(mode)} },
 	// The replication connection (the init script's conninfo, which
