@@ -96,7 +96,9 @@ echo "$out"; exit 1`},
 		dataPath:     "/var/lib/mysql",
 		scratchPaths: []string{"/var/run/mysqld", "/tmp"},
 		readiness: []string{"sh", "-c",
-			`out=$(MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$(command -v mysql || command -v mariadb)" --protocol=TCP -h "$POD_IP" -P 3306 -uroot --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1' 2>&1) && exit 0
+			`tls=
+if [ -f /etc/dbc-tls/tls.crt ] && command -v mariadbd >/dev/null 2>&1; then tls="--ssl --skip-ssl-verify-server-cert"; fi
+out=$(MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$(command -v mysql || command -v mariadb)" --protocol=TCP -h "$POD_IP" -P 3306 -uroot $tls --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1' 2>&1) && exit 0
 case "$out" in *"ERROR 1045 "*) exit 0;; esac
 echo "$out"; exit 1`},
 		probeTimeout: 5, startupFailures: 90,

@@ -15,7 +15,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 )
 
-// TestTLSGolden renders a replicated PostgreSQL Database's StatefulSet
+// TestTLSGolden renders replicated PostgreSQL's and MySQL's StatefulSets
 // with TLS (the Secret's volume, the server's arguments, the replication
 // init container's verification) and the TLS Secret of Required, with
 // placeholders for the PEM texts, which are random.
@@ -26,6 +26,11 @@ func TestTLSGolden(t *testing.T) {
 	sts := NewStatefulSet(db, e, "postgres:16", StorageOf(db), nil, true)
 	WithTLS(sts, db, e, dbv1alpha1.TLSEnabled)
 	WithParameters(sts, e, map[string]string{"max_connections": "200"})
+	my := newDatabase(dbv1alpha1.EngineMySQL, "8.4")
+	my.Spec.Replicas = ptr.To[int32](3)
+	myEngine := lookup(t, my.Spec.Engine)
+	mySts := NewStatefulSet(my, myEngine, "mysql:8.4", StorageOf(my), nil, true)
+	WithTLS(mySts, my, myEngine, dbv1alpha1.TLSRequired)
 	at := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	secret := NewTLSSecret(db, e, ServerCertificate{
 		CertPEM: []byte("<server certificate>"), KeyPEM: []byte("<server key>"), BundlePEM: []byte("<authorities>"),
@@ -34,6 +39,7 @@ func TestTLSGolden(t *testing.T) {
 	})
 	for name, ac := range map[string]any{
 		"statefulset-tls-replicated-postgresql": sts,
+		"statefulset-tls-required-mysql":        mySts,
 		"secret-tls-required-postgresql":        secret,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -77,12 +83,30 @@ func TestWithTLS(t *testing.T) {
 			}
 		})
 	}
+	// MySQL's entrypoint puts the server first; a replicated server's
+	// --defaults-extra-file stays first.
 	my := newDatabase(dbv1alpha1.EngineMySQL, "8.4")
-	sts := NewStatefulSet(my, lookup(t, my.Spec.Engine), "mysql:8.4", StorageOf(my), nil, false)
+	files := "--ssl-ca=/etc/dbc-tls/ca.crt --ssl-cert=/etc/dbc-tls/tls.crt --ssl-key=/etc/dbc-tls/tls.key"
+	for _, tc := range []struct {
+		replicated bool
+		mode       dbv1alpha1.TLSMode
+		wantArgs   string
+	}{
+		{false, dbv1alpha1.TLSEnabled, files},
+		{true, dbv1alpha1.TLSRequired, "--defaults-extra-file=/var/run/mysqld/dbc-replication.cnf " + files + " --require-secure-transport=ON"},
+	} {
+		sts := NewStatefulSet(my, lookup(t, my.Spec.Engine), "mysql:8.4", StorageOf(my), nil, tc.replicated)
+		WithTLS(sts, my, lookup(t, my.Spec.Engine), tc.mode)
+		if got := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " "); got != tc.wantArgs {
+			t.Errorf("MySQL %s, replicated %v: args %q, want %q", tc.mode, tc.replicated, got, tc.wantArgs)
+		}
+	}
+	mongo := newDatabase(dbv1alpha1.EngineMongoDB, "7.0")
+	sts := NewStatefulSet(mongo, lookup(t, mongo.Spec.Engine), "mongo:7.0", StorageOf(mongo), nil, false)
 	before, _ := yaml.Marshal(sts)
-	WithTLS(sts, my, lookup(t, my.Spec.Engine), dbv1alpha1.TLSRequired)
+	WithTLS(sts, mongo, lookup(t, mongo.Spec.Engine), dbv1alpha1.TLSRequired)
 	if after, _ := yaml.Marshal(sts); string(after) != string(before) {
-		t.Errorf("MySQL's StatefulSet changed with TLS, which it does not take yet")
+		t.Errorf("MongoDB's StatefulSet changed with TLS, which it does not take yet")
 	}
 }
 
@@ -97,7 +121,9 @@ func TestBackupJobsVerifyTheServer(t *testing.T) {
 	}{
 		{dbv1alpha1.EnginePostgreSQL, dbv1alpha1.TLSRequired, true},
 		{dbv1alpha1.EnginePostgreSQL, dbv1alpha1.TLSDisabled, false},
-		{dbv1alpha1.EngineMySQL, dbv1alpha1.TLSEnabled, false},
+		{dbv1alpha1.EngineMySQL, dbv1alpha1.TLSEnabled, true},
+		{dbv1alpha1.EngineMySQL, dbv1alpha1.TLSDisabled, false},
+		{dbv1alpha1.EngineMongoDB, dbv1alpha1.TLSEnabled, false},
 	} {
 		db := newDatabase(tc.engine, "16")
 		db.Spec.TLS = &dbv1alpha1.TLSSpec{Mode: tc.mode}
@@ -121,7 +147,11 @@ func TestBackupJobsVerifyTheServer(t *testing.T) {
 					}
 				}
 			}
-			verifies := slices.Contains(env, "PGSSLMODE=verify-full") && slices.Contains(env, "PGSSLROOTCERT=/etc/dbc-server-ca/ca.crt") &&
+			want := map[dbv1alpha1.Engine][]string{
+				dbv1alpha1.EnginePostgreSQL: {"PGSSLMODE=verify-full", "PGSSLROOTCERT=/etc/dbc-server-ca/ca.crt"},
+				dbv1alpha1.EngineMySQL:      {"DBC_TLS_CA=/etc/dbc-server-ca/ca.crt"},
+			}[tc.engine]
+			verifies := len(want) > 0 && !slices.ContainsFunc(want, func(v string) bool { return !slices.Contains(env, v) }) &&
 				slices.ContainsFunc(spec.Volumes, func(v corev1ac.VolumeApplyConfiguration) bool {
 					return *v.Name == serverAuthoritiesVolume && *v.Secret.SecretName == db.Name+"-credentials"
 				})

@@ -2,6 +2,7 @@ package mysqlsql
 
 import (
 	"context"
+	"crypto/x509"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -38,7 +39,17 @@ type client struct{ dial dialer }
 var _ ha.Client = client{}
 
 func dial(ctx context.Context, host string, port int32, cred ha.Credentials) (conn, error) {
-	connector, err := mysql.NewConnector(config(host, port, cred.User, cred.Password, ""))
+	return dialSeeing(ctx, host, port, cred, nil)
+}
+
+// dialSeeing is dial, with seen given the certificate of a server
+// verified against cred.Authorities.
+func dialSeeing(ctx context.Context, host string, port int32, cred ha.Credentials, seen func(*x509.Certificate)) (conn, error) {
+	cfg, err := config(host, port, cred.User, cred.Password, "", cred.Authorities, seen)
+	if err != nil {
+		return nil, err
+	}
+	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
 	}

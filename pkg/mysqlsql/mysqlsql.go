@@ -7,6 +7,7 @@ package mysqlsql
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"net"
 	"strconv"
@@ -26,8 +27,9 @@ const accessDenied = 1045
 const Timeout = 3 * time.Second
 
 // config is the driver's configuration for user to log in to the server
-// at host:port, into database ("" for none).
-func config(host string, port int32, user, password, database string) *mysql.Config {
+// at host:port, into database ("" for none): over TLS verified against
+// authorities when there are any (withTLS), seen given the certificate.
+func config(host string, port int32, user, password, database, authorities string, seen func(*x509.Certificate)) (*mysql.Config, error) {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.DBName = user, password, database
 	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(int(port)))
@@ -35,13 +37,17 @@ func config(host string, port int32, user, password, database string) *mysql.Con
 	// The errors come back to the caller: the driver's own log of them
 	// would go to stderr, past klog.
 	cfg.Logger = &mysql.NopLogger{}
-	return cfg
+	return cfg, withTLS(cfg, authorities, seen)
 }
 
 // Login logs in to the server at host:port into cred's database, as a
 // client of the Database's Secret does, and logs out (login.Func).
 func Login(ctx context.Context, host string, port int32, cred login.Credentials) error {
-	connector, err := mysql.NewConnector(config(host, port, cred.User, cred.Password, cred.Database))
+	cfg, err := config(host, port, cred.User, cred.Password, cred.Database, cred.Authorities, nil)
+	if err != nil {
+		return err
+	}
+	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return err
 	}

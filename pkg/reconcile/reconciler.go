@@ -103,7 +103,7 @@ type Config struct {
 	// mysqlsql.NewParameters(), mongodb: AtStartOnly{}} when nil.
 	Parameters map[dbv1alpha1.Engine]ParameterClient
 	// Certificates asks the servers which certificate they present, by
-	// engine; {postgresql: pgsql.PresentCertificate} when nil.
+	// engine; pgsql's and mysqlsql's PresentCertificate when nil.
 	Certificates map[dbv1alpha1.Engine]CertificatePresenter
 	// TrustPeriod is how long a new certificate authority is trusted
 	// beside the old one, in the Secrets clients read, before it signs the
@@ -186,7 +186,7 @@ func New(cfg Config) *Reconciler {
 			dbv1alpha1.EngineMongoDB: AtStartOnly{}}
 	}
 	if cfg.Certificates == nil {
-		cfg.Certificates = map[dbv1alpha1.Engine]CertificatePresenter{dbv1alpha1.EnginePostgreSQL: pgsql.PresentCertificate}
+		cfg.Certificates = map[dbv1alpha1.Engine]CertificatePresenter{dbv1alpha1.EnginePostgreSQL: pgsql.PresentCertificate, dbv1alpha1.EngineMySQL: mysqlsql.PresentCertificate}
 	}
 	if cfg.TrustPeriod == 0 {
 		cfg.TrustPeriod = DefaultTrustPeriod

@@ -39,8 +39,13 @@ var base = engine.Base{
 		// root@localhost). A refused password (error 1045) is a server that
 		// serves (engine.Runtime). The client is mysql in the mysql images,
 		// and may be only mariadb in MariaDB's.
+		// With TLS, MariaDB's client is asked for it (MySQL's uses it when
+		// the server has it), with no verification of the pod's address,
+		// which no certificate names: Required refuses plain text.
 		ReadinessCommand: []string{"sh", "-c",
-			`out=$(MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$(command -v mysql || command -v mariadb)" --protocol=TCP -h "$POD_IP" -P 3306 -uroot --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1' 2>&1) && exit 0
+			`tls=
+if [ -f ` + engine.TLSCertFile + ` ] && command -v mariadbd >/dev/null 2>&1; then tls="--ssl --skip-ssl-verify-server-cert"; fi
+out=$(MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$(command -v mysql || command -v mariadb)" --protocol=TCP -h "$POD_IP" -P 3306 -uroot $tls --connect-timeout=3 -D "$MYSQL_DATABASE" -Nse 'SELECT 1' 2>&1) && exit 0
 case "$out" in *"ERROR 1045 "*) exit 0;; esac
 echo "$out"; exit 1`},
 		ProbeTimeoutSeconds: 5,
@@ -52,9 +57,10 @@ echo "$out"; exit 1`},
 		// The client programs are mysqldump and mysql in the mysql images,
 		// and may be only mariadb-dump and mariadb in MariaDB's. $SOCKET is
 		// the temporary server's socket in the entrypoint's first init.
+		// With TLS the dump verifies the server (clientTLS).
 		Backup: engine.BackupTool{
 			Extension: "sql",
-			Dump: `MYSQL_PWD="$PASSWORD" "$(command -v mysqldump || command -v mariadb-dump)" --host="$HOST" --port="$PORT" --user="$USERNAME" ` +
+			Dump: clientTLS + `MYSQL_PWD="$PASSWORD" "$(command -v mysqldump || command -v mariadb-dump)" $tls --host="$HOST" --port="$PORT" --user="$USERNAME" ` +
 				`--single-transaction --no-tablespaces --routines --triggers --events --result-file="$OUT" "$DATABASE"`,
 			Restore: `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$(command -v mysql || command -v mariadb)" --protocol=socket --socket="$SOCKET" -uroot "$MYSQL_DATABASE" < "$DBC_RESTORE_FILE" 2>/tmp/dbc-restore.err || ` +
 				engine.RestoreFailed("/tmp/dbc-restore.err"),
@@ -63,6 +69,7 @@ echo "$out"; exit 1`},
 		},
 		Replication: &replication,
 		Parameters:  &parameters,
+		TLS:         &tls,
 	},
 }
 

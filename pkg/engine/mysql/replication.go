@@ -92,11 +92,21 @@ run=/var/run/mysqld
 cnf="` + settingsFile + `"
 persisted="$datadir/mysqld-auto.cnf"
 ordinal=${POD_NAME##*-}
-dialect=mysql
-client=mysql
+` + clientTLS + `client=mysql
 server=mysqld
 admin=mysqladmin
-if command -v mariadbd >/dev/null 2>&1; then dialect=mariadb client=mariadb server=mariadbd admin=mariadb-admin; fi
+if [ "$dialect" = mariadb ]; then client=mariadb server=mariadbd admin=mariadb-admin; fi
+# source_tls and master_tls are the replication channel's TLS, MySQL's and
+# MariaDB's: with the Database's authorities, the primary's certificate
+# and name verified. Without, MySQL's channel is encrypted (the server's
+# own certificate) and set back explicitly to no authority, which CHANGE
+# REPLICATION SOURCE would otherwise keep from an earlier start.
+source_tls="SOURCE_SSL_CA='', SOURCE_SSL_VERIFY_SERVER_CERT=0"
+master_tls=
+if [ -n "$tls" ]; then
+  source_tls="SOURCE_SSL_CA='$DBC_TLS_CA', SOURCE_SSL_VERIFY_SERVER_CERT=1"
+  master_tls="MASTER_SSL=1, MASTER_SSL_CA='$DBC_TLS_CA', MASTER_SSL_VERIFY_SERVER_CERT=1,"
+fi
 {
   echo "[mysqld]"
   echo "server-id=$((ordinal + 1))"
@@ -136,7 +146,7 @@ EOF
 # sql_str prints its argument as the body of a quoted SQL string.
 sql_str() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e "s/'/\\\\'/g"; }
 ask() {
-  MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$client" --protocol=TCP -h "$DBC_PRIMARY_HOST" -P 3306 -uroot \
+  MYSQL_PWD="$MYSQL_ROOT_PASSWORD" "$client" --protocol=TCP -h "$DBC_PRIMARY_HOST" -P 3306 -uroot $tls \
     --connect-timeout=3 -N -s -e "$1"
 }
 # primary prints the pod that serves writes behind the client Service,
@@ -219,7 +229,7 @@ follow() {
     stop_temporary; unset MYSQL_PWD; return 3
   fi
   sql "CHANGE REPLICATION SOURCE TO SOURCE_HOST='$host', SOURCE_PORT=3306,
-      SOURCE_USER='root', SOURCE_PASSWORD='$pw', SOURCE_AUTO_POSITION=1, SOURCE_SSL=1, GET_SOURCE_PUBLIC_KEY=1,
+      SOURCE_USER='root', SOURCE_PASSWORD='$pw', SOURCE_AUTO_POSITION=1, SOURCE_SSL=1, $source_tls, GET_SOURCE_PUBLIC_KEY=1,
       SOURCE_CONNECT_RETRY=1, SOURCE_RETRY_COUNT=86400, SOURCE_HEARTBEAT_PERIOD=2;
     SET PERSIST read_only = ON;
     SET PERSIST super_read_only = ON;" ||
@@ -243,7 +253,7 @@ follow_mariadb() {
   mine=$(sql "SELECT @@GLOBAL.gtid_current_pos") ||
     { stop_temporary; fail "$POD_NAME could not be made a replica: root@localhost does not log in with the Secret's password"; }
   sql "STOP REPLICA; RESET REPLICA ALL;
-    CHANGE MASTER TO MASTER_HOST='$host', MASTER_PORT=3306, MASTER_USER='root', MASTER_PASSWORD='$pw',
+    CHANGE MASTER TO MASTER_HOST='$host', MASTER_PORT=3306, MASTER_USER='root', MASTER_PASSWORD='$pw', $master_tls
       MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=2;
     START REPLICA IO_THREAD" ||
     { stop_temporary; fail "$POD_NAME could not be made a replica: the server refused"; }
@@ -306,7 +316,7 @@ seed_mariadb() {
     FROM mysql.user WHERE NOT (User = 'dbc_seed' AND Host = 'localhost')")" | load || ok=1
   [ "$ok" -ne 0 ] || {
     echo "SET SESSION sql_log_bin = 0;"
-    MYSQL_PWD="$MYSQL_ROOT_PASSWORD" mariadb-dump --protocol=TCP -h "$DBC_PRIMARY_HOST" -P 3306 -uroot \
+    MYSQL_PWD="$MYSQL_ROOT_PASSWORD" mariadb-dump --protocol=TCP -h "$DBC_PRIMARY_HOST" -P 3306 -uroot $tls \
       --all-databases --ignore-database=mysql --system=users --replace --single-transaction --gtid --master-data=1 \
       --routines --events --triggers || echo "the dump failed;"
   } | load || ok=1
@@ -316,7 +326,7 @@ seed_mariadb() {
   [ "$ok" -ne 0 ] || pos=$(load -N -s -e "SELECT @@GLOBAL.gtid_slave_pos") || ok=1
   [ "$ok" -ne 0 ] || [ -z "$pos" ] || load -e "SET SESSION sql_log_bin = 0; RESET MASTER; SET GLOBAL gtid_binlog_state = '$(sql_str "$pos")'" || ok=1
   [ "$ok" -ne 0 ] || load -e "SET SESSION sql_log_bin = 0; FLUSH PRIVILEGES;
-    CHANGE MASTER TO MASTER_HOST='$host', MASTER_PORT=3306, MASTER_USER='root', MASTER_PASSWORD='$pw',
+    CHANGE MASTER TO MASTER_HOST='$host', MASTER_PORT=3306, MASTER_USER='root', MASTER_PASSWORD='$pw', $master_tls
       MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=2;
     DROP USER dbc_seed@localhost" || ok=1
   if [ "$ok" -ne 0 ]; then
@@ -374,8 +384,11 @@ clone() {
   host=$(sql_str "$DBC_PRIMARY_HOST") pw=$(sql_str "$MYSQL_ROOT_PASSWORD")
   ok=0
   start_temporary "$seed" --plugin-load-add=mysql_clone.so
-  sql "SET GLOBAL clone_valid_donor_list = '$host:3306';
-    CLONE INSTANCE FROM 'root'@'$host':3306 IDENTIFIED BY '$pw' DATA DIRECTORY = '$datadir/dbc-clone'" || ok=$?
+  # With TLS the clone verifies the donor against the authorities.
+  clone_tls=
+  [ -z "$tls" ] || clone_tls="SET GLOBAL clone_ssl_ca = '$(sql_str "$DBC_TLS_CA")';"
+  sql "SET GLOBAL clone_valid_donor_list = '$host:3306'; $clone_tls
+    CLONE INSTANCE FROM 'root'@'$host':3306 IDENTIFIED BY '$pw' DATA DIRECTORY = '$datadir/dbc-clone'${clone_tls:+ REQUIRE SSL}" || ok=$?
   stop_temporary
   rm -rf "$seed"
   [ "$ok" -eq 0 ] || { rm -rf "$datadir/dbc-clone"; return 1; }

@@ -180,7 +180,7 @@ func rotateUnderAWriter(t *testing.T, ns, db string) {
 		if a[builder.AnnotationIssuer] != caSerial {
 			return false, fmt.Sprintf("the servers' certificate is the old authority's; the bundle holds %s", a[builder.AnnotationTrusts])
 		}
-		presented := presentedSerials(t, ns, db)
+		presented := presentedSerials(t, ns, db, 5432, pgsql.Presented)
 		for pod, p := range presented {
 			if p != a[builder.AnnotationSerial] {
 				return false, fmt.Sprintf("%s presents %s, the Secret holds %s", pod, p, a[builder.AnnotationSerial])
@@ -212,8 +212,9 @@ func rotateUnderAWriter(t *testing.T, ns, db string) {
 }
 
 // presentedSerials is, by pod, the serial number of the certificate its
-// server presents to a client of the credentials Secret, from this host.
-func presentedSerials(t *testing.T, ns, db string) map[string]string {
+// server presents at port to a client of the credentials Secret, from
+// this host, asked with the engine's presented (pgsql's or mysqlsql's).
+func presentedSerials(t *testing.T, ns, db string, port int32, presented func(context.Context, string, int32, ha.Credentials) (string, error)) map[string]string {
 	t.Helper()
 	var creds corev1.Secret
 	e2eutil.GetJSON(t, &creds, "-n", ns, "get", "secret", db+"-credentials")
@@ -222,7 +223,7 @@ func presentedSerials(t *testing.T, ns, db string) map[string]string {
 	e2eutil.GetJSON(t, &pods, "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db)
 	out := map[string]string{}
 	for _, p := range pods.Items {
-		serial, err := pgsql.Presented(context.Background(), p.Status.PodIP, 5432, cred)
+		serial, err := presented(context.Background(), p.Status.PodIP, port, cred)
 		if err != nil {
 			serial = "(" + err.Error() + ")"
 		}

@@ -1,0 +1,188 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/mysqlsql"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
+)
+
+// mysqlTLSClientPod is a client of a mysql Database that verifies the
+// server fully (its certificate and its name) with only what the
+// credentials Secret gives it: the Secret's keys as environment variables
+// (as clientPod's), and the Secret mounted for its ca.crt; $TLS holds the
+// image's client's options for it (MySQL's --ssl-mode=VERIFY_IDENTITY,
+// MariaDB's --ssl-verify-server-cert), and $PLAIN those for plain text.
+func mysqlTLSClientPod(name, db, image, script string) string {
+	verify, plain := "--ssl-mode=VERIFY_IDENTITY --ssl-ca=/etc/db/ca.crt", "--ssl-mode=DISABLED"
+	if image == mariadbImage {
+		verify, plain = "--ssl --ssl-verify-server-cert --ssl-ca=/etc/db/ca.crt", "--skip-ssl"
+	}
+	var env strings.Builder
+	for _, k := range []string{"username", "password", "host", "port", "database"} {
+		fmt.Fprintf(&env, "    - name: %s\n      valueFrom: {secretKeyRef: {name: %s-credentials, key: %s}}\n", strings.ToUpper(k), db, k)
+	}
+	fmt.Fprintf(&env, "    - name: TLS\n      value: %q\n    - name: PLAIN\n      value: %q\n", verify, plain)
+	return podManifest(name, image, script, env.String(), fmt.Sprintf(`    volumeMounts:
+    - {name: db, mountPath: /etc/db, readOnly: true}
+  volumes:
+  - name: db
+    secret: {secretName: %s-credentials}
+`, db))
+}
+
+// mysqlTLSSQL runs its argument with the image's client, verifying the
+// server with $TLS, at $H or the Secret's host.
+const mysqlTLSSQL = `MYSQL_PWD="$PASSWORD" mysql $TLS -h "${H:-$HOST}" -P "$PORT" -u "$USERNAME" --connect-timeout=3 -N -s "$DATABASE" -e `
+
+// sessionCipher is the client's own session's TLS version, empty in plain
+// text.
+const sessionCipher = `"SELECT VARIABLE_VALUE FROM performance_schema.session_status WHERE VARIABLE_NAME = 'Ssl_version'"`
+
+func tryMySQLTLSClient(t *testing.T, ns, db, image, script string) (string, error) {
+	t.Helper()
+	return tryPod(t, ns, func(name string) string { return mysqlTLSClientPod(name, db, image, script) })
+}
+
+// A 2-replica MySQL 9.7 and a 2-replica MariaDB 10.11 Database with the
+// default TLS: a client verifies the server fully with the credentials
+// Secret alone, and a name the certificate does not have fails
+// verification; plain text is still served. The replica's channel
+// verifies the primary's certificate and name. Then Required: the
+// servers restart with require_secure_transport, plain text is refused,
+// the verifying client, the replication and the controller (Replicating,
+// which it learns over SQL) go on over TLS. Last, the servers'
+// certificate is issued again (Secret <name>-tls deleted): every server
+// presents the new one after a reload (ALTER INSTANCE RELOAD TLS, FLUSH
+// SSL), with no restart.
+func TestMySQLTLS(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, version, image string }{
+		{"MySQL", "9.7", mysqlImage},
+		{"MariaDB", "10.11", mariadbImage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			checkMySQLTLS(t, tc.version, tc.image)
+		})
+	}
+}
+
+func checkMySQLTLS(t *testing.T, version, image string) {
+	ns := e2eutil.NewNamespace(t)
+	const name = "sealed"
+	start := time.Now()
+	e2eutil.KubectlIn(t, mysqlYAML(name, version, image, 2), "-n", ns, "create", "-f", "-")
+	db := waitReplicating(t, ns, name, "two replicas, one primary and one replicating")
+	t.Logf("Running and replicating with TLS after %s", time.Since(start).Round(time.Second))
+	if st := db.Status.TLS; st == nil || st.Mode != dbv1alpha1.TLSEnabled || st.Secret != name+"-tls" || st.NotAfter == nil {
+		t.Errorf("status.tls %+v, want Enabled, Secret %s-tls, an expiry date", st, name)
+	}
+
+	// Full verification with the Secret alone; plain text still served; a
+	// name the certificate does not have (the primary's pod address) fails
+	// verification.
+	ip := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", db.Status.Replication.Primary, "-o", "jsonpath={.status.podIP}"))
+	out, err := tryMySQLTLSClient(t, ns, name, image, waitMySQL+`set -e
+echo "verified $(`+mysqlTLSSQL+sessionCipher+`)"
+echo "plain $(TLS=$PLAIN `+mysqlTLSSQL+`"SELECT 'served'")"
+if H=`+ip+` `+mysqlTLSSQL+`"SELECT 1" 2>/tmp/err; then echo "unverified name accepted"; else echo "by address: $(cat /tmp/err)"; fi`)
+	if err != nil {
+		t.Fatalf("TLS client: %v\n%s", err, out)
+	}
+	t.Logf("a client with TLS Enabled:\n%s", strings.TrimSpace(out))
+	if !strings.Contains(out, "verified TLSv1.") || !strings.Contains(out, "plain served") || !strings.Contains(out, "by address: ") {
+		t.Errorf("want a verified TLS session, plain text served, and a connection by address refused, got:\n%s", out)
+	}
+
+	// The replica's channel verifies the primary.
+	checkChannelVerifies(t, ns, name, image, db.Status.Replication.Primary)
+
+	// Required.
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+name, "--type=merge", "-p", `{"spec":{"tls":{"mode":"Required"}}}`)
+	e2eutil.Eventually(t, 3*converge, "the servers restarted with TLS Required", func() (bool, string) {
+		db = e2eutil.GetDB(t, ns, name)
+		running, msg := e2eutil.IsRunning(db)
+		rs, _, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
+		mode := dbv1alpha1.TLSMode("-")
+		if db.Status.TLS != nil {
+			mode = db.Status.TLS.Mode
+		}
+		return running && rs == "True" && mode == dbv1alpha1.TLSRequired && db.Status.ObservedGeneration == db.Generation,
+			fmt.Sprintf("%s; Replicating %s (%s); status.tls.mode %s", msg, rs, rmsg, mode)
+	})
+	out, err = tryMySQLTLSClient(t, ns, name, image, `TLS=$PLAIN `+mysqlTLSSQL+`"SELECT 1"`)
+	if err == nil {
+		t.Errorf("a plain-text client with TLS Required was served:\n%s", out)
+	} else {
+		t.Logf("a plain-text client with TLS Required: %s", strings.TrimSpace(out))
+	}
+	if out, err := tryMySQLTLSClient(t, ns, name, image, mysqlTLSSQL+sessionCipher); err != nil || !strings.HasPrefix(out, "TLSv1.") {
+		t.Errorf("a verifying client with TLS Required: %v\n%s\nwant a TLS session", err, out)
+	}
+	checkChannelVerifies(t, ns, name, image, db.Status.Replication.Primary)
+
+	// The certificate issued again: presented after a reload, no restart.
+	starts := podStarts(t, ns, name, "mysql")
+	var old corev1.Secret
+	e2eutil.GetJSON(t, &old, "-n", ns, "get", "secret", name+"-tls")
+	e2eutil.Kubectl(t, "-n", ns, "delete", "secret", name+"-tls")
+	deleted := time.Now()
+	e2eutil.Eventually(t, 3*converge, "every server presenting the certificate issued again", func() (bool, string) {
+		var s corev1.Secret
+		if err := e2eutil.TryGetJSON(&s, "-n", ns, "get", "secret", name+"-tls"); err != nil {
+			return false, err.Error()
+		}
+		serial := s.Annotations[builder.AnnotationSerial]
+		if serial == old.Annotations[builder.AnnotationSerial] {
+			return false, "not issued again yet"
+		}
+		presented := presentedSerials(t, ns, name, 3306, mysqlsql.Presented)
+		for pod, p := range presented {
+			if p != serial {
+				return false, fmt.Sprintf("%s presents %s, the Secret holds %s", pod, p, serial)
+			}
+		}
+		return len(presented) == 2, fmt.Sprintf("presented %v", presented)
+	})
+	t.Logf("Secret %s-tls deleted: every server presented the new certificate %s later", name, time.Since(deleted).Round(time.Second))
+	if after := podStarts(t, ns, name, "mysql"); !maps.Equal(after, starts) {
+		t.Errorf("pods and their servers' starts %v, then %v: a new certificate restarts nothing", starts, after)
+	}
+}
+
+// checkChannelVerifies asks the replica (the pod that is not primary) how
+// its replication channel connects: over TLS, verifying the primary's
+// certificate against the authorities and its name, and receiving.
+func checkChannelVerifies(t *testing.T, ns, name, image, primary string) {
+	t.Helper()
+	replica := name + "-0"
+	if primary == replica {
+		replica = name + "-1"
+	}
+	query := `"SELECT CONCAT_WS(' ', c.SSL_ALLOWED, c.SSL_CA_FILE, c.SSL_VERIFY_SERVER_CERTIFICATE, s.SERVICE_STATE) FROM performance_schema.replication_connection_configuration c JOIN performance_schema.replication_connection_status s USING (CHANNEL_NAME)"`
+	want := "YES /etc/dbc-tls/ca.crt YES ON"
+	if image == mariadbImage {
+		// (Vertical, with the names.)
+		query = `"SHOW REPLICA STATUS" -E | sed -n -e 's/^ *Master_SSL_Allowed: //p' -e 's/^ *Master_SSL_CA_File: //p' -e 's/^ *Master_SSL_Verify_Server_Cert: //p' -e 's/^ *Slave_IO_Running: //p' | tr '\n' ' '`
+		// (In the order SHOW REPLICA STATUS has them.)
+		want = "Yes Yes /etc/dbc-tls/ca.crt Yes "
+	}
+	script := fmt.Sprintf(`H=%s.%s-headless
+for i in $(seq 50); do got=$(%s%s); [ "$got" = %q ] && break; sleep 0.2; done
+echo "$got"`, replica, name, mysqlTLSSQL, query, want)
+	out, err := tryMySQLTLSClient(t, ns, name, image, script)
+	if err != nil || strings.TrimRight(out, "\n") != want {
+		t.Errorf("%s's replication channel: %v %q, want %q (over TLS, verifying the primary, receiving)", replica, err, out, want)
+	}
+}
