@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -256,4 +257,57 @@ func ServerNames(service, readOnly, headless, namespace, clusterDomain string) [
 	}
 	names := append(forms(service), forms(readOnly)...)
 	return append(names, forms("*."+headless)...)
+}
+
+// Supplied is a server certificate a user gives (a Secret of the shape
+// cert-manager writes), once CheckSupplied found it fit to serve.
+type Supplied struct {
+	// Leaf is the server's certificate, the first of tls.crt.
+	Leaf *x509.Certificate
+	// Issuer is the certificate that signed it: an intermediate of tls.crt
+	// or an authority of ca.crt.
+	Issuer *x509.Certificate
+}
+
+// CheckSupplied checks a server certificate a user gives: chainPEM (the
+// server's certificate first, then any intermediates), its key keyPEM
+// (any type crypto/tls takes), and the authorities bundlePEM that sign
+// it, at now. It must be valid for server authentication at every name of
+// names, through the authorities alone, and keyPEM must be its key. The
+// error says, in words a person can act on, what is wrong first.
+func CheckSupplied(chainPEM, keyPEM, bundlePEM []byte, names []string, now time.Time) (Supplied, error) {
+	chain, err := ParseAll(chainPEM)
+	if err != nil {
+		return Supplied{}, fmt.Errorf("tls.crt: %w", err)
+	}
+	if _, err := tls.X509KeyPair(chainPEM, keyPEM); err != nil {
+		return Supplied{}, fmt.Errorf("tls.key is not the key of tls.crt's certificate: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if len(bundlePEM) == 0 || !roots.AppendCertsFromPEM(bundlePEM) {
+		return Supplied{}, errors.New("ca.crt holds no certificate: it must hold the authorities that sign tls.crt, which clients verify the servers against")
+	}
+	intermediates := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		intermediates.AddCert(c)
+	}
+	var issuer *x509.Certificate
+	for _, name := range names {
+		chains, err := chain[0].Verify(x509.VerifyOptions{DNSName: name, Roots: roots, Intermediates: intermediates, CurrentTime: now,
+			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		if err != nil {
+			return Supplied{}, fmt.Errorf("tls.crt does not serve %s through ca.crt's authorities: %w", name, err)
+		}
+		if len(chains[0]) > 1 {
+			issuer = chains[0][1]
+		} else {
+			issuer = chains[0][0]
+		}
+	}
+	return Supplied{Leaf: chain[0], Issuer: issuer}, nil
+}
+
+// Encode is the PEM text of c.
+func Encode(c *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }

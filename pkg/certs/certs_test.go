@@ -2,11 +2,13 @@ package certs
 
 import (
 	"bytes"
+	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -170,4 +172,84 @@ func mustParse(t *testing.T, p []byte) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// intermediate is an authority that root signs (root made here, as
+// NewAuthority's sign no authority below them).
+func intermediate(t *testing.T) (root, mid Issued) {
+	t.Helper()
+	mk := func(name string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (Issued, *x509.Certificate, *ecdsa.PrivateKey) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl, err := template(rand.Reader, name, now, AuthorityValidity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+		tmpl.KeyUsage = x509.KeyUsageCertSign
+		if parent == nil {
+			parent, parentKey = tmpl, key
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		issued, err := encode(der, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := x509.ParseCertificate(der)
+		return issued, c, key
+	}
+	root, rootCert, rootKey := mk("root", nil, nil)
+	mid, _, _ = mk("intermediate", rootCert, rootKey)
+	return root, mid
+}
+
+func TestCheckSupplied(t *testing.T) {
+	names := []string{"orders.shop.svc", "orders-ro.shop.svc", "orders-0.orders-headless.shop.svc"}
+	ca := authority(t, "theirs", now)
+	good := server(t, ca, now, ServerValidity)
+	other := authority(t, "another", now)
+	root, mid := intermediate(t)
+	viaMid := server(t, mid, now, ServerValidity)
+	narrow, err := IssueServer(rand.Reader, ca, []string{"orders.shop.svc"}, now, ServerValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name               string
+		chain, key, bundle []byte
+		at                 time.Time
+		want               string // "" for fit; else a part of the error
+		wantIssuer         *Issued
+	}{
+		{"fit", good.CertPEM, good.KeyPEM, ca.CertPEM, now, "", &ca},
+		{"through an intermediate in tls.crt", append(slices.Clone(viaMid.CertPEM), mid.CertPEM...), viaMid.KeyPEM, root.CertPEM, now, "", &mid},
+		{"the intermediate missing", viaMid.CertPEM, viaMid.KeyPEM, root.CertPEM, now, "does not serve orders.shop.svc", nil},
+		{"another certificate's key", good.CertPEM, viaMid.KeyPEM, ca.CertPEM, now, "tls.key is not the key of tls.crt", nil},
+		{"no ca.crt", good.CertPEM, good.KeyPEM, nil, now, "ca.crt holds no certificate", nil},
+		{"another authority", good.CertPEM, good.KeyPEM, other.CertPEM, now, "does not serve orders.shop.svc", nil},
+		{"a name missing", narrow.CertPEM, narrow.KeyPEM, ca.CertPEM, now, "does not serve orders-ro.shop.svc", nil},
+		{"expired", good.CertPEM, good.KeyPEM, ca.CertPEM, now.Add(ServerValidity + time.Hour), "expired", nil},
+		{"no certificate", []byte("garbage"), good.KeyPEM, ca.CertPEM, now, "tls.crt", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := CheckSupplied(tc.chain, tc.key, tc.bundle, names, tc.at)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err %v, want one that says %q", err, tc.want)
+			case tc.wantIssuer != nil:
+				leaf, _ := Parse(tc.chain)
+				issuer, _ := Parse(tc.wantIssuer.CertPEM)
+				if s.Leaf.SerialNumber.Cmp(leaf.SerialNumber) != 0 || s.Issuer.SerialNumber.Cmp(issuer.SerialNumber) != 0 {
+					t.Errorf("leaf %s issuer %s, want %s and %s", s.Leaf.SerialNumber, s.Issuer.SerialNumber, leaf.SerialNumber, issuer.SerialNumber)
+				}
+			}
+		})
+	}
 }
