@@ -88,6 +88,10 @@ type Config struct {
 	// (newParametersConfigMapInformerFactory), which Databases name in
 	// spec.parametersConfigMap. Without it, none is found.
 	ParametersConfigMapInformers kubeinformers.SharedInformerFactory
+	// TLSSecretInformers, when set, watches the Secrets labelled
+	// dbcontroller.io/tls: "true" (newLabelledInformerFactory), which
+	// Databases name in spec.tls.secretName. Without it, none is found.
+	TLSSecretInformers kubeinformers.SharedInformerFactory
 	// Recorder emits events on Databases; when nil, one that writes through
 	// EventsClient.
 	Recorder record.EventRecorder
@@ -187,12 +191,13 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 
 	caches, cachesSynced, err := reconcile.NewCaches(cfg.KubeInformers, cfg.DBInformers, cfg.ClaimEventInformers, cfg.NodeInformers,
-		cfg.ParametersConfigMapInformers)
+		cfg.ParametersConfigMapInformers, cfg.TLSSecretInformers)
 	if err != nil {
 		return nil, err
 	}
 	databases := cfg.DBInformers.Dbcontroller().V1alpha1().Databases()
-	if err := databases.Informer().AddIndexers(cache.Indexers{reconcile.IndexParametersConfigMap: reconcile.IndexByParametersConfigMap}); err != nil {
+	if err := databases.Informer().AddIndexers(cache.Indexers{reconcile.IndexParametersConfigMap: reconcile.IndexByParametersConfigMap,
+		reconcile.IndexTLSSecret: reconcile.IndexByTLSSecret}); err != nil {
 		return nil, err
 	}
 	claims := cfg.KubeInformers.Core().V1().PersistentVolumeClaims()
@@ -293,6 +298,15 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		indexer := databases.Informer().GetIndexer()
 		if _, err := cfg.ParametersConfigMapInformers.Core().V1().ConfigMaps().Informer().AddEventHandler(onChange(func(obj interface{}) {
 			c.enqueueIndexed(indexer, reconcile.IndexParametersConfigMap, obj)
+		})); err != nil {
+			return nil, err
+		}
+	}
+	// A Secret of a user's certificate leads to the Databases that name it.
+	if cfg.TLSSecretInformers != nil {
+		indexer := databases.Informer().GetIndexer()
+		if _, err := cfg.TLSSecretInformers.Core().V1().Secrets().Informer().AddEventHandler(onChange(func(obj interface{}) {
+			c.enqueueIndexed(indexer, reconcile.IndexTLSSecret, obj)
 		})); err != nil {
 			return nil, err
 		}

@@ -108,6 +108,7 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 		KubeInformers:       kubeI,
 		DBInformers:         dbI,
 		ClaimEventInformers: eventsI,
+		TLSSecretInformers:  kubeinformers.NewSharedInformerFactory(f.kubeclient, noResync),
 		Recorder:            recorder,
 		Clock:               f.clock,
 		Random:              actiontest.PasswordSource(),
@@ -506,6 +507,36 @@ func TestNodeEnqueuesItsDatabases(t *testing.T) {
 	f.seed(pod("orders", "node-a"), pod("billing", "node-a"), pod("stock", "node-b"))
 	c, _, kubeI, _ := f.newController(ctx)
 	c.enqueueNodesDatabases(kubeI.Core().V1().Pods().Informer().GetIndexer(), "node-a")
+	if got, want := drained(c), []string{"default/billing", "default/orders"}; !slices.Equal(got, want) {
+		t.Fatalf("enqueued %v, want %v", got, want)
+	}
+}
+
+// A user's Secret of spec.tls.secretName leads to the Databases that name
+// it, in its namespace, and to no other.
+func TestTLSSecretEnqueuesItsDatabases(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	naming := func(name, namespace, secret string) *dbv1alpha1.Database {
+		db := actiontest.NewDatabase(name, "postgresql", "16", 1)
+		db.Namespace = namespace
+		if secret != "" {
+			db.Spec.TLS = &dbv1alpha1.TLSSpec{Mode: dbv1alpha1.TLSEnabled, SecretName: secret}
+		}
+		return db
+	}
+	f.seed(naming("orders", "default", "shop-cert"), naming("billing", "default", "shop-cert"), naming("stock", "default", "other-cert"),
+		naming("orders", "elsewhere", "shop-cert"), naming("plain", "default", ""))
+	c, dbI, _, _ := f.newController(ctx)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-cert", Namespace: "default", Labels: map[string]string{dbv1alpha1.LabelTLS: "true"}}}
+	c.enqueueIndexed(dbI.Dbcontroller().V1alpha1().Databases().Informer().GetIndexer(), reconcile.IndexTLSSecret, secret)
+	if got, want := drained(c), []string{"default/billing", "default/orders"}; !slices.Equal(got, want) {
+		t.Fatalf("enqueued %v, want %v", got, want)
+	}
+}
+
+// drained takes every key off the controller's queue, sorted.
+func drained(c *Controller) []string {
 	var got []string
 	for c.workqueue.Len() > 0 {
 		key, _ := c.workqueue.Get()
@@ -513,9 +544,7 @@ func TestNodeEnqueuesItsDatabases(t *testing.T) {
 		c.workqueue.Done(key)
 	}
 	slices.Sort(got)
-	if want := []string{"default/billing", "default/orders"}; !slices.Equal(got, want) {
-		t.Fatalf("enqueued %v, want %v", got, want)
-	}
+	return got
 }
 
 // fakeReconciler returns what a test gives it, one outcome per sync.

@@ -188,7 +188,8 @@ func run(ctx context.Context, o options) error {
 
 	kubeInformerFactory, dbInformerFactory := newInformerFactories(kubeClient, dbClient, o.namespace, o.resync)
 	claimEventInformerFactory := newClaimEventInformerFactory(eventsClient, o.namespace)
-	configMapInformerFactory := newParametersConfigMapInformerFactory(kubeClient, o.namespace)
+	configMapInformerFactory := newLabelledInformerFactory(kubeClient, o.namespace, dbv1alpha1.LabelParameters)
+	tlsSecretInformerFactory := newLabelledInformerFactory(kubeClient, o.namespace, dbv1alpha1.LabelTLS)
 	var nodeInformerFactory kubeinformers.SharedInformerFactory
 	if o.watchNodes {
 		nodeInformerFactory = newNodeInformerFactory(kubeClient)
@@ -204,6 +205,7 @@ func run(ctx context.Context, o options) error {
 		Metrics:             m,
 
 		ParametersConfigMapInformers: configMapInformerFactory,
+		TLSSecretInformers:           tlsSecretInformerFactory,
 
 		CredentialsCheckInterval: o.credentialsCheck,
 		TLSTrustPeriod:           o.tlsTrustPeriod,
@@ -220,10 +222,12 @@ func run(ctx context.Context, o options) error {
 	dbInformerFactory.Start(ctx.Done())
 	claimEventInformerFactory.Start(ctx.Done())
 	configMapInformerFactory.Start(ctx.Done())
+	tlsSecretInformerFactory.Start(ctx.Done())
 	defer kubeInformerFactory.Shutdown()
 	defer dbInformerFactory.Shutdown()
 	defer claimEventInformerFactory.Shutdown()
 	defer configMapInformerFactory.Shutdown()
+	defer tlsSecretInformerFactory.Shutdown()
 	if nodeInformerFactory != nil {
 		nodeInformerFactory.Start(ctx.Done())
 		defer nodeInformerFactory.Shutdown()
@@ -491,12 +495,14 @@ func newClaimEventInformerFactory(eventsClient kubernetes.Interface, namespace s
 		kubeinformers.WithTransform(stripForCache))
 }
 
-// newParametersConfigMapInformerFactory returns the informer factory of the
-// ConfigMaps that Databases name in spec.parametersConfigMap: only those
-// labelled dbcontroller.io/parameters: "true", so that the cluster's other
-// ConfigMaps cost no memory; with no resync, as none needs one.
-func newParametersConfigMapInformerFactory(kubeClient kubernetes.Interface, namespace string) kubeinformers.SharedInformerFactory {
-	labelled := labels.SelectorFromSet(labels.Set{dbv1alpha1.LabelParameters: "true"}).String()
+// newLabelledInformerFactory returns the informer factory of the objects
+// that Databases name and the controller does not own: only those labelled
+// label: "true" (the ConfigMaps of spec.parametersConfigMap,
+// dbcontroller.io/parameters; the Secrets of spec.tls.secretName,
+// dbcontroller.io/tls), so that the cluster's others cost no memory; with
+// no resync, as none needs one. Secrets lose their data (stripForCache).
+func newLabelledInformerFactory(kubeClient kubernetes.Interface, namespace, label string) kubeinformers.SharedInformerFactory {
+	labelled := labels.SelectorFromSet(labels.Set{label: "true"}).String()
 	return kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
 		kubeinformers.WithNamespace(namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = labelled }),

@@ -44,6 +44,12 @@ const (
 	AnnotationTrusts       = "dbcontroller.io/trusts"
 	AnnotationTrustedSince = "dbcontroller.io/trusted-since"
 	AnnotationAuthorityNA  = "dbcontroller.io/authority-not-after"
+	// AnnotationSource says, of a certificate copied from the user's
+	// Secret (spec.tls.secretName), which one and which version of it:
+	// name/uid/resourceVersion; AnnotationSourceTrusts, the serial numbers
+	// of the authorities of its ca.crt.
+	AnnotationSource       = "dbcontroller.io/source"
+	AnnotationSourceTrusts = "dbcontroller.io/source-trusts"
 )
 
 // tlsVolume is the pod volume of the Secret <name>-tls.
@@ -59,6 +65,10 @@ type ServerCertificate struct {
 	Mode, Names, Serial, Issuer, Bundle, Trusts string
 	NotAfter, RenewAt, TrustedSince             time.Time
 	AuthorityNotAfter                           time.Time
+	// Source and SourceTrusts, of a certificate the user supplies
+	// (AnnotationSource, AnnotationSourceTrusts); RenewAt is then zero:
+	// its renewals are the user's.
+	Source, SourceTrusts string
 }
 
 // Authority is a certificate authority as its Secret holds it.
@@ -78,20 +88,26 @@ func NewTLSSecret(db *dbv1alpha1.Database, e engine.Engine, c ServerCertificate)
 			data[k] = []byte(v)
 		}
 	}
+	annotations := map[string]string{
+		AnnotationTLSMode:      c.Mode,
+		AnnotationTLSNames:     c.Names,
+		AnnotationSerial:       c.Serial,
+		AnnotationIssuer:       c.Issuer,
+		AnnotationBundle:       c.Bundle,
+		AnnotationTrusts:       c.Trusts,
+		AnnotationTrustedSince: c.TrustedSince.UTC().Format(time.RFC3339),
+		AnnotationNotAfter:     c.NotAfter.UTC().Format(time.RFC3339),
+		AnnotationAuthorityNA:  c.AuthorityNotAfter.UTC().Format(time.RFC3339),
+	}
+	if !c.RenewAt.IsZero() {
+		annotations[AnnotationRenewAt] = c.RenewAt.UTC().Format(time.RFC3339)
+	}
+	if c.Source != "" {
+		annotations[AnnotationSource], annotations[AnnotationSourceTrusts] = c.Source, c.SourceTrusts
+	}
 	return corev1ac.Secret(names.TLSSecretName(db), db.Namespace).
 		WithLabels(names.Labels(db)).
-		WithAnnotations(map[string]string{
-			AnnotationTLSMode:      c.Mode,
-			AnnotationTLSNames:     c.Names,
-			AnnotationSerial:       c.Serial,
-			AnnotationIssuer:       c.Issuer,
-			AnnotationBundle:       c.Bundle,
-			AnnotationTrusts:       c.Trusts,
-			AnnotationTrustedSince: c.TrustedSince.UTC().Format(time.RFC3339),
-			AnnotationNotAfter:     c.NotAfter.UTC().Format(time.RFC3339),
-			AnnotationRenewAt:      c.RenewAt.UTC().Format(time.RFC3339),
-			AnnotationAuthorityNA:  c.AuthorityNotAfter.UTC().Format(time.RFC3339),
-		}).
+		WithAnnotations(annotations).
 		WithOwnerReferences(ownerReference(db)).
 		WithType(corev1.SecretTypeTLS).
 		WithData(data)

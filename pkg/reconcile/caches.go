@@ -16,9 +16,10 @@ import (
 // this controller, and claimEvents to the events about claims; nodes, when
 // not nil, watches the nodes, to see the primaries' nodes cordoned;
 // configMaps, when not nil, the ConfigMaps labelled
-// dbcontroller.io/parameters: "true".
+// dbcontroller.io/parameters: "true"; tlsSecrets, when not nil, the
+// Secrets labelled dbcontroller.io/tls: "true".
 func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedInformerFactory,
-	claimEvents, nodes, configMaps kubeinformers.SharedInformerFactory) (Caches, []cache.InformerSynced, error) {
+	claimEvents, nodes, configMaps, tlsSecrets kubeinformers.SharedInformerFactory) (Caches, []cache.InformerSynced, error) {
 	if claimEvents == nil {
 		return Caches{}, nil, errors.New("no informer factory for the events about claims")
 	}
@@ -45,6 +46,9 @@ func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedI
 	}
 	if configMaps != nil {
 		informers = append(informers, source{configMaps.Core().V1().ConfigMaps().Informer(), nil, &c.ConfigMaps})
+	}
+	if tlsSecrets != nil {
+		informers = append(informers, source{tlsSecrets.Core().V1().Secrets().Informer(), nil, &c.TLSSecrets})
 	}
 	synced := make([]cache.InformerSynced, 0, len(informers))
 	for _, inf := range informers {

@@ -60,6 +60,7 @@ type fixture struct {
 	budgetLister      []*policyv1.PodDisruptionBudget
 	nodeLister        []*corev1.Node
 	configMapLister   []*corev1.ConfigMap
+	tlsSecretLister   []*corev1.Secret
 
 	// Objects in the fake clientsets at start.
 	kubeobjects []runtime.Object
@@ -158,7 +159,12 @@ func (f *fixture) seed(objs ...runtime.Object) {
 			f.serviceLister = append(f.serviceLister, o)
 			f.kubeobjects = append(f.kubeobjects, o)
 		case *corev1.Secret:
-			f.secretLister = append(f.secretLister, o)
+			// A user's Secret of spec.tls.secretName is in its own cache.
+			if o.Labels[dbv1alpha1.LabelTLS] == "true" {
+				f.tlsSecretLister = append(f.tlsSecretLister, o)
+			} else {
+				f.secretLister = append(f.secretLister, o)
+			}
 			f.kubeobjects = append(f.kubeobjects, o)
 		case *corev1.PersistentVolumeClaim:
 			f.claimLister = append(f.claimLister, o)
@@ -214,6 +220,7 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		Budgets:      f.cache(srcBudgets, nil, f.budgetLister),
 		Nodes:        f.cache(srcNodes, nil, f.nodeLister),
 		ConfigMaps:   f.cache(srcConfigMaps, nil, f.configMapLister),
+		TLSSecrets:   f.cache(srcTLSSecrets, nil, f.tlsSecretLister),
 	}
 	recorder := record.NewFakeRecorder(100)
 	toolsImage := actiontest.ToolsImage

@@ -37,6 +37,19 @@ func IndexByInstance(obj interface{}) ([]string, error) {
 // names (namespace/name), so that its change leads to them.
 const IndexParametersConfigMap = "parametersConfigMap"
 
+// IndexTLSSecret indexes Databases by the Secret of spec.tls.secretName,
+// as namespace/name, so that a change of it leads to them.
+const IndexTLSSecret = "tlsSecret"
+
+// IndexByTLSSecret is the index function of IndexTLSSecret.
+func IndexByTLSSecret(obj interface{}) ([]string, error) {
+	db, ok := obj.(*dbv1alpha1.Database)
+	if !ok || db.Spec.TLS == nil || db.Spec.TLS.SecretName == "" {
+		return nil, nil
+	}
+	return []string{db.Namespace + "/" + db.Spec.TLS.SecretName}, nil
+}
+
 // IndexByParametersConfigMap indexes a Database by namespace/name of the
 // ConfigMap of its spec.parametersConfigMap; others are not indexed.
 func IndexByParametersConfigMap(obj interface{}) ([]string, error) {

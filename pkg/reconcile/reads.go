@@ -41,6 +41,7 @@ const (
 	srcBudgets
 	srcNodes
 	srcConfigMaps
+	srcTLSSecrets
 	numSources
 )
 
@@ -57,6 +58,7 @@ var resources = [numSources]schema.GroupResource{
 	srcBudgets:      {Group: "policy", Resource: "poddisruptionbudgets"},
 	srcNodes:        {Resource: "nodes"},
 	srcConfigMaps:   {Resource: "configmaps"},
+	srcTLSSecrets:   {Resource: "secrets"},
 }
 
 // Caches are the indexers of the informers a pass reads, each limited to
@@ -66,16 +68,17 @@ var resources = [numSources]schema.GroupResource{
 // backup.IndexDatabase, and ClaimEvents IndexClaim. Nodes is nil when the
 // controller does not watch nodes: no node reads as cordoned then.
 // ConfigMaps are those labelled dbcontroller.io/parameters: "true" (nil: no
-// ConfigMap is found).
+// ConfigMap is found), and TLSSecrets those labelled dbcontroller.io/tls:
+// "true" (nil: none is found).
 type Caches struct {
-	StatefulSets, Services, Secrets, Jobs, Backups, Claims, Pods, ClaimEvents, Budgets, Nodes, ConfigMaps cache.Indexer
+	StatefulSets, Services, Secrets, Jobs, Backups, Claims, Pods, ClaimEvents, Budgets, Nodes, ConfigMaps, TLSSecrets cache.Indexer
 }
 
 func (c Caches) indexers() [numSources]cache.Indexer {
 	return [numSources]cache.Indexer{
 		srcStatefulSets: c.StatefulSets, srcServices: c.Services, srcSecrets: c.Secrets, srcJobs: c.Jobs,
 		srcBackups: c.Backups, srcClaims: c.Claims, srcPods: c.Pods, srcClaimEvents: c.ClaimEvents,
-		srcBudgets: c.Budgets, srcNodes: c.Nodes, srcConfigMaps: c.ConfigMaps,
+		srcBudgets: c.Budgets, srcNodes: c.Nodes, srcConfigMaps: c.ConfigMaps, srcTLSSecrets: c.TLSSecrets,
 	}
 }
 
@@ -263,6 +266,12 @@ func (r *reader) cordoned(node string) bool {
 // parametersConfigMap reads a ConfigMap labelled dbcontroller.io/parameters.
 func (r *reader) parametersConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
 	return getAs[*corev1.ConfigMap](r, srcConfigMaps, namespace, name)
+}
+
+// userTLSSecret reads a Secret labelled dbcontroller.io/tls, without its
+// data.
+func (r *reader) userTLSSecret(namespace, name string) (*corev1.Secret, error) {
+	return getAs[*corev1.Secret](r, srcTLSSecrets, namespace, name)
 }
 
 func (r *reader) job(namespace, name string) (*batchv1.Job, error) {

@@ -191,6 +191,9 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 			r.recorder.Event(db, corev1.EventTypeWarning, pc.Reason, pc.Message)
 		}
 	}
+	if t := newStatus.TLS; t != nil && t.Problem != "" && (db.Status.TLS == nil || db.Status.TLS.Problem != t.Problem) {
+		r.recorder.Event(db, corev1.EventTypeWarning, status.ReasonTLSSecretInvalid, t.Problem)
+	}
 	if eol := meta.FindStatusCondition(newStatus.Conditions, dbv1alpha1.ConditionVersionSupported); eol != nil &&
 		meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionVersionSupported) == nil {
 		r.recorder.Event(db, corev1.EventTypeWarning, eol.Reason, eol.Message)

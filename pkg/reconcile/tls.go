@@ -77,7 +77,21 @@ func (p *pass) ensureTLS(ctx context.Context, pods []*corev1.Pod) (tlsFindings, 
 	if err != nil {
 		return tlsFindings{}, err
 	}
-	if authority == nil || !now.Before(annotatedTime(authority, builder.AnnotationRenewAt)) {
+	due := authority == nil || !now.Before(annotatedTime(authority, builder.AnnotationRenewAt))
+	if db.Spec.TLS.SecretName != "" {
+		// The user's certificate; the Database's own authority is kept
+		// (made, or replaced, alone) for a hand-back.
+		var created []string
+		if due {
+			if created, err = p.writeAuthority(ctx, authority != nil, now); err != nil {
+				return tlsFindings{created: created}, err
+			}
+		}
+		found, err := p.ensureSuppliedTLS(ctx, pods, server, now)
+		found.created = append(created, found.created...)
+		return found, err
+	}
+	if due {
 		return p.newAuthority(ctx, server, authority, now)
 	}
 	if server == nil {
@@ -86,6 +100,14 @@ func (p *pass) ensureTLS(ctx context.Context, pods []*corev1.Pod) (tlsFindings, 
 	a := server.Annotations
 	caSerial := authority.Annotations[builder.AnnotationSerial]
 	switch {
+	case !trusts(a[builder.AnnotationTrusts], caSerial):
+		// Handed back from the user's certificate: clients trust the
+		// Database's own authority first, for the trust period.
+		own, err := p.liveSecret(ctx, names.AuthoritySecretName(db))
+		if err != nil {
+			return tlsFindings{}, err
+		}
+		return p.trustAuthority(ctx, server, own, now, "the certificate is the Database's own again (spec.tls.secretName unset)")
 	case a[builder.AnnotationIssuer] != caSerial:
 		// A renewal or a change of mode waits for the trust period too:
 		// until then the servers keep the certificate, and the mode, it
@@ -162,36 +184,16 @@ func (p *pass) allPresent(pods []*corev1.Pod, serial string) bool {
 // new one signs after the trust period.
 func (p *pass) newAuthority(ctx context.Context, server, old *corev1.Secret, now time.Time) (tlsFindings, error) {
 	r, db := p.r, p.db
-	ca, err := certs.NewAuthority(rand.Reader, db.Namespace+"/"+db.Name+" database-controller authority", now, certs.AuthorityValidity)
+	ca, created, err := p.makeAuthority(ctx, old != nil, now)
 	if err != nil {
-		return tlsFindings{}, fmt.Errorf("making the certificate authority: %w", err)
-	}
-	caCert, err := certs.Parse(ca.CertPEM)
-	if err != nil {
-		return tlsFindings{}, err
-	}
-	written, made, err := p.writeTLSSecret(ctx, builder.NewAuthoritySecret(db, builder.Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM,
-		Serial: caCert.SerialNumber.Text(16), NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}), old != nil)
-	if err != nil {
-		return tlsFindings{}, err
-	}
-	var created []string
-	if made {
-		created = append(created, "Secret "+written.Name)
+		return tlsFindings{created: created}, err
 	}
 	if server == nil {
 		found, err := p.issueWith(ctx, nil, ca, certs.Bundle(now, ca.CertPEM), now, "")
 		found.created = append(created, found.created...)
 		return found, err
 	}
-	live, err := p.liveSecret(ctx, server.Name)
-	if err != nil {
-		return tlsFindings{created: created}, err
-	}
-	bundle := certs.Bundle(now, live.Data[builder.AuthorityKey], ca.CertPEM)
-	c := serverCertificateOf(live)
-	c.BundlePEM, c.Bundle, c.Trusts, c.TrustedSince = bundle, pemDigest(bundle), trustsOf(bundle), now
-	found, err := p.writeServerSecret(ctx, server, c)
+	found, err := p.rebundle(ctx, server, now, ca.CertPEM)
 	found.created = append(created, found.created...)
 	if err == nil {
 		why := "the last one was due for replacement"
@@ -204,6 +206,71 @@ func (p *pass) newAuthority(ctx context.Context, server, old *corev1.Secret, now
 		found.pollAfter = r.trustPeriod
 	}
 	return found, err
+}
+
+// makeAuthority makes the Database a new authority and writes it to its
+// Secret (over the one there when exists), and says whether it created it.
+func (p *pass) makeAuthority(ctx context.Context, exists bool, now time.Time) (certs.Issued, []string, error) {
+	db := p.db
+	ca, err := certs.NewAuthority(rand.Reader, db.Namespace+"/"+db.Name+" database-controller authority", now, certs.AuthorityValidity)
+	if err != nil {
+		return certs.Issued{}, nil, fmt.Errorf("making the certificate authority: %w", err)
+	}
+	caCert, err := certs.Parse(ca.CertPEM)
+	if err != nil {
+		return certs.Issued{}, nil, err
+	}
+	written, made, err := p.writeTLSSecret(ctx, builder.NewAuthoritySecret(db, builder.Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM,
+		Serial: caCert.SerialNumber.Text(16), NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}), exists)
+	if err != nil {
+		return certs.Issued{}, nil, err
+	}
+	if made {
+		return ca, []string{"Secret " + written.Name}, nil
+	}
+	return ca, nil, nil
+}
+
+// writeAuthority is makeAuthority, for a Database whose servers present
+// the user's certificate: nothing else changes.
+func (p *pass) writeAuthority(ctx context.Context, exists bool, now time.Time) ([]string, error) {
+	_, created, err := p.makeAuthority(ctx, exists, now)
+	return created, err
+}
+
+// trustAuthority adds the authorities of Secret from's ca.crt to the
+// bundle of server, which keeps its certificate: clients read a bundle
+// that trusts them for the trust period before the servers present a
+// certificate they sign. why is said in an event.
+func (p *pass) trustAuthority(ctx context.Context, server, from *corev1.Secret, now time.Time, why string) (tlsFindings, error) {
+	r := p.r
+	found, err := p.rebundle(ctx, server, now, from.Data[builder.AuthorityKey])
+	if err == nil {
+		r.recorder.Eventf(p.db, corev1.EventTypeNormal, ReasonUpdated,
+			"The authorities of Secret %s are trusted beside the others from now (%s); the servers present a certificate they sign from %s",
+			from.Name, why, now.Add(r.trustPeriod).UTC().Format(time.RFC3339))
+		found.pollAfter = r.trustPeriod
+	}
+	return found, err
+}
+
+// rebundle writes server again with its certificate and the bundle of its
+// authorities and more, trusted since now.
+func (p *pass) rebundle(ctx context.Context, server *corev1.Secret, now time.Time, more []byte) (tlsFindings, error) {
+	live, err := p.liveSecret(ctx, server.Name)
+	if err != nil {
+		return tlsFindings{}, err
+	}
+	bundle := certs.Bundle(now, live.Data[builder.AuthorityKey], more)
+	c := serverCertificateOf(live)
+	c.BundlePEM, c.Bundle, c.Trusts, c.TrustedSince = bundle, pemDigest(bundle), trustsOf(bundle), now
+	return p.writeServerSecret(ctx, server, c)
+}
+
+// trusts reports whether the serial numbers list (comma-separated) holds
+// serial.
+func trusts(list, serial string) bool {
+	return strings.Contains(","+list+",", ","+serial+",")
 }
 
 // liveSecret reads the Secret name of db's namespace from the API server:
@@ -302,6 +369,7 @@ func serverCertificateOf(s *corev1.Secret) builder.ServerCertificate {
 		Issuer: a[builder.AnnotationIssuer], Bundle: a[builder.AnnotationBundle], Trusts: a[builder.AnnotationTrusts],
 		TrustedSince: annotatedTime(s, builder.AnnotationTrustedSince), NotAfter: annotatedTime(s, builder.AnnotationNotAfter),
 		RenewAt: annotatedTime(s, builder.AnnotationRenewAt), AuthorityNotAfter: annotatedTime(s, builder.AnnotationAuthorityNA),
+		Source: a[builder.AnnotationSource], SourceTrusts: a[builder.AnnotationSourceTrusts],
 	}
 }
 
@@ -396,6 +464,7 @@ func reissueReason(existing *corev1.Secret, mode dbv1alpha1.TLSMode, wantNames s
 func tlsStatus(s *corev1.Secret) *dbv1alpha1.TLSStatus {
 	a := s.Annotations
 	st := &dbv1alpha1.TLSStatus{Mode: dbv1alpha1.TLSMode(a[builder.AnnotationTLSMode]), Secret: s.Name}
+	st.SuppliedBy, _, _ = strings.Cut(a[builder.AnnotationSource], "/")
 	for k, into := range map[string]**metav1.Time{builder.AnnotationNotAfter: &st.NotAfter, builder.AnnotationRenewAt: &st.RenewAt,
 		builder.AnnotationAuthorityNA: &st.AuthorityNotAfter} {
 		if t := annotatedTime(s, k); !t.IsZero() {

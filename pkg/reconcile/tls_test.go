@@ -285,17 +285,23 @@ func TestTLSSecretOfAnotherOwner(t *testing.T) {
 // writtenTLSStatus is status.tls as the pass's status write set it.
 func writtenTLSStatus(t *testing.T, f *fixture) *dbv1alpha1.TLSStatus {
 	t.Helper()
+	return statusWritten(t, f).TLS
+}
+
+// statusWritten is the status the pass's status write set.
+func statusWritten(t *testing.T, f *fixture) dbv1alpha1.DatabaseStatus {
+	t.Helper()
 	for _, a := range f.client.Actions() {
 		if p, ok := a.(core.PatchAction); ok && a.GetSubresource() == "status" {
 			var db dbv1alpha1.Database
 			if err := json.Unmarshal(p.GetPatch(), &db); err != nil {
 				t.Fatal(err)
 			}
-			return db.Status.TLS
+			return db.Status
 		}
 	}
 	t.Fatal("no status written")
-	return nil
+	return dbv1alpha1.DatabaseStatus{}
 }
 
 // A server that presents an earlier certificate than the TLS Secret's (a

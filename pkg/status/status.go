@@ -17,21 +17,27 @@ import (
 // Reasons of the Ready and Progressing conditions. Each one says what a
 // person can do about it.
 const (
-	ReasonAllReplicasReady      = "AllReplicasReady"
-	ReasonReplicasNotReady      = "ReplicasNotReady"
-	ReasonStopped               = "Stopped"
-	ReasonProvisioning          = "Provisioning"
-	ReasonRollingUpdate         = "RollingUpdate"
-	ReasonWaitingForReady       = "WaitingForReadiness"
-	ReasonScaling               = "Scaling"
-	ReasonStopping              = "Stopping"
-	ReasonConverged             = "Converged"
-	ReasonUnknownVersion        = "UnknownVersion"
-	ReasonEndOfLife             = "EndOfLife"
-	ReasonSettingFCV            = "SettingFeatureCompatibilityVersion"
-	ReasonFCVFailed             = "FeatureCompatibilityVersionFailed"
-	ReasonSupported             = "Supported"
-	ReasonResourceConflict      = "ResourceConflict"
+	ReasonAllReplicasReady = "AllReplicasReady"
+	ReasonReplicasNotReady = "ReplicasNotReady"
+	ReasonStopped          = "Stopped"
+	ReasonProvisioning     = "Provisioning"
+	ReasonRollingUpdate    = "RollingUpdate"
+	ReasonWaitingForReady  = "WaitingForReadiness"
+	ReasonScaling          = "Scaling"
+	ReasonStopping         = "Stopping"
+	ReasonConverged        = "Converged"
+	ReasonUnknownVersion   = "UnknownVersion"
+	ReasonEndOfLife        = "EndOfLife"
+	ReasonSettingFCV       = "SettingFeatureCompatibilityVersion"
+	ReasonFCVFailed        = "FeatureCompatibilityVersionFailed"
+	ReasonSupported        = "Supported"
+	ReasonResourceConflict = "ResourceConflict"
+	// ReasonTLSSecretInvalid: the Secret of spec.tls.secretName is not
+	// among the labelled Secrets the controller reads, or what it holds
+	// cannot serve (no key of the certificate, a chain its ca.crt does not
+	// sign, a name missing); a new Database waits for it, a running one's
+	// servers keep the certificate they have (status.tls.problem).
+	ReasonTLSSecretInvalid      = "TLSSecretInvalid"
 	ReasonCredentialsMissing    = "CredentialsSecretMissing"
 	ReasonCredentialsRejected   = "CredentialsRejected"
 	ReasonStorageResizeFailed   = "StorageResizeFailed"

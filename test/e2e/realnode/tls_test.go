@@ -4,6 +4,9 @@ package realnode
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"slices"
@@ -230,4 +233,96 @@ func presentedSerials(t *testing.T, ns, db string, port int32, presented func(co
 		out[p.Name] = serial
 	}
 	return out
+}
+
+// userCertificateSecret is the manifest of the user's Secret name (the
+// shape cert-manager writes, labelled for the controller) holding a
+// certificate ca signs for the names of Database db of namespace ns, and
+// the certificate.
+func userCertificateSecret(t *testing.T, name, db, ns string, ca certs.Issued) (string, *x509.Certificate) {
+	t.Helper()
+	server, err := certs.IssueServer(rand.Reader, ca, certs.ServerNames(db, db+"-ro", db+"-headless", ns, "cluster.local"), time.Now(), certs.ServerValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := certs.Parse(server.CertPEM)
+	b64 := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+	return fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: %s
+  labels: {dbcontroller.io/tls: "true"}
+type: kubernetes.io/tls
+data:
+  tls.crt: %s
+  tls.key: %s
+  ca.crt: %s
+`, name, b64(server.CertPEM), b64(server.KeyPEM), b64(ca.CertPEM)), leaf
+}
+
+// A PostgreSQL Database with the user's own certificate (spec.tls.secretName,
+// as cert-manager writes it): the servers present it, and a client verifies
+// them fully with the credentials Secret alone. A renewal (the Secret
+// rewritten with a new certificate of the same authority) reaches every
+// server with a reload, no restart. A rewrite that cannot serve (another
+// certificate's key) changes nothing on the servers: status.tls.problem and
+// a Warning say why, and the Database stays Running.
+func TestPostgreSQLTLSFromTheUsersSecret(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	const db = "mine"
+	ca, err := certs.NewAuthority(rand.Reader, "the user's authority", time.Now(), certs.AuthorityValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, leaf := userCertificateSecret(t, "mine-cert", db, ns, ca)
+	e2eutil.KubectlIn(t, secret, "-n", ns, "apply", "-f", "-")
+	e2eutil.KubectlIn(t, dbYAML(db, "postgresql", "15", postgresImage, 1)+"  tls:\n    secretName: mine-cert\n", "-n", ns, "create", "-f", "-")
+	e2eutil.WaitRunning(t, ns, db, 3*converge)
+	st := e2eutil.GetDB(t, ns, db).Status.TLS
+	if st == nil || st.SuppliedBy != "mine-cert" || st.Problem != "" || st.RenewAt != nil {
+		t.Errorf("status.tls %+v, want supplied by mine-cert, no renewal of the controller's, no problem", st)
+	}
+	if got := presentedSerials(t, ns, db, 5432, pgsql.Presented); got[db+"-0"] != leaf.SerialNumber.Text(16) {
+		t.Errorf("presented %v, want the user's certificate %s", got, leaf.SerialNumber.Text(16))
+	}
+	if got := runTLSClient(t, ns, db, sessionTLS, ""); !strings.HasPrefix(got, "t") {
+		t.Errorf("a verify-full client of the user's certificate: %q, want TLS", got)
+	}
+
+	// A renewal of the same authority: presented with no restart.
+	starts := podStarts(t, ns, db, "postgresql")
+	renewed, next := userCertificateSecret(t, "mine-cert", db, ns, ca)
+	e2eutil.KubectlIn(t, renewed, "-n", ns, "apply", "-f", "-")
+	written := time.Now()
+	e2eutil.Eventually(t, 3*converge, "the renewed certificate presented", func() (bool, string) {
+		got := presentedSerials(t, ns, db, 5432, pgsql.Presented)
+		return got[db+"-0"] == next.SerialNumber.Text(16), fmt.Sprintf("presented %v", got)
+	})
+	t.Logf("the user's Secret renewed: the server presented the new certificate %s later", time.Since(written).Round(time.Second))
+	if after := podStarts(t, ns, db, "postgresql"); !maps.Equal(after, starts) {
+		t.Errorf("pods and their servers' starts %v, then %v: a renewal restarts nothing", starts, after)
+	}
+
+	// Another certificate's key: refused, and said; the servers keep theirs.
+	wrong, err := certs.NewAuthority(rand.Reader, "a stray key", time.Now(), certs.AuthorityValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eutil.Kubectl(t, "-n", ns, "patch", "secret", "mine-cert", "--type=merge", "-p",
+		fmt.Sprintf(`{"data":{"tls.key":%q}}`, base64.StdEncoding.EncodeToString(wrong.KeyPEM)))
+	e2eutil.Eventually(t, converge, "the problem said", func() (bool, string) {
+		st := e2eutil.GetDB(t, ns, db).Status.TLS
+		return st != nil && strings.Contains(st.Problem, "tls.key is not the key of tls.crt's certificate"), fmt.Sprintf("status.tls %+v", st)
+	})
+	t.Logf("a key that is not the certificate's: %s", e2eutil.GetDB(t, ns, db).Status.TLS.Problem)
+	if !slices.ContainsFunc(dbEvents(t, ns, db), func(e string) bool { return strings.HasPrefix(e, "Warning TLSSecretInvalid ") }) {
+		t.Errorf("events %q, want a Warning TLSSecretInvalid", dbEvents(t, ns, db))
+	}
+	if ok, msg := e2eutil.IsRunning(e2eutil.GetDB(t, ns, db)); !ok {
+		t.Errorf("the Database is not Running with its servers' certificate kept: %s", msg)
+	}
+	if got := presentedSerials(t, ns, db, 5432, pgsql.Presented); got[db+"-0"] != next.SerialNumber.Text(16) {
+		t.Errorf("presented %v, want the last certificate that could serve, %s", got, next.SerialNumber.Text(16))
+	}
 }

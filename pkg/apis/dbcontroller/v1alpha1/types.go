@@ -97,6 +97,10 @@ const (
 // those.
 const LabelParameters = "dbcontroller.io/parameters"
 
+// LabelTLS labels, with the value "true", the Secrets that Databases name
+// in spec.tls.secretName: the controller watches only those.
+const LabelTLS = "dbcontroller.io/tls"
+
 // LabelRole is the role label the controller gives each pod of a
 // replicated Database: RolePrimary or RoleReplica. The client Service
 // selects the primary by it, and the read-only Service the replicas.
@@ -147,6 +151,9 @@ const (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 52",message="metadata.name must be a DNS-1035 label of at most 52 characters (lowercase letters, digits and '-', starting with a letter), so that the Services and the StatefulSet's pods can carry it"
 // +kubebuilder:validation:XValidation:rule="has(self.spec.restore) == has(oldSelf.spec.restore) && (!has(self.spec.restore) || self.spec.restore == oldSelf.spec.restore)",message="spec.restore is immutable: it says where the data came from when the Database was created"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.tls) || !has(self.spec.tls.secretName) || !(self.spec.tls.secretName in [self.metadata.name + '-tls', self.metadata.name + '-ca', self.metadata.name + '-credentials'])",message="spec.tls.secretName may not name a Secret the controller writes for this Database (<name>-tls, <name>-ca, <name>-credentials): name the Secret that holds your certificate"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.tls) || !has(self.spec.tls.secretName) || self.spec.engine != 'mongodb'",message="spec.tls.secretName is for PostgreSQL and MySQL: MongoDB takes no certificate yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.tls) || !has(self.spec.tls.secretName) || self.spec.tls.mode != 'Disabled'",message="spec.tls.secretName needs TLS: with mode Disabled the servers take no certificate"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || self.spec.engine != 'mongodb'",message="spec.replication is for PostgreSQL and MySQL: MongoDB replica sets are not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || !has(self.spec.replication.primary) || self.spec.replication.primary.startsWith(self.metadata.name + '-')",message="spec.replication.primary names a pod of this Database: <name>-<ordinal>"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replication) || !has(self.spec.replication.synchronous) || !has(self.spec.replicas) || self.spec.replication.synchronous.number < self.spec.replicas",message="spec.replication.synchronous.number must be lower than spec.replicas: the primary is not one of the replicas a commit waits for"
@@ -436,6 +443,18 @@ type TLSSpec struct {
 	// +optional
 	// +kubebuilder:default=Enabled
 	Mode TLSMode `json:"mode,omitempty"`
+	// SecretName names a Secret of the Database's namespace that holds the
+	// servers' certificate, its key and the authorities that sign it
+	// (tls.crt, tls.key, ca.crt: the shape cert-manager writes), labelled
+	// dbcontroller.io/tls: "true", in place of the certificate the
+	// controller issues. The controller never writes it: it checks what
+	// it holds (the key, the chain, the names of the Services and pods)
+	// and copies it into Secret <name>-tls, which the servers read; a
+	// change of it (a renewal) is copied in turn, and the servers reload.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName,omitempty"`
 }
 
 // SpreadPolicy says how the pods of a replicated Database are spread over nodes.
@@ -908,6 +927,16 @@ type TLSStatus struct {
 	// AuthorityNotAfter is when the Database's certificate authority expires.
 	// +optional
 	AuthorityNotAfter *metav1.Time `json:"authorityNotAfter,omitempty"`
+	// SuppliedBy is the user's Secret the certificate was copied from
+	// (spec.tls.secretName); empty when the controller issued it. Its
+	// renewals are the user's: RenewAt is then unset.
+	// +optional
+	SuppliedBy string `json:"suppliedBy,omitempty"`
+	// Problem says why the servers keep the certificate they have rather
+	// than the one spec.tls.secretName's Secret holds now, in words a
+	// person can act on; empty when there is none.
+	// +optional
+	Problem string `json:"problem,omitempty"`
 }
 
 // ParametersStatus reports the parameters the servers were given.

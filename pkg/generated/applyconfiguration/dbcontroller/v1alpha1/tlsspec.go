@@ -32,6 +32,15 @@ type TLSSpecApplyConfiguration struct {
 	// such a client, and is the user's choice, once every client connects
 	// with TLS.
 	Mode *dbcontrollerv1alpha1.TLSMode `json:"mode,omitempty"`
+	// SecretName names a Secret of the Database's namespace that holds the
+	// servers' certificate, its key and the authorities that sign it
+	// (tls.crt, tls.key, ca.crt: the shape cert-manager writes), labelled
+	// dbcontroller.io/tls: "true", in place of the certificate the
+	// controller issues. The controller never writes it: it checks what
+	// it holds (the key, the chain, the names of the Services and pods)
+	// and copies it into Secret <name>-tls, which the servers read; a
+	// change of it (a renewal) is copied in turn, and the servers reload.
+	SecretName *string `json:"secretName,omitempty"`
 }
 
 // TLSSpecApplyConfiguration constructs a declarative configuration of the TLSSpec type for use with
@@ -45,5 +54,13 @@ func TLSSpec() *TLSSpecApplyConfiguration {
 // If called multiple times, the Mode field is set to the value of the last call.
 func (b *TLSSpecApplyConfiguration) WithMode(value dbcontrollerv1alpha1.TLSMode) *TLSSpecApplyConfiguration {
 	b.Mode = &value
+	return b
+}
+
+// WithSecretName sets the SecretName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SecretName field is set to the value of the last call.
+func (b *TLSSpecApplyConfiguration) WithSecretName(value string) *TLSSpecApplyConfiguration {
+	b.SecretName = &value
 	return b
 }

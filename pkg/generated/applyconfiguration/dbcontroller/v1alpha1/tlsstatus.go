@@ -41,6 +41,14 @@ type TLSStatusApplyConfiguration struct {
 	RenewAt  *v1.Time `json:"renewAt,omitempty"`
 	// AuthorityNotAfter is when the Database's certificate authority expires.
 	AuthorityNotAfter *v1.Time `json:"authorityNotAfter,omitempty"`
+	// SuppliedBy is the user's Secret the certificate was copied from
+	// (spec.tls.secretName); empty when the controller issued it. Its
+	// renewals are the user's: RenewAt is then unset.
+	SuppliedBy *string `json:"suppliedBy,omitempty"`
+	// Problem says why the servers keep the certificate they have rather
+	// than the one spec.tls.secretName's Secret holds now, in words a
+	// person can act on; empty when there is none.
+	Problem *string `json:"problem,omitempty"`
 }
 
 // TLSStatusApplyConfiguration constructs a declarative configuration of the TLSStatus type for use with
@@ -86,5 +94,21 @@ func (b *TLSStatusApplyConfiguration) WithRenewAt(value v1.Time) *TLSStatusApply
 // If called multiple times, the AuthorityNotAfter field is set to the value of the last call.
 func (b *TLSStatusApplyConfiguration) WithAuthorityNotAfter(value v1.Time) *TLSStatusApplyConfiguration {
 	b.AuthorityNotAfter = &value
+	return b
+}
+
+// WithSuppliedBy sets the SuppliedBy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SuppliedBy field is set to the value of the last call.
+func (b *TLSStatusApplyConfiguration) WithSuppliedBy(value string) *TLSStatusApplyConfiguration {
+	b.SuppliedBy = &value
+	return b
+}
+
+// WithProblem sets the Problem field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Problem field is set to the value of the last call.
+func (b *TLSStatusApplyConfiguration) WithProblem(value string) *TLSStatusApplyConfiguration {
+	b.Problem = &value
 	return b
 }
