@@ -45,9 +45,9 @@ func mysqlTLSClientPod(name, db, image, script string) string {
 // server with $TLS, at $H or the Secret's host.
 const mysqlTLSSQL = `MYSQL_PWD="$PASSWORD" mysql $TLS -h "${H:-$HOST}" -P "$PORT" -u "$USERNAME" --connect-timeout=3 -N -s "$DATABASE" -e `
 
-// sessionCipher is the client's own session's TLS version, empty in plain
-// text.
-const sessionCipher = `"SELECT VARIABLE_VALUE FROM performance_schema.session_status WHERE VARIABLE_NAME = 'Ssl_version'"`
+// sessionCipher prints the client's own session's TLS version, nothing in
+// plain text (MariaDB's performance_schema is off by default: SHOW).
+const sessionCipher = `"SHOW SESSION STATUS LIKE 'Ssl_version'" | cut -f2`
 
 func tryMySQLTLSClient(t *testing.T, ns, db, image, script string) (string, error) {
 	t.Helper()
@@ -95,13 +95,13 @@ func checkMySQLTLS(t *testing.T, version, image string) {
 	ip := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", db.Status.Replication.Primary, "-o", "jsonpath={.status.podIP}"))
 	out, err := tryMySQLTLSClient(t, ns, name, image, waitMySQL+`set -e
 echo "verified $(`+mysqlTLSSQL+sessionCipher+`)"
-echo "plain $(TLS=$PLAIN `+mysqlTLSSQL+`"SELECT 'served'")"
-if H=`+ip+` `+mysqlTLSSQL+`"SELECT 1" 2>/tmp/err; then echo "unverified name accepted"; else echo "by address: $(cat /tmp/err)"; fi`)
+echo "plain: $(TLS=$PLAIN; `+mysqlTLSSQL+`"SELECT 'served'") cipher=[$(TLS=$PLAIN; `+mysqlTLSSQL+sessionCipher+`)]"
+if (H=`+ip+`; `+mysqlTLSSQL+`"SELECT 1") 2>/tmp/err; then echo "unverified name accepted"; else echo "by address: $(cat /tmp/err)"; fi`)
 	if err != nil {
 		t.Fatalf("TLS client: %v\n%s", err, out)
 	}
 	t.Logf("a client with TLS Enabled:\n%s", strings.TrimSpace(out))
-	if !strings.Contains(out, "verified TLSv1.") || !strings.Contains(out, "plain served") || !strings.Contains(out, "by address: ") {
+	if !strings.Contains(out, "verified TLSv1.") || !strings.Contains(out, "plain: served cipher=[]") || !strings.Contains(out, "by address: ") {
 		t.Errorf("want a verified TLS session, plain text served, and a connection by address refused, got:\n%s", out)
 	}
 
@@ -121,7 +121,7 @@ if H=`+ip+` `+mysqlTLSSQL+`"SELECT 1" 2>/tmp/err; then echo "unverified name acc
 		return running && rs == "True" && mode == dbv1alpha1.TLSRequired && db.Status.ObservedGeneration == db.Generation,
 			fmt.Sprintf("%s; Replicating %s (%s); status.tls.mode %s", msg, rs, rmsg, mode)
 	})
-	out, err = tryMySQLTLSClient(t, ns, name, image, `TLS=$PLAIN `+mysqlTLSSQL+`"SELECT 1"`)
+	out, err = tryMySQLTLSClient(t, ns, name, image, `TLS=$PLAIN; `+mysqlTLSSQL+`"SELECT 1"`)
 	if err == nil {
 		t.Errorf("a plain-text client with TLS Required was served:\n%s", out)
 	} else {
@@ -170,17 +170,19 @@ func checkChannelVerifies(t *testing.T, ns, name, image, primary string) {
 	if primary == replica {
 		replica = name + "-1"
 	}
-	query := `"SELECT CONCAT_WS(' ', c.SSL_ALLOWED, c.SSL_CA_FILE, c.SSL_VERIFY_SERVER_CERTIFICATE, s.SERVICE_STATE) FROM performance_schema.replication_connection_configuration c JOIN performance_schema.replication_connection_status s USING (CHANNEL_NAME)"`
+	query := mysqlTLSSQL + `"SELECT CONCAT_WS(' ', c.SSL_ALLOWED, c.SSL_CA_FILE, c.SSL_VERIFY_SERVER_CERTIFICATE, s.SERVICE_STATE) FROM performance_schema.replication_connection_configuration c JOIN performance_schema.replication_connection_status s USING (CHANNEL_NAME)"`
 	want := "YES /etc/dbc-tls/ca.crt YES ON"
 	if image == mariadbImage {
-		// (Vertical, with the names.)
-		query = `"SHOW REPLICA STATUS" -E | sed -n -e 's/^ *Master_SSL_Allowed: //p' -e 's/^ *Master_SSL_CA_File: //p' -e 's/^ *Master_SSL_Verify_Server_Cert: //p' -e 's/^ *Slave_IO_Running: //p' | tr '\n' ' '`
+		// (Vertical, with the names, which -N would drop.)
+		query = `MYSQL_PWD="$PASSWORD" mysql $TLS -h "$H" -P "$PORT" -u "$USERNAME" --connect-timeout=3 -E -e "SHOW REPLICA STATUS" | sed -n -e 's/^ *Master_SSL_Allowed: //p' -e 's/^ *Master_SSL_CA_File: //p' -e 's/^ *Master_SSL_Verify_Server_Cert: //p' -e 's/^ *Slave_IO_Running: //p' | tr '\n' ' '`
 		// (In the order SHOW REPLICA STATUS has them.)
 		want = "Yes Yes /etc/dbc-tls/ca.crt Yes "
 	}
-	script := fmt.Sprintf(`H=%s.%s-headless
-for i in $(seq 50); do got=$(%s%s); [ "$got" = %q ] && break; sleep 0.2; done
-echo "$got"`, replica, name, mysqlTLSSQL, query, want)
+	// (OpenSSL matches a wildcard only with two labels after it: the
+	// namespaced form.)
+	script := fmt.Sprintf(`H=%s.%s-headless.%s.svc
+for i in $(seq 50); do got=$(%s); [ "$got" = %q ] && break; sleep 0.2; done
+echo "$got"`, replica, name, ns, query, want)
 	out, err := tryMySQLTLSClient(t, ns, name, image, script)
 	if err != nil || strings.TrimRight(out, "\n") != want {
 		t.Errorf("%s's replication channel: %v %q, want %q (over TLS, verifying the primary, receiving)", replica, err, out, want)
