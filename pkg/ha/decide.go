@@ -286,11 +286,6 @@ func toTarget(o Observation, byName map[string]Instance) Action {
 	}
 	// 3. Promote, 4. label, 5. record.
 	if target.Replica {
-		if ahead, ok := aheadOf(o, byName, target); ok {
-			return Action{Kind: ActionRecordTarget, Instance: ahead.Name,
-				Reason: fmt.Sprintf("%s received the %s of %s up to %s, beyond %s (%s): it is promoted instead, so that no replica holds %s the new primary lacks",
-					ahead.Name, o.Terms.log(), o.Primary, o.Terms.position(ahead.Received), o.Target, o.Terms.position(target.Received), o.Terms.log())}
-		}
 		return Action{Kind: ActionPromote, Instance: o.Target, Reason: "promoting " + o.Target}
 	}
 	if target.Role != RolePrimary {
@@ -361,33 +356,6 @@ func successor(o Observation, primary Instance) (Instance, bool) {
 			continue
 		}
 		if best == nil || (best.Cordoned && !c.Cordoned) || (best.Cordoned == c.Cordoned && moreAdvanced(*c, *best)) {
-			best = c
-		}
-	}
-	if best == nil {
-		return Instance{}, false
-	}
-	return *best, true
-}
-
-// aheadOf is the replica, of those that answer, that received more of
-// the old primary's changes than target, the most advanced, once the old
-// primary can send no more (it does not answer). Promoting target then
-// would leave that replica holding changes the new primary's history
-// lacks, which it cannot follow: the old primary's last changes (a clean
-// shutdown's final record, which target's receiver had not written when
-// it was asked to promote) reach the replicas in their own time.
-func aheadOf(o Observation, byName map[string]Instance, target Instance) (Instance, bool) {
-	if old, exists := byName[o.Primary]; exists && old.Reachable {
-		return Instance{}, false
-	}
-	var best *Instance
-	for k := range o.Instances {
-		c := &o.Instances[k]
-		if c.Name == target.Name || c.Name == o.Primary || !c.Reachable || !c.Replica || c.Received <= target.Received {
-			continue
-		}
-		if best == nil || moreAdvanced(*c, *best) {
 			best = c
 		}
 	}
