@@ -75,19 +75,22 @@ func Convert(from, into any) error {
 	return json.Unmarshal(b, into)
 }
 
-// withServerArgs puts args on server's command line after its first
-// argument (the server's name, or MySQL's --defaults-extra-file, which
-// must come first) and before its others: a replicated PostgreSQL
-// server's cluster_name stays last, which ps shows. A server with no
-// arguments yet gets first before them, unless it is "" (an image whose
-// entrypoint puts its server before arguments that begin with "-").
+// withServerArgs puts args on server's command line. Where the command
+// line starts with the server's name (first), after it and before the
+// other arguments: a replicated PostgreSQL server's cluster_name stays
+// last, which ps shows; a server with no arguments yet gets first before
+// them. Where it does not (first is "": the image's entrypoint puts its
+// server before arguments that begin with "-"), after the others, so
+// that what must come first stays first (MySQL's --defaults-extra-file)
+// and an option and its value stay together (MongoDB's --tlsMode
+// requireTLS).
 func withServerArgs(server *corev1ac.ContainerApplyConfiguration, first string, args []string) {
 	switch {
+	case first == "":
+		server.Args = append(server.Args, args...)
 	case len(server.Args) > 0:
 		server.Args = append(append([]string{server.Args[0]}, args...), server.Args[1:]...)
-	case first != "":
-		server.Args = append([]string{first}, args...)
 	default:
-		server.Args = args
+		server.Args = append([]string{first}, args...)
 	}
 }

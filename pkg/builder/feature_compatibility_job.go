@@ -32,8 +32,9 @@ func FeatureCompatibilityJobName(db *dbv1alpha1.Database, series string) string 
 // series, after an upgrade to that series has rolled out. It runs mongosh
 // from the Database's own image, with the root credentials from the
 // Secret, against each pod through the headless Service: the replicas are
-// separate servers. Setting the version it already has is harmless, so a
-// retry is safe.
+// separate servers, verifying each with the credentials Secret's ca.crt
+// when they have TLS. Setting the version it already has is harmless, so
+// a retry is safe.
 func NewFeatureCompatibilityJob(db *dbv1alpha1.Database, e engine.Engine, image, series string, replicas int32) *batchv1ac.JobApplyConfiguration {
 	rt := e.Runtime()
 	labels := names.Labels(db)
@@ -46,7 +47,7 @@ i=0
 while [ "$i" -lt %d ]; do
   host="%s-$i.%s.%s.svc:%d"
   echo "setting featureCompatibilityVersion %s on $host"
-  mongosh --quiet --norc "mongodb://$host/admin" -u "$USERNAME" -p "$PASSWORD" --authenticationDatabase admin \
+  mongosh --quiet --norc ${DBC_TLS_CA:+--tls --tlsCAFile "$DBC_TLS_CA"} "mongodb://$host/admin" -u "$USERNAME" -p "$PASSWORD" --authenticationDatabase admin \
     --eval 'const r = db.adminCommand({setFeatureCompatibilityVersion: "%s", confirm: true}); if (r.ok !== 1) { throw new Error(JSON.stringify(r)) }'
   i=$((i + 1))
 done`, replicas, names.StatefulSetName(db), names.HeadlessServiceName(db), db.Namespace, rt.Port, series, series)
@@ -66,7 +67,7 @@ done`, replicas, names.StatefulSetName(db), names.HeadlessServiceName(db), db.Na
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp")).
 		WithSecurityContext(containerSecurity())
 
-	return batchv1ac.Job(FeatureCompatibilityJobName(db, series), db.Namespace).
+	return withVerification(batchv1ac.Job(FeatureCompatibilityJobName(db, series), db.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(ownerReference(db)).
 		WithSpec(batchv1ac.JobSpec().
@@ -77,7 +78,7 @@ done`, replicas, names.StatefulSetName(db), names.HeadlessServiceName(db), db.Na
 				WithLabels(podLabels).
 				WithSpec(jobPodSpec(rt.UID).
 					WithContainers(container).
-					WithVolumes(corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource())))))
+					WithVolumes(corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()))))), db, e, featureCompatibilityTool)
 }
 
 // JobFinished reports whether job has finished, and if so whether it

@@ -88,6 +88,9 @@ func NewTLSSecret(db *dbv1alpha1.Database, e engine.Engine, c ServerCertificate)
 			data[k] = []byte(v)
 		}
 	}
+	if t := e.Runtime().TLS; t != nil && t.KeyWithCertificate != "" {
+		data[t.KeyWithCertificate] = append(append([]byte{}, c.KeyPEM...), c.CertPEM...)
+	}
 	annotations := map[string]string{
 		AnnotationTLSMode:      c.Mode,
 		AnnotationTLSNames:     c.Names,
@@ -165,8 +168,20 @@ func WithTLS(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.Databas
 	sts.Spec.Template.WithAnnotations(map[string]string{AnnotationTLSMode: string(mode)})
 }
 
-// serverAuthoritiesVolume is a backup Job's volume of the credentials
-// Secret's ca.crt.
+// WithCertificateSerial has the pods of sts carry the serial number of
+// their servers' certificate, for an engine whose servers take a new one
+// only when they start (engine.TLS.RestartToRenew): a new certificate
+// then rolls them out. It changes nothing for the others, or without a
+// certificate.
+func WithCertificateSerial(sts *appsv1ac.StatefulSetApplyConfiguration, e engine.Engine, serial string) {
+	if t := e.Runtime().TLS; t == nil || !t.RestartToRenew || serial == "" {
+		return
+	}
+	sts.Spec.Template.WithAnnotations(map[string]string{AnnotationSerial: serial})
+}
+
+// serverAuthoritiesVolume is a Job's volume of the credentials Secret's
+// ca.crt.
 const serverAuthoritiesVolume = "server-authorities"
 
 // withServerVerification has the tool of a backup Job of db verify the
@@ -175,6 +190,12 @@ const serverAuthoritiesVolume = "server-authorities"
 // ClientEnv. The key is optional, as a Secret made before TLS gets it a
 // moment after the servers do: a tool that finds no file says so.
 func withServerVerification(job *batchv1ac.JobApplyConfiguration, db *dbv1alpha1.Database, e engine.Engine) *batchv1ac.JobApplyConfiguration {
+	return withVerification(job, db, e, JobBackup)
+}
+
+// withVerification is withServerVerification for the Job's container
+// named container.
+func withVerification(job *batchv1ac.JobApplyConfiguration, db *dbv1alpha1.Database, e engine.Engine, container string) *batchv1ac.JobApplyConfiguration {
 	t := e.Runtime().TLS
 	if t == nil || db.Spec.TLSMode() == dbv1alpha1.TLSDisabled {
 		return job
@@ -185,7 +206,7 @@ func withServerVerification(job *batchv1ac.JobApplyConfiguration, db *dbv1alpha1
 		WithItems(corev1ac.KeyToPath().WithKey(AuthorityKey).WithPath(path.Base(engine.ClientAuthorityFile)))))
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
-		if *c.Name != JobBackup {
+		if *c.Name != container {
 			continue
 		}
 		c.WithVolumeMounts(corev1ac.VolumeMount().WithName(serverAuthoritiesVolume).WithMountPath(path.Dir(engine.ClientAuthorityFile)).WithReadOnly(true))

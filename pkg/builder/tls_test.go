@@ -101,12 +101,47 @@ func TestWithTLS(t *testing.T) {
 			t.Errorf("MySQL %s, replicated %v: args %q, want %q", tc.mode, tc.replicated, got, tc.wantArgs)
 		}
 	}
+	// MongoDB's entrypoint puts mongod first too.
 	mongo := newDatabase(dbv1alpha1.EngineMongoDB, "7.0")
-	sts := NewStatefulSet(mongo, lookup(t, mongo.Spec.Engine), "mongo:7.0", StorageOf(mongo), nil, false)
-	before, _ := yaml.Marshal(sts)
-	WithTLS(sts, mongo, lookup(t, mongo.Spec.Engine), dbv1alpha1.TLSRequired)
-	if after, _ := yaml.Marshal(sts); string(after) != string(before) {
-		t.Errorf("MongoDB's StatefulSet changed with TLS, which it does not take yet")
+	for mode, tlsMode := range map[dbv1alpha1.TLSMode]string{dbv1alpha1.TLSEnabled: "preferTLS", dbv1alpha1.TLSRequired: "requireTLS"} {
+		sts := NewStatefulSet(mongo, lookup(t, mongo.Spec.Engine), "mongo:7.0", StorageOf(mongo), nil, false)
+		WithTLS(sts, mongo, lookup(t, mongo.Spec.Engine), mode)
+		want := "--tlsMode " + tlsMode + " --tlsCertificateKeyFile /etc/dbc-tls/mongodb.pem --tlsCAFile /etc/dbc-tls/ca.crt --tlsAllowConnectionsWithoutCertificates"
+		if got := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " "); got != want {
+			t.Errorf("MongoDB %s: args %q, want %q", mode, got, want)
+		}
+		// Parameters follow, and split no option from its value.
+		WithParameters(sts, lookup(t, mongo.Spec.Engine), map[string]string{"ttlMonitorSleepSecs": "120"})
+		if got := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " "); got != want+" --setParameter ttlMonitorSleepSecs=120" {
+			t.Errorf("MongoDB %s with a parameter: args %q", mode, got)
+		}
+	}
+}
+
+// MongoDB's TLS Secret holds the key and the certificate in one file
+// (mongod's tlsCertificateKeyFile), and its pods carry the certificate's
+// serial number, which a renewal changes, as mongod reads it at start
+// only; the other engines' pods do not (they reload).
+func TestMongoDBCertificate(t *testing.T) {
+	mongo := newDatabase(dbv1alpha1.EngineMongoDB, "7.0")
+	e := lookup(t, mongo.Spec.Engine)
+	secret := NewTLSSecret(mongo, e, ServerCertificate{CertPEM: []byte("<certificate>\n"), KeyPEM: []byte("<key>\n"), BundlePEM: []byte("<authorities>\n"), Mode: "Enabled"})
+	if got := string(secret.Data["mongodb.pem"]); got != "<key>\n<certificate>\n" {
+		t.Errorf("mongodb.pem %q, want the key, then the certificate", got)
+	}
+	sts := NewStatefulSet(mongo, e, "mongo:7.0", StorageOf(mongo), nil, false)
+	WithCertificateSerial(sts, e, "1f")
+	if got := sts.Spec.Template.Annotations[AnnotationSerial]; got != "1f" {
+		t.Errorf("MongoDB's pod template's serial %q, want 1f", got)
+	}
+	pg := newDatabase(dbv1alpha1.EnginePostgreSQL, "16")
+	pgSts := NewStatefulSet(pg, lookup(t, pg.Spec.Engine), "postgres:16", StorageOf(pg), nil, false)
+	WithCertificateSerial(pgSts, lookup(t, pg.Spec.Engine), "1f")
+	if _, ok := pgSts.Spec.Template.Annotations[AnnotationSerial]; ok {
+		t.Errorf("PostgreSQL's pod template carries the serial: a renewal would restart servers that reload")
+	}
+	if _, ok := NewTLSSecret(pg, lookup(t, pg.Spec.Engine), ServerCertificate{Mode: "Enabled"}).Data["mongodb.pem"]; ok {
+		t.Errorf("PostgreSQL's TLS Secret holds mongodb.pem")
 	}
 }
 
@@ -123,7 +158,8 @@ func TestBackupJobsVerifyTheServer(t *testing.T) {
 		{dbv1alpha1.EnginePostgreSQL, dbv1alpha1.TLSDisabled, false},
 		{dbv1alpha1.EngineMySQL, dbv1alpha1.TLSEnabled, true},
 		{dbv1alpha1.EngineMySQL, dbv1alpha1.TLSDisabled, false},
-		{dbv1alpha1.EngineMongoDB, dbv1alpha1.TLSEnabled, false},
+		{dbv1alpha1.EngineMongoDB, dbv1alpha1.TLSEnabled, true},
+		{dbv1alpha1.EngineMongoDB, dbv1alpha1.TLSDisabled, false},
 	} {
 		db := newDatabase(tc.engine, "16")
 		db.Spec.TLS = &dbv1alpha1.TLSSpec{Mode: tc.mode}
@@ -136,6 +172,9 @@ func TestBackupJobsVerifyTheServer(t *testing.T) {
 		}
 		if e.Runtime().Archiving != nil {
 			jobs["base backup"] = NewBaseBackupJob(b, db, e, "img", "tools", s, "k")
+		}
+		if tc.engine == dbv1alpha1.EngineMongoDB {
+			jobs["feature compatibility"] = NewFeatureCompatibilityJob(db, e, "img", "7.0", 1)
 		}
 		for name, job := range jobs {
 			spec := job.Spec.Template.Spec
@@ -150,6 +189,7 @@ func TestBackupJobsVerifyTheServer(t *testing.T) {
 			want := map[dbv1alpha1.Engine][]string{
 				dbv1alpha1.EnginePostgreSQL: {"PGSSLMODE=verify-full", "PGSSLROOTCERT=/etc/dbc-server-ca/ca.crt"},
 				dbv1alpha1.EngineMySQL:      {"DBC_TLS_CA=/etc/dbc-server-ca/ca.crt"},
+				dbv1alpha1.EngineMongoDB:    {"DBC_TLS_CA=/etc/dbc-server-ca/ca.crt"},
 			}[tc.engine]
 			verifies := len(want) > 0 && !slices.ContainsFunc(want, func(v string) bool { return !slices.Contains(env, v) }) &&
 				slices.ContainsFunc(spec.Volumes, func(v corev1ac.VolumeApplyConfiguration) bool {

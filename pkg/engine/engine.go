@@ -136,6 +136,16 @@ type TLS struct {
 	// verifies the server it dumps, against the authorities mounted at
 	// ClientAuthorityFile.
 	ClientEnv map[string]string
+	// KeyWithCertificate, when set, is a file beside the certificate that
+	// holds its key and then the certificate, as one PEM text: MongoDB's
+	// tlsCertificateKeyFile.
+	KeyWithCertificate string
+	// RestartToRenew says the servers take a new certificate only when they
+	// start: no client of the controller's asks them to read it again
+	// (MongoDB's rotateCertificates needs a MongoDB client). The pods then
+	// carry the certificate's serial number in their template, so that a
+	// new certificate rolls them out, in the rollout's order.
+	RestartToRenew bool
 }
 
 // ClientAuthorityFile is where a backup Job finds the credentials

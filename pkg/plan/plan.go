@@ -50,6 +50,11 @@ type Observed struct {
 	// data of the ConfigMap of spec.parametersConfigMap (nil when that is
 	// not found, or refused).
 	Parameters map[string]string
+	// CertificateSerial is the serial number of the certificate in the
+	// Database's TLS Secret, "" when there is none: the pods of an engine
+	// whose servers read it only at start carry it
+	// (builder.WithCertificateSerial).
+	CertificateSerial string
 }
 
 // Plan is what one sync pass of a Database should bring about.
@@ -172,6 +177,9 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 	}
 	p.StartParameters = StartParameters(db, e, observed.StatefulSet == nil, observed.Parameters)
 	builder.WithTLS(sts, db, e, db.Spec.TLSMode())
+	if db.Spec.TLSMode() != dbv1alpha1.TLSDisabled {
+		builder.WithCertificateSerial(sts, e, observed.CertificateSerial)
+	}
 	builder.WithParameters(sts, e, p.StartParameters)
 	p.StatefulSet = stamp(sts)
 	p.Grow = claimsToGrow(db, observed.Claims)

@@ -405,6 +405,12 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	if err != nil {
 		return f, err
 	}
+	if t := p.plan.Engine.Runtime().TLS; t != nil && t.RestartToRenew && f.tls.serial != "" {
+		// Its servers read the certificate at start only: their pods carry
+		// its serial number, the one this pass found or issued.
+		observed.CertificateSerial = f.tls.serial
+		p.plan = plan.Compute(p.db, observed)
+	}
 	created, err := p.ensureSecret(ctx, f.statefulSet != nil, f.tls)
 	f.created = append(f.created, created...)
 	if err != nil {

@@ -163,13 +163,20 @@ func annotatedTime(s *corev1.Secret, key string) time.Time {
 
 // allPresent reports whether every ready server of pods presented the
 // certificate of serial, as last asked (presentCertificates), and one did.
+// A server that reads its certificate only at start presents the one its
+// pod was made with (builder.WithCertificateSerial).
 func (p *pass) allPresent(pods []*corev1.Pod, serial string) bool {
+	atStart := p.plan.Engine != nil && p.plan.Engine.Runtime().TLS != nil && p.plan.Engine.Runtime().TLS.RestartToRenew
 	n := 0
 	for _, pod := range pods {
 		if !podReady(pod) || pod.DeletionTimestamp != nil {
 			continue
 		}
-		if s, ok := p.r.presented.get(pod.UID); !ok || s != serial {
+		s, ok := p.r.presented.get(pod.UID)
+		if atStart {
+			s, ok = pod.Annotations[builder.AnnotationSerial], true
+		}
+		if !ok || s != serial {
 			return false
 		}
 		n++

@@ -228,9 +228,6 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 		{name: "a certificate Secret the controller writes", args: []string{"create", "-f", "-"},
 			stdin:   dbYAML("own-cert", "postgresql", "16", 1, "  tls:\n    secretName: own-cert-tls\n"),
 			wantErr: "spec.tls.secretName may not name a Secret the controller writes for this Database"},
-		{name: "a certificate Secret for MongoDB", args: []string{"create", "-f", "-"},
-			stdin:   dbYAML("mongo-cert", "mongodb", "7.0", 1, "  tls:\n    secretName: mongo-certificate\n"),
-			wantErr: "spec.tls.secretName is for PostgreSQL and MySQL"},
 		{name: "a certificate Secret without TLS", args: []string{"create", "-f", "-"},
 			stdin:   dbYAML("no-tls-cert", "mysql", "8.4", 1, "  tls:\n    mode: Disabled\n    secretName: shop-cert\n"),
 			wantErr: "spec.tls.secretName needs TLS"},
@@ -503,10 +500,9 @@ func TestRestartWhileCreating(t *testing.T) {
 		return len(list.Items) == n && len(waiting) == 0, fmt.Sprintf("%d Databases, not yet Running: %q", len(list.Items), waiting)
 	})
 
-	// A PostgreSQL or MySQL Database has two more Secrets, for TLS (on
-	// by default): its authority's and its servers' certificate's. Every
-	// third Database is MongoDB's, which has none yet.
-	withTLS := n - n/len(engines)
+	// Each Database has two more Secrets, for TLS (on by default): its
+	// authority's and its servers' certificate's.
+	withTLS := n
 	counts := children(t, ns)
 	if counts["statefulset"] != n || counts["service"] != 2*n || counts["secret"] != n+2*withTLS {
 		t.Errorf("children after restart = %v, want %d StatefulSets, %d Services, %d Secrets", counts, n, 2*n, n+2*withTLS)

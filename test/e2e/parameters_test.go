@@ -108,9 +108,12 @@ func TestParametersMongoDB(t *testing.T) {
 				fmt.Sprintf("args %q, condition %+v", got, c)
 		})
 	}
-	applied("--setParameter", "ttlMonitorSleepSecs=120")
+	// After the TLS arguments (spec.tls.mode Enabled by default).
+	tls := []string{"--tlsMode", "preferTLS", "--tlsCertificateKeyFile", "/etc/dbc-tls/mongodb.pem", "--tlsCAFile", "/etc/dbc-tls/ca.crt",
+		"--tlsAllowConnectionsWithoutCertificates"}
+	applied(append(tls, "--setParameter", "ttlMonitorSleepSecs=120")...)
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/docs", "--type=merge", "-p", `{"spec":{"parameters":{"ttlMonitorSleepSecs":"90","logLevel":"1"}}}`)
-	applied("--setParameter", "logLevel=1", "--setParameter", "ttlMonitorSleepSecs=90")
+	applied(append(tls, "--setParameter", "logLevel=1", "--setParameter", "ttlMonitorSleepSecs=90")...)
 }
 
 // Parameters from a ConfigMap labelled dbcontroller.io/parameters: a new

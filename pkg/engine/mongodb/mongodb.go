@@ -37,19 +37,23 @@ var base = engine.Base{
 		ScratchPaths: []string{"/data/configdb", "/tmp"},
 		// Logs in as the root user. mongosh is a Node.js process that writes its
 		// logs under $HOME, /data/db in the image: HOME=/tmp keeps them off
-		// the data volume.
+		// the data volume. With TLS it asks for it (requireTLS refuses
+		// plain text), against the authorities, at an address no
+		// certificate names.
 		ReadinessCommand: []string{"sh", "-c",
-			`HOME=/tmp exec mongosh --quiet --norc -u "$MONGO_INITDB_ROOT_USERNAME" -p "$MONGO_INITDB_ROOT_PASSWORD" --authenticationDatabase admin --eval 'db.adminCommand({ping: 1}).ok' mongodb://127.0.0.1:27017/admin`},
+			`tls=; [ ! -f ` + engine.TLSAuthorityFile + ` ] || tls="--tls --tlsCAFile ` + engine.TLSAuthorityFile + ` --tlsAllowInvalidHostnames"
+HOME=/tmp exec mongosh --quiet --norc $tls -u "$MONGO_INITDB_ROOT_USERNAME" -p "$MONGO_INITDB_ROOT_PASSWORD" --authenticationDatabase admin --eval 'db.adminCommand({ping: 1}).ok' mongodb://127.0.0.1:27017/admin`},
 		ProbeTimeoutSeconds: 10,
 		StartupSeconds:      600,
 		URIScheme:           "mongodb",
 		URIQuery:            "?authSource=admin",
 		UID:                 999,
 		// One database, gzipped, renamed on restore to the new Database's.
-		// The first init's temporary mongod listens on 127.0.0.1:27017.
+		// The first init's temporary mongod listens on 127.0.0.1:27017. With
+		// TLS the dump verifies the server, its certificate and name.
 		Backup: engine.BackupTool{
 			Extension: "archive.gz",
-			Dump: `mongodump --host="$HOST" --port="$PORT" --username="$USERNAME" --password="$PASSWORD" --authenticationDatabase=admin ` +
+			Dump: `mongodump ${` + tlsAuthorityEnv + `:+--ssl --sslCAFile="$` + tlsAuthorityEnv + `"} --host="$HOST" --port="$PORT" --username="$USERNAME" --password="$PASSWORD" --authenticationDatabase=admin ` +
 				`--db="$DATABASE" --archive="$OUT" --gzip`,
 			Restore: `mongorestore --host=127.0.0.1 --port=27017 --username="$MONGO_INITDB_ROOT_USERNAME" --password="$MONGO_INITDB_ROOT_PASSWORD" ` +
 				`--authenticationDatabase=admin --archive="$DBC_RESTORE_FILE" --gzip --nsFrom="$DBC_RESTORE_SOURCE_DATABASE.*" --nsTo="$MONGO_INITDB_DATABASE.*" 2>/tmp/dbc-restore.err || ` +
@@ -58,6 +62,7 @@ var base = engine.Base{
 			Initialised:   "[ -f /data/db/WiredTiger ]",
 		},
 		Parameters: &parameters,
+		TLS:        &tls,
 	},
 }
 
