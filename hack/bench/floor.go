@@ -23,9 +23,12 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/backup"
 	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/certs"
+	"github.com/dbcontroller/database-controller/pkg/engine"
 	dbapply "github.com/dbcontroller/database-controller/pkg/generated/applyconfiguration/dbcontroller/v1alpha1"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	"github.com/dbcontroller/database-controller/pkg/metrics"
+	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/password"
 	"github.com/dbcontroller/database-controller/pkg/plan"
 	"github.com/dbcontroller/database-controller/pkg/reconcile"
@@ -38,12 +41,14 @@ const floorFieldManager = "database-controller-floor"
 // The floor is the least API work that brings a Database to the state the
 // controller brings it to, with no controller around it: for each Database,
 // the controller's finalizer when it wants one (reconcile.FinalizerWanted:
-// under the default deletionPolicy Retain), the same four creates the
-// controller makes (the credentials Secret, the
-// headless and the client Service, the StatefulSet), built by the same
-// builders, and once its StatefulSet reports every replica ready, one
-// server-side apply of the same Running status the controller would compute
-// (status.Compute). It has no informers, no events, no intermediate status
+// under the default deletionPolicy Retain), the same creates the
+// controller makes (with TLS, on by default, the authority's and the
+// server certificate's Secrets, issued as the controller issues them;
+// the credentials Secret, with the authority in ca.crt; the headless and
+// the client Service; the StatefulSet), built by the same builders, and
+// once its StatefulSet reports every replica ready, one server-side apply
+// of the same Running status the controller would compute (status.Compute,
+// with status.tls). It has no informers, no events, no intermediate status
 // writes and no reads before writing: it knows every Database from the
 // create that made it, and learns readiness from one WATCH of StatefulSets.
 // Its workers, QPS and burst are the controller's, over two clientsets as
@@ -199,13 +204,36 @@ func (f *floor) createChildren(ctx context.Context, db *dbv1alpha1.Database) int
 			return err
 		})
 	}
+	var bundle []byte
+	if db.Spec.TLSMode() != dbv1alpha1.TLSDisabled && p.Engine.Runtime().TLS != nil {
+		tlsSecrets, err := floorTLSSecrets(db, p.Engine, time.Now())
+		if err != nil {
+			logf("floor: %s: %v", db.Name, err)
+			return fails + 1
+		}
+		for _, ac := range tlsSecrets {
+			fails += f.retry(ctx, "Secret "+*ac.Name, func() error {
+				var secret corev1.Secret
+				if err := builder.Convert(ac, &secret); err != nil {
+					return err
+				}
+				_, err := core.Secrets(f.ns).Create(ctx, &secret, opts)
+				return ignoreExists(err)
+			})
+		}
+		bundle = tlsSecrets[0].Data[builder.AuthorityKey]
+	}
 	fails += f.retry(ctx, "Secret "+db.Name, func() error {
 		pw, err := password.Generate(rand.Reader)
 		if err != nil {
 			return err
 		}
 		var secret corev1.Secret
-		if err := builder.Convert(p.Secret(pw), &secret); err != nil {
+		desired := p.Secret(pw)
+		if bundle != nil {
+			desired.WithData(map[string][]byte{builder.AuthorityKey: bundle})
+		}
+		if err := builder.Convert(desired, &secret); err != nil {
 			return err
 		}
 		_, err = core.Secrets(f.ns).Create(ctx, &secret, opts)
@@ -232,11 +260,55 @@ func (f *floor) createChildren(ctx context.Context, db *dbv1alpha1.Database) int
 	return fails
 }
 
-// floorStatus is the status the controller computes for db with sts observed.
+// floorTLSSecrets are the authority's and the server certificate's
+// Secrets of db, issued at now as the controller issues them (the
+// annotations it decides from are filled with the certificates' own
+// facts; their digests are the controller's business).
+func floorTLSSecrets(db *dbv1alpha1.Database, e engine.Engine, now time.Time) ([]*corev1ac.SecretApplyConfiguration, error) {
+	ca, err := certs.NewAuthority(rand.Reader, db.Namespace+"/"+db.Name+" database-controller authority", now, certs.AuthorityValidity)
+	if err != nil {
+		return nil, err
+	}
+	server, err := certs.IssueServer(rand.Reader, ca, certs.ServerNames(names.ServiceName(db), names.ReadOnlyServiceName(db),
+		names.HeadlessServiceName(db), db.Namespace, names.ClusterDomain), now, certs.ServerValidity)
+	if err != nil {
+		return nil, err
+	}
+	caCert, err := certs.Parse(ca.CertPEM)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := certs.Parse(server.CertPEM)
+	if err != nil {
+		return nil, err
+	}
+	bundle := certs.Bundle(now, ca.CertPEM)
+	caSerial := caCert.SerialNumber.Text(16)
+	return []*corev1ac.SecretApplyConfiguration{
+		builder.NewAuthoritySecret(db, builder.Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM, Serial: caSerial,
+			NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}),
+		builder.NewTLSSecret(db, e, builder.ServerCertificate{CertPEM: server.CertPEM, KeyPEM: server.KeyPEM, BundlePEM: bundle,
+			Mode: string(db.Spec.TLSMode()), Names: caSerial, Serial: cert.SerialNumber.Text(16), Issuer: caSerial, Bundle: caSerial,
+			Trusts: caSerial, TrustedSince: now, NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: caCert.NotAfter}),
+	}, nil
+}
+
+// floorStatus is the status the controller computes for db with sts
+// observed, status.tls with the dates of certificates issued when the
+// StatefulSet was made.
 func floorStatus(db *dbv1alpha1.Database, sts *appsv1.StatefulSet) (dbv1alpha1.DatabaseStatus, error) {
 	p := plan.Compute(db, plan.Observed{StatefulSet: sts})
 	if p.Problem != nil {
 		return dbv1alpha1.DatabaseStatus{}, p.Problem
+	}
+	var tlsStatus *dbv1alpha1.TLSStatus
+	if db.Spec.TLSMode() != dbv1alpha1.TLSDisabled && p.Engine.Runtime().TLS != nil {
+		issued := sts.CreationTimestamp.Time
+		at := func(d time.Duration) *metav1.Time {
+			return &metav1.Time{Time: issued.Add(d).UTC().Truncate(time.Second)}
+		}
+		tlsStatus = &dbv1alpha1.TLSStatus{Mode: db.Spec.TLSMode(), Secret: names.TLSSecretName(db), NotAfter: at(certs.ServerValidity),
+			RenewAt: at(certs.ServerValidity * 2 / 3), AuthorityNotAfter: at(certs.AuthorityValidity)}
 	}
 	return status.Compute(status.Input{
 		Database:    db,
@@ -244,6 +316,8 @@ func floorStatus(db *dbv1alpha1.Database, sts *appsv1.StatefulSet) (dbv1alpha1.D
 		StatefulSet: sts,
 		Image:       p.Image,
 		Now:         metav1.Now(),
+		TLSDecided:  true,
+		TLS:         tlsStatus,
 	}), nil
 }
 

@@ -13,8 +13,9 @@ import (
 const mib = 1024 * 1024
 
 // designMinimumWrites is the number of writes a new Database needs at the
-// least; see the report's explanation.
-const designMinimumWrites = 6
+// least, with TLS (on by default for every engine); see the report's
+// explanation.
+const designMinimumWrites = 8
 
 // Targets of issue 13: convergence within 1.05× the floor; RSS at most
 // 80 MiB at 1,000 Databases, growing by at most 20 KiB per Database more.
@@ -242,7 +243,7 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 
 	w("### The minimum writes for a new Database: %d\n\n", designMinimumWrites)
 	w("Under the default deletionPolicy Retain, the controller must hold a Database at its deletion (to release the credentials Secret to stay with the volumes), so its finalizer is added first: one patch. ")
-	w("A Database owns four objects, and the API creates one object per request: the credentials Secret, the headless Service, the client Service and the StatefulSet are four creates. ")
+	w("A Database owns six objects, and the API creates one object per request: with TLS (on by default) its certificate authority's Secret and its servers' certificate's, then the credentials Secret (with the authority in ca.crt), the headless Service, the client Service and the StatefulSet are six creates. ")
 	w("Each is created complete, with its owner reference and labels, so none needs a second write. ")
 	w("Its status must go from empty to Running at least once, and one server-side apply carries the whole final status (phase, replicas, version, endpoint, conditions): one write. ")
 	w("Nothing else is needed for a Database to run and be reported Running; the pods, claims and volumes are written by kube-controller-manager, the scheduler and kwok, for the controller and the floor alike. ")
@@ -371,7 +372,7 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 
 	w("## What the floor wrote\n\n")
 	w("The floor is a small program (hack/bench/floor.go) that does, for each Database, only what reaching the same state needs, with the controller's own builders: ")
-	w("the four creates the controller makes (Secret, headless Service, client Service, StatefulSet, the same objects, planned by `pkg/plan` as the controller plans them), ")
+	w("the six creates the controller makes (the two TLS Secrets, with certificates issued as the controller issues them, the credentials Secret, headless Service, client Service, StatefulSet, the same objects, planned by `pkg/plan` as the controller plans them), ")
 	w("then, when a WATCH of StatefulSets shows that Database's StatefulSet rolled out with every replica ready, one server-side apply of the status `status.Compute` gives, which is the same `Running` status the controller writes (field manager `%s`). ", floorFieldManager)
 	w("No informers, no Events, no intermediate status, no reads before writing: it takes each Database from the create that made it. ")
 	w("It runs %d goroutines (the controller's --workers) over two clientsets with QPS %g and burst %d each, as the controller has (one for Kubernetes objects, one for Databases). ", c.workers, c.qps, c.burst)
