@@ -405,9 +405,9 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	if err != nil {
 		return f, err
 	}
-	if t := p.plan.Engine.Runtime().TLS; t != nil && t.RestartToRenew && f.tls.serial != "" {
+	if t := p.plan.Engine.Runtime().TLS; t != nil && t.RestartToRenew && f.tls.serial != "" && f.tls.serial != observed.CertificateSerial {
 		// Its servers read the certificate at start only: their pods carry
-		// its serial number, the one this pass found or issued.
+		// its serial number, the one this pass issued.
 		observed.CertificateSerial = f.tls.serial
 		p.plan = plan.Compute(p.db, observed)
 	}
@@ -508,6 +508,15 @@ func (p *pass) observe() (plan.Observed, error) {
 			return observed, err
 		}
 		observed.Parameters = p.asked.want
+	}
+	if e, err := registry.Lookup(string(p.db.Spec.Engine)); err == nil && e.Runtime().TLS != nil && e.Runtime().TLS.RestartToRenew {
+		// The serial number the pods of such an engine carry, as the cache
+		// (or this process's last write) has it; the TLS step may issue
+		// another, and the pass plans again then.
+		key := ChildKey{Kind: "Secret", Namespace: p.db.Namespace, Name: names.TLSSecretName(p.db)}
+		if s, err := p.read.secret(key.Namespace, key.Name); err == nil && metav1.IsControlledBy(s, p.db) {
+			observed.CertificateSerial = p.r.tlsWritten.newest(key, s).Annotations[builder.AnnotationSerial]
+		}
 	}
 	return observed, nil
 }
