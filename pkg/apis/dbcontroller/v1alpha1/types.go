@@ -409,10 +409,12 @@ type DatabaseSpec struct {
 	// refuse any other. With TLS the controller issues a certificate
 	// authority of the Database's own (Secret <name>-ca, never mounted)
 	// and a server certificate it signs for the client, read-only and
-	// headless Services' names (Secret <name>-tls), renews it before it
-	// expires without restarting the servers, and adds the authority to
-	// the credentials Secret (ca.crt), so that clients verify the server
-	// (PostgreSQL's sslmode=verify-full). PostgreSQL only, so far.
+	// headless Services' names (Secret <name>-tls), or copies the user's
+	// (secretName), renews it before it expires without restarting the
+	// servers (MongoDB's restart: mongod reads it at start only), and adds
+	// the authority to the credentials Secret (ca.crt), so that clients
+	// verify the server (PostgreSQL's sslmode=verify-full, MySQL's
+	// VERIFY_IDENTITY).
 	// +optional
 	// +kubebuilder:default={}
 	TLS *TLSSpec `json:"tls,omitempty"`
@@ -429,7 +431,8 @@ const (
 	// so that a client chooses; replication and the controller use TLS.
 	TLSEnabled TLSMode = "Enabled"
 	// TLSRequired: the servers refuse plain-text connections from other
-	// hosts (PostgreSQL's hostssl).
+	// hosts (PostgreSQL's hostssl, MySQL's require_secure_transport,
+	// MongoDB's requireTLS).
 	TLSRequired TLSMode = "Required"
 )
 

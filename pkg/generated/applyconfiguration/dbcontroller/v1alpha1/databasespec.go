@@ -109,10 +109,12 @@ type DatabaseSpecApplyConfiguration struct {
 	// refuse any other. With TLS the controller issues a certificate
 	// authority of the Database's own (Secret <name>-ca, never mounted)
 	// and a server certificate it signs for the client, read-only and
-	// headless Services' names (Secret <name>-tls), renews it before it
-	// expires without restarting the servers, and adds the authority to
-	// the credentials Secret (ca.crt), so that clients verify the server
-	// (PostgreSQL's sslmode=verify-full). PostgreSQL only, so far.
+	// headless Services' names (Secret <name>-tls), or copies the user's
+	// (secretName), renews it before it expires without restarting the
+	// servers (MongoDB's restart: mongod reads it at start only), and adds
+	// the authority to the credentials Secret (ca.crt), so that clients
+	// verify the server (PostgreSQL's sslmode=verify-full, MySQL's
+	// VERIFY_IDENTITY).
 	TLS *TLSSpecApplyConfiguration `json:"tls,omitempty"`
 }
 
