@@ -21,7 +21,7 @@ const mysqlWriterScript = `end=$(( $(date +%%s) + %d ))
 i=0
 while [ "$(date +%%s)" -lt "$end" ]; do
   i=$((i + 1))
-  if MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --connect-timeout=1 "$DATABASE" -e "INSERT INTO w VALUES ($i)" >/dev/null 2>&1; then
+  if MYSQL_PWD="$PASSWORD" mysql ${TLS:-} -h "$HOST" -P "$PORT" -u "$USERNAME" --connect-timeout=1 "$DATABASE" -e "INSERT INTO w VALUES ($i)" >/dev/null 2>&1; then
     echo "ok $i $(date +%%s.%%N)"
   else
     echo "fail $i $(date +%%s.%%N)"; sleep 0.1

@@ -4,15 +4,11 @@ package realnode
 
 import (
 	"fmt"
-	"maps"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
-	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/mysqlsql"
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
@@ -61,10 +57,11 @@ func tryMySQLTLSClient(t *testing.T, ns, db, image, script string) (string, erro
 // verifies the primary's certificate and name. Then Required: the
 // servers restart with require_secure_transport, plain text is refused,
 // the verifying client, the replication and the controller (Replicating,
-// which it learns over SQL) go on over TLS. Last, the servers'
-// certificate is issued again (Secret <name>-tls deleted): every server
-// presents the new one after a reload (ALTER INSTANCE RELOAD TLS, FLUSH
-// SSL), with no restart.
+// which it learns over SQL) go on over TLS. Last, the authority is
+// replaced (Secret <name>-ca deleted) under a writer that verifies for
+// every write (rotateUnderAWriter): every server presents the new one's
+// certificate after a reload (ALTER INSTANCE RELOAD TLS, FLUSH SSL), with
+// no restart, and no connection of the writer fails.
 func TestMySQLTLS(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, version, image string }{
@@ -132,33 +129,16 @@ if (H=`+ip+`; `+mysqlTLSSQL+`"SELECT 1") 2>/tmp/err; then echo "unverified name 
 	}
 	checkChannelVerifies(t, ns, name, image, db.Status.Replication.Primary)
 
-	// The certificate issued again: presented after a reload, no restart.
-	starts := podStarts(t, ns, name, "mysql")
-	var old corev1.Secret
-	e2eutil.GetJSON(t, &old, "-n", ns, "get", "secret", name+"-tls")
-	e2eutil.Kubectl(t, "-n", ns, "delete", "secret", name+"-tls")
-	deleted := time.Now()
-	e2eutil.Eventually(t, 3*converge, "every server presenting the certificate issued again", func() (bool, string) {
-		var s corev1.Secret
-		if err := e2eutil.TryGetJSON(&s, "-n", ns, "get", "secret", name+"-tls"); err != nil {
-			return false, err.Error()
-		}
-		serial := s.Annotations[builder.AnnotationSerial]
-		if serial == old.Annotations[builder.AnnotationSerial] {
-			return false, "not issued again yet"
-		}
-		presented := presentedSerials(t, ns, name, 3306, mysqlsql.Presented)
-		for pod, p := range presented {
-			if p != serial {
-				return false, fmt.Sprintf("%s presents %s, the Secret holds %s", pod, p, serial)
-			}
-		}
-		return len(presented) == 2, fmt.Sprintf("presented %v", presented)
+	// The authority replaced under a writer that verifies for every write:
+	// every server presents the new one's certificate after a reload.
+	rotateUnderAWriter(t, ns, name, rotation{
+		container: "mysql", port: 3306, presented: mysqlsql.Presented, seconds: 300,
+		writer: func(t *testing.T, ns, db string, seconds int) *writer {
+			runClient(t, ns, db, image, waitMySQL+mysqlSQL+`"CREATE TABLE IF NOT EXISTS w (n INT PRIMARY KEY)"`)
+			name := "tls-writer"
+			return startPod(t, ns, name, mysqlTLSClientPod(name, db, image, fmt.Sprintf(mysqlWriterScript, seconds)))
+		},
 	})
-	t.Logf("Secret %s-tls deleted: every server presented the new certificate %s later", name, time.Since(deleted).Round(time.Second))
-	if after := podStarts(t, ns, name, "mysql"); !maps.Equal(after, starts) {
-		t.Errorf("pods and their servers' starts %v, then %v: a new certificate restarts nothing", starts, after)
-	}
 }
 
 // checkChannelVerifies asks the replica (the pod that is not primary) how

@@ -145,7 +145,28 @@ done`, "")
 		t.Errorf("with TLS Required, WAL senders and whether all are encrypted: %q, want 1 true", got)
 	}
 
-	rotateUnderAWriter(t, ns, "secure")
+	rotateUnderAWriter(t, ns, "secure", postgresRotation)
+}
+
+// rotation is what rotateUnderAWriter needs of an engine: its server's
+// container and port, how to ask a server which certificate it presents,
+// and a writer that verifies fully with the credentials Secret's mounted
+// ca.crt, connecting for every write, for seconds.
+type rotation struct {
+	container string
+	port      int32
+	presented func(context.Context, string, int32, ha.Credentials) (string, error)
+	writer    func(t *testing.T, ns, db string, seconds int) *writer
+	seconds   int
+}
+
+var postgresRotation = rotation{
+	container: "postgresql", port: 5432, presented: pgsql.Presented, seconds: 330,
+	writer: func(t *testing.T, ns, db string, seconds int) *writer {
+		runTLSClient(t, ns, db, `psql "$DATABASE_URL" -X -qc "CREATE TABLE IF NOT EXISTS w (n int PRIMARY KEY)"`, "")
+		name := "tls-writer"
+		return startPod(t, ns, name, tlsClientPod(name, db, postgresImage, "URI=\"$DATABASE_URL\"\n"+fmt.Sprintf(writerScript, seconds), ""))
+	},
 }
 
 // rotateUnderAWriter replaces db's certificate authority, as its README
@@ -155,13 +176,11 @@ done`, "")
 // --tls-trust-period (2m), then signs a new server certificate, which
 // every server presents by a reload, with no pod restarted; then the old
 // authority is dropped from the bundle. No connection of the writer fails.
-func rotateUnderAWriter(t *testing.T, ns, db string) {
+func rotateUnderAWriter(t *testing.T, ns, db string, e rotation) {
 	var oldCA corev1.Secret
 	e2eutil.GetJSON(t, &oldCA, "-n", ns, "get", "secret", db+"-ca")
-	pods := podStarts(t, ns, db, "postgresql")
-	runTLSClient(t, ns, db, `psql "$DATABASE_URL" -X -qc "CREATE TABLE IF NOT EXISTS w (n int PRIMARY KEY)"`, "")
-	name := "tls-writer"
-	w := startPod(t, ns, name, tlsClientPod(name, db, postgresImage, "URI=\"$DATABASE_URL\"\n"+fmt.Sprintf(writerScript, 330), ""))
+	pods := podStarts(t, ns, db, e.container)
+	w := e.writer(t, ns, db, e.seconds)
 	w.waitAcknowledged(t, 3)
 
 	e2eutil.Kubectl(t, "-n", ns, "delete", "secret", db+"-ca")
@@ -183,7 +202,7 @@ func rotateUnderAWriter(t *testing.T, ns, db string) {
 		if a[builder.AnnotationIssuer] != caSerial {
 			return false, fmt.Sprintf("the servers' certificate is the old authority's; the bundle holds %s", a[builder.AnnotationTrusts])
 		}
-		presented := presentedSerials(t, ns, db, 5432, pgsql.Presented)
+		presented := presentedSerials(t, ns, db, e.port, e.presented)
 		for pod, p := range presented {
 			if p != a[builder.AnnotationSerial] {
 				return false, fmt.Sprintf("%s presents %s, the Secret holds %s", pod, p, a[builder.AnnotationSerial])
@@ -198,7 +217,7 @@ func rotateUnderAWriter(t *testing.T, ns, db string) {
 	})
 	t.Logf("Secret %s-ca deleted: the servers presented the new authority's certificate %s later, and the old authority was dropped %s later",
 		db, presentedAt.Round(time.Second), time.Since(deleted).Round(time.Second))
-	if after := podStarts(t, ns, db, "postgresql"); !maps.Equal(after, pods) {
+	if after := podStarts(t, ns, db, e.container); !maps.Equal(after, pods) {
 		t.Errorf("pods and their servers' starts %v, then %v: a rotation restarts nothing", pods, after)
 	}
 	writes := parseWrites(t, w.wait(t))
