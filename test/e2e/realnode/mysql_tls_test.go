@@ -106,18 +106,7 @@ if (H=`+ip+`; `+mysqlTLSSQL+`"SELECT 1") 2>/tmp/err; then echo "unverified name 
 	checkChannelVerifies(t, ns, name, image, db.Status.Replication.Primary)
 
 	// Required.
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+name, "--type=merge", "-p", `{"spec":{"tls":{"mode":"Required"}}}`)
-	e2eutil.Eventually(t, 3*converge, "the servers restarted with TLS Required", func() (bool, string) {
-		db = e2eutil.GetDB(t, ns, name)
-		running, msg := e2eutil.IsRunning(db)
-		rs, _, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
-		mode := dbv1alpha1.TLSMode("-")
-		if db.Status.TLS != nil {
-			mode = db.Status.TLS.Mode
-		}
-		return running && rs == "True" && mode == dbv1alpha1.TLSRequired && db.Status.ObservedGeneration == db.Generation,
-			fmt.Sprintf("%s; Replicating %s (%s); status.tls.mode %s", msg, rs, rmsg, mode)
-	})
+	db = requireTLS(t, ns, name)
 	out, err = tryMySQLTLSClient(t, ns, name, image, `TLS=$PLAIN; `+mysqlTLSSQL+`"SELECT 1"`)
 	if err == nil {
 		t.Errorf("a plain-text client with TLS Required was served:\n%s", out)

@@ -120,18 +120,7 @@ done`, "")
 	t.Logf("pgbench -C -S -c 2 -T 5, a connection per transaction:\n%s", bench)
 
 	// 2. Required.
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db/secure", "--type=merge", "-p", `{"spec":{"tls":{"mode":"Required"}}}`)
-	e2eutil.Eventually(t, 3*converge, "the servers restarted with TLS Required", func() (bool, string) {
-		db = e2eutil.GetDB(t, ns, "secure")
-		running, msg := e2eutil.IsRunning(db)
-		rs, _, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
-		mode := dbv1alpha1.TLSMode("-")
-		if db.Status.TLS != nil {
-			mode = db.Status.TLS.Mode
-		}
-		return running && rs == "True" && mode == dbv1alpha1.TLSRequired && db.Status.ObservedGeneration == db.Generation,
-			fmt.Sprintf("%s; Replicating %s (%s); status.tls.mode %s", msg, rs, rmsg, mode)
-	})
+	db = requireTLS(t, ns, "secure")
 	out, err = tryTLSClient(t, ns, "secure", `PGSSLMODE=disable `+sessionTLS, "")
 	if err == nil || !strings.Contains(out, "no encryption") {
 		t.Errorf("a plain-text client with TLS Required: %v\n%s\nwant it refused (no pg_hba.conf entry, no encryption)", err, out)
@@ -146,6 +135,26 @@ done`, "")
 	}
 
 	rotateUnderAWriter(t, ns, "secure", postgresRotation)
+}
+
+// requireTLS sets db's spec.tls.mode to Required and waits until its
+// servers restarted with it: Running, replicating, status.tls saying so.
+func requireTLS(t *testing.T, ns, name string) *dbv1alpha1.Database {
+	t.Helper()
+	var db *dbv1alpha1.Database
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+name, "--type=merge", "-p", `{"spec":{"tls":{"mode":"Required"}}}`)
+	e2eutil.Eventually(t, 3*converge, "the servers restarted with TLS Required", func() (bool, string) {
+		db = e2eutil.GetDB(t, ns, name)
+		running, msg := e2eutil.IsRunning(db)
+		rs, _, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
+		mode := dbv1alpha1.TLSMode("-")
+		if db.Status.TLS != nil {
+			mode = db.Status.TLS.Mode
+		}
+		return running && rs == "True" && mode == dbv1alpha1.TLSRequired && db.Status.ObservedGeneration == db.Generation,
+			fmt.Sprintf("%s; Replicating %s (%s); status.tls.mode %s", msg, rs, rmsg, mode)
+	})
+	return db
 }
 
 // rotation is what rotateUnderAWriter needs of an engine: its server's
