@@ -503,13 +503,18 @@ func (p *pass) observe() (plan.Observed, error) {
 		return observed, err
 	}
 	observed.Claims = claims
-	if e, err := registry.Lookup(string(p.db.Spec.Engine)); err == nil && e.Runtime().Parameters != nil {
+	e, err := registry.Lookup(string(p.db.Spec.Engine))
+	if err != nil {
+		// The plan says so.
+		return observed, nil
+	}
+	if e.Runtime().Parameters != nil {
 		if p.asked.want, p.asked.refused, err = p.desiredParameters(e.Runtime().Parameters); err != nil {
 			return observed, err
 		}
 		observed.Parameters = p.asked.want
 	}
-	if e, err := registry.Lookup(string(p.db.Spec.Engine)); err == nil && e.Runtime().TLS != nil && e.Runtime().TLS.RestartToRenew {
+	if t := e.Runtime().TLS; t != nil && t.RestartToRenew {
 		// The serial number the pods of such an engine carry, as the cache
 		// (or this process's last write) has it; the TLS step may issue
 		// another, and the pass plans again then.

@@ -83,7 +83,7 @@ func (p *pass) ensureTLS(ctx context.Context, pods []*corev1.Pod) (tlsFindings, 
 		// (made, or replaced, alone) for a hand-back.
 		var created []string
 		if due {
-			if created, err = p.writeAuthority(ctx, authority != nil, now); err != nil {
+			if _, created, err = p.makeAuthority(ctx, authority != nil, now); err != nil {
 				return tlsFindings{created: created}, err
 			}
 		}
@@ -238,13 +238,6 @@ func (p *pass) makeAuthority(ctx context.Context, exists bool, now time.Time) (c
 	return ca, nil, nil
 }
 
-// writeAuthority is makeAuthority, for a Database whose servers present
-// the user's certificate: nothing else changes.
-func (p *pass) writeAuthority(ctx context.Context, exists bool, now time.Time) ([]string, error) {
-	_, created, err := p.makeAuthority(ctx, exists, now)
-	return created, err
-}
-
 // trustAuthority adds the authorities of Secret from's ca.crt to the
 // bundle of server, which keeps its certificate: clients read a bundle
 // that trusts them for the trust period before the servers present a
@@ -262,16 +255,28 @@ func (p *pass) trustAuthority(ctx context.Context, server, from *corev1.Secret, 
 }
 
 // rebundle writes server again with its certificate and the bundle of its
-// authorities and more, trusted since now.
+// authorities and more.
 func (p *pass) rebundle(ctx context.Context, server *corev1.Secret, now time.Time, more []byte) (tlsFindings, error) {
 	live, err := p.liveSecret(ctx, server.Name)
 	if err != nil {
 		return tlsFindings{}, err
 	}
-	bundle := certs.Bundle(now, live.Data[builder.AuthorityKey], more)
-	c := serverCertificateOf(live)
+	return p.writeBundle(ctx, server, live, certs.Bundle(now, live.Data[builder.AuthorityKey], more), now)
+}
+
+// writeBundle writes server again as live holds it, but with bundle.
+func (p *pass) writeBundle(ctx context.Context, server, live *corev1.Secret, bundle []byte, now time.Time) (tlsFindings, error) {
+	return p.writeServerSecret(ctx, server, withBundle(serverCertificateOf(live), server, bundle, now))
+}
+
+// withBundle is c trusted through bundle: since now, or, when bundle is
+// the one server (nil: none) has already, since then.
+func withBundle(c builder.ServerCertificate, server *corev1.Secret, bundle []byte, now time.Time) builder.ServerCertificate {
 	c.BundlePEM, c.Bundle, c.Trusts, c.TrustedSince = bundle, pemDigest(bundle), trustsOf(bundle), now
-	return p.writeServerSecret(ctx, server, c)
+	if server != nil && server.Annotations[builder.AnnotationBundle] == c.Bundle {
+		c.TrustedSince = annotatedTime(server, builder.AnnotationTrustedSince)
+	}
+	return c
 }
 
 // trusts reports whether the serial numbers list (comma-separated) holds
@@ -327,16 +332,11 @@ func (p *pass) issueWith(ctx context.Context, server *corev1.Secret, ca certs.Is
 	if err != nil {
 		return tlsFindings{}, err
 	}
-	trustedSince := now
-	if server != nil && server.Annotations[builder.AnnotationBundle] == pemDigest(bundle) {
-		trustedSince = annotatedTime(server, builder.AnnotationTrustedSince)
-	}
-	found, err := p.writeServerSecret(ctx, server, builder.ServerCertificate{
-		CertPEM: issued.CertPEM, KeyPEM: issued.KeyPEM, BundlePEM: bundle,
+	found, err := p.writeServerSecret(ctx, server, withBundle(builder.ServerCertificate{
+		CertPEM: issued.CertPEM, KeyPEM: issued.KeyPEM,
 		Mode: string(db.Spec.TLSMode()), Names: serverNamesDigest(db), Serial: cert.SerialNumber.Text(16), Issuer: caCert.SerialNumber.Text(16),
-		Bundle: pemDigest(bundle), Trusts: trustsOf(bundle), TrustedSince: trustedSince,
 		NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: caCert.NotAfter,
-	})
+	}, server, bundle, now))
 	if err == nil && why != "" {
 		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Issued a server certificate for TLS %s, valid until %s: %s",
 			db.Spec.TLSMode(), cert.NotAfter.UTC().Format(time.RFC3339), why)
@@ -356,10 +356,7 @@ func (p *pass) trustOnly(ctx context.Context, server *corev1.Secret, now time.Ti
 	if err != nil {
 		return tlsFindings{}, err
 	}
-	bundle := certs.Bundle(now, ca.Data[builder.AuthorityKey])
-	c := serverCertificateOf(live)
-	c.BundlePEM, c.Bundle, c.Trusts, c.TrustedSince = bundle, pemDigest(bundle), trustsOf(bundle), now
-	found, err := p.writeServerSecret(ctx, server, c)
+	found, err := p.writeBundle(ctx, server, live, certs.Bundle(now, ca.Data[builder.AuthorityKey]), now)
 	if err == nil {
 		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated,
 			"Every server presents the certificate of the Database's new authority: the authorities before it are no longer trusted")

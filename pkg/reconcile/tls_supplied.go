@@ -52,8 +52,7 @@ func (p *pass) ensureSuppliedTLS(ctx context.Context, pods []*corev1.Pod, server
 	if err != nil {
 		return tlsFindings{}, err
 	}
-	source := fmt.Sprintf("%s/%s/%s", user.Name, user.UID, user.ResourceVersion)
-	if server != nil && server.Annotations[builder.AnnotationSource] == source {
+	if server != nil && server.Annotations[builder.AnnotationSource] == sourceOf(user) {
 		a := server.Annotations
 		switch {
 		case a[builder.AnnotationTLSMode] != mode:
@@ -85,11 +84,10 @@ func (p *pass) ensureSuppliedTLS(ctx context.Context, pods []*corev1.Pod, server
 		CertPEM: chain, KeyPEM: key, Mode: mode, Names: serverNamesDigest(db),
 		Serial: s.Leaf.SerialNumber.Text(16), Issuer: s.Issuer.SerialNumber.Text(16),
 		NotAfter: s.Leaf.NotAfter, AuthorityNotAfter: s.Issuer.NotAfter,
-		Source: fmt.Sprintf("%s/%s/%s", live.Name, live.UID, live.ResourceVersion), SourceTrusts: trustsOf(own),
+		Source: sourceOf(live), SourceTrusts: trustsOf(own),
 	}
 	if server == nil {
-		c.BundlePEM, c.Bundle, c.Trusts, c.TrustedSince = own, pemDigest(own), c.SourceTrusts, now
-		found, err := p.writeServerSecret(ctx, nil, c)
+		found, err := p.writeServerSecret(ctx, nil, withBundle(c, nil, own, now))
 		if err == nil {
 			r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "The servers take the certificate of Secret %s (serial %s, valid until %s)",
 				name, c.Serial, c.NotAfter.UTC().Format(time.RFC3339))
@@ -114,17 +112,19 @@ func (p *pass) ensureSuppliedTLS(ctx context.Context, pods []*corev1.Pod, server
 	if err != nil {
 		return tlsFindings{}, err
 	}
-	bundle := certs.Bundle(now, current.Data[builder.AuthorityKey], own)
-	c.BundlePEM, c.Bundle, c.Trusts, c.TrustedSince = bundle, pemDigest(bundle), trustsOf(bundle), now
-	if a[builder.AnnotationBundle] == c.Bundle {
-		c.TrustedSince = annotatedTime(server, builder.AnnotationTrustedSince)
-	}
+	c = withBundle(c, server, certs.Bundle(now, current.Data[builder.AuthorityKey], own), now)
 	found, err := p.writeServerSecret(ctx, server, c)
 	if err == nil {
 		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "The servers take the certificate of Secret %s (serial %s, valid until %s), with a reload",
 			name, c.Serial, c.NotAfter.UTC().Format(time.RFC3339))
 	}
 	return found, err
+}
+
+// sourceOf names the version of the user's Secret s, as the server
+// Secret's AnnotationSource records the one it copied.
+func sourceOf(s *corev1.Secret) string {
+	return fmt.Sprintf("%s/%s/%s", s.Name, s.UID, s.ResourceVersion)
 }
 
 // suppliedProblem reports what is wrong with the user's Secret: a
@@ -159,10 +159,7 @@ func (p *pass) trustSuppliedOnly(ctx context.Context, server *corev1.Secret, nam
 			kept = append(kept, certs.Encode(c))
 		}
 	}
-	bundle := certs.Bundle(now, kept...)
-	c := serverCertificateOf(live)
-	c.BundlePEM, c.Bundle, c.Trusts, c.TrustedSince = bundle, pemDigest(bundle), trustsOf(bundle), now
-	found, err := p.writeServerSecret(ctx, server, c)
+	found, err := p.writeBundle(ctx, server, live, certs.Bundle(now, kept...), now)
 	if err == nil {
 		r.recorder.Eventf(p.db, corev1.EventTypeNormal, ReasonUpdated,
 			"Every server presents the certificate of Secret %s: only its authorities are trusted now", name)
