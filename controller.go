@@ -293,21 +293,18 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			return nil, err
 		}
 	}
-	// A ConfigMap of parameters leads to the Databases that name it.
+	// A ConfigMap of parameters, and a Secret of a user's certificate, lead
+	// to the Databases that name them (each by its index).
+	named := map[string]cache.SharedIndexInformer{}
 	if cfg.ParametersConfigMapInformers != nil {
-		indexer := databases.Informer().GetIndexer()
-		if _, err := cfg.ParametersConfigMapInformers.Core().V1().ConfigMaps().Informer().AddEventHandler(onChange(func(obj interface{}) {
-			c.enqueueIndexed(indexer, reconcile.IndexParametersConfigMap, obj)
-		})); err != nil {
-			return nil, err
-		}
+		named[reconcile.IndexParametersConfigMap] = cfg.ParametersConfigMapInformers.Core().V1().ConfigMaps().Informer()
 	}
-	// A Secret of a user's certificate leads to the Databases that name it.
 	if cfg.TLSSecretInformers != nil {
+		named[reconcile.IndexTLSSecret] = cfg.TLSSecretInformers.Core().V1().Secrets().Informer()
+	}
+	for index, informer := range named {
 		indexer := databases.Informer().GetIndexer()
-		if _, err := cfg.TLSSecretInformers.Core().V1().Secrets().Informer().AddEventHandler(onChange(func(obj interface{}) {
-			c.enqueueIndexed(indexer, reconcile.IndexTLSSecret, obj)
-		})); err != nil {
+		if _, err := informer.AddEventHandler(onChange(func(obj interface{}) { c.enqueueIndexed(indexer, index, obj) })); err != nil {
 			return nil, err
 		}
 	}
