@@ -6,6 +6,9 @@
 #                   Dockerfile's image has it: its pods' init containers copy
 #                   it in (controller install-tools) to reach the object store
 #   postgresql.tar  Debian's postgresql-15 with hack/images/postgresql/docker-entrypoint.sh
+#   postgresql17.tar
+#                   the same of Debian trixie's postgresql-17: a second major, for the
+#                   in-place major upgrade (pg_upgrade 15 -> 17)
 #   postgresql-slowinit.tar
 #                   postgresql.tar's layer and one more with a first-init script
 #                   slower than the liveness budget (hack/images/postgresql/slow-init.sh),
@@ -19,8 +22,8 @@
 # stamp of its inputs changes: the suite, the mirror, the package list, the
 # files copied in, the image config and ociarchive.
 #
-# Usage: hack/images/build.sh [IMAGE...]   (pause controller postgresql postgresql-slowinit mariadb mysql; default all)
-# Environment: DEBIAN_SUITE [bookworm], MYSQL_SUITE [sid], DEBIAN_MIRROR [http://deb.debian.org/debian],
+# Usage: hack/images/build.sh [IMAGE...]   (pause controller postgresql postgresql-slowinit postgresql17 mariadb mysql; default all)
+# Environment: DEBIAN_SUITE [bookworm], MYSQL_SUITE [sid], PG17_SUITE [trixie], DEBIAN_MIRROR [http://deb.debian.org/debian],
 #   BIN_DIR [_output/bin], IMAGES_DIR [_output/images]
 set -euo pipefail
 
@@ -31,6 +34,8 @@ OUT="${IMAGES_DIR:-$ROOT/_output/images}"
 SUITE=${DEBIAN_SUITE:-bookworm}
 # Oracle's MySQL is in Debian's unstable suite only.
 MYSQL_SUITE=${MYSQL_SUITE:-sid}
+# PostgreSQL 17 is in Debian's trixie suite.
+PG17_SUITE=${PG17_SUITE:-trixie}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # shellcheck source=names.sh
 source "$HERE/names.sh"
@@ -50,15 +55,20 @@ DPKG_EXCLUDES=(--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude
 # give the server's user uid and gid 999 (what the controller's pods run
 # as), drop the cluster or data directory the package's postinst made, and
 # copy in the entrypoint.
-PG_HOOK='set -e
+# pg_hook MAJOR is the customize hook of the image of PostgreSQL MAJOR.
+pg_hook() {
+  echo 'set -e
 if chroot "$1" getent passwd 999 || chroot "$1" getent group 999; then echo "uid or gid 999 is taken" >&2; exit 1; fi
 chroot "$1" usermod -u 999 postgres
 chroot "$1" groupmod -g 999 postgres
-rm -rf "$1/var/lib/postgresql/15" "$1/etc/postgresql/15"
+rm -rf "$1/var/lib/postgresql/'"$1"'" "$1/etc/postgresql/'"$1"'"
 mkdir -p "$1/var/lib/postgresql/data" "$1/run/postgresql" "$1/docker-entrypoint-initdb.d"
 chroot "$1" chown -R 999:999 /var/lib/postgresql /run/postgresql
 chmod 3777 "$1/run/postgresql"
 install -m 0755 "'"$HERE"'/postgresql/docker-entrypoint.sh" "$1/usr/local/bin/docker-entrypoint.sh"'
+}
+PG_HOOK=$(pg_hook 15)
+PG17_HOOK=$(pg_hook 17)
 MARIADB_HOOK='set -e
 if chroot "$1" getent passwd 999 || chroot "$1" getent group 999; then echo "uid or gid 999 is taken" >&2; exit 1; fi
 chroot "$1" usermod -u 999 mysql
@@ -85,10 +95,15 @@ install -m 0644 "'"$HERE"'/mysql/mysqld.cnf" "$1/etc/mysql/conf.d/mysqld.cnf"
 install -m 0755 "'"$HERE"'/mysql/docker-entrypoint.sh" "$1/usr/local/bin/docker-entrypoint.sh"
 install -D -m 0644 "'"$HERE"'/mysql-init.sh" "$1/usr/local/lib/dbc/mysql-init.sh"'
 
-PG_CONFIG=(-name "$DBC_POSTGRESQL_IMAGE" -user 999:999 -stop-signal SIGINT -port 5432/tcp
-  -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd postgres
-  -env PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-  -env LANG=C.UTF-8 -env PGDATA=/var/lib/postgresql/data)
+# pg_config NAME MAJOR is the image config of PostgreSQL MAJOR.
+pg_config() {
+  printf '%s\n' -name "$1" -user 999:999 -stop-signal SIGINT -port 5432/tcp \
+    -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd postgres \
+    -env "PATH=/usr/lib/postgresql/$2/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    -env LANG=C.UTF-8 -env PGDATA=/var/lib/postgresql/data
+}
+mapfile -t PG_CONFIG < <(pg_config "$DBC_POSTGRESQL_IMAGE" 15)
+mapfile -t PG17_CONFIG < <(pg_config "$DBC_POSTGRESQL17_IMAGE" 17)
 MARIADB_CONFIG=(-name "$DBC_MARIADB_IMAGE" -user 999:999 -port 3306/tcp
   -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd mariadbd
   -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env LANG=C.UTF-8)
@@ -176,6 +191,7 @@ postgresql_stamp() {
   stamp_of postgresql "$SUITE" "$MIRROR" postgresql-15 "$PG_HOOK" "${PG_CONFIG[*]}" \
     "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/postgresql/docker-entrypoint.sh")" keep-rootfs
 }
+build_postgresql17() { IMAGE_SUITE=$PG17_SUITE debian_image postgresql17 postgresql-17 "$PG17_HOOK" "${PG17_CONFIG[@]}"; }
 build_mariadb() { debian_image mariadb mariadb-server,mariadb-client "$MARIADB_HOOK" "${MARIADB_CONFIG[@]}"; }
 # mysql-server-core has the server alone, with no package scripts that
 # initialise a data directory; mysql-client has mysql, mysqladmin and
@@ -189,7 +205,7 @@ build_mysql() {
 }
 
 wanted=("$@")
-((${#wanted[@]} > 0)) || wanted=(pause controller postgresql postgresql-slowinit mariadb mysql)
+((${#wanted[@]} > 0)) || wanted=(pause controller postgresql postgresql-slowinit postgresql17 mariadb mysql)
 for image in "${wanted[@]}"; do
   case "$image" in
     pause)
@@ -202,6 +218,9 @@ for image in "${wanted[@]}"; do
     postgresql-slowinit)
       build postgresql-slowinit "$(stamp_of postgresql-slowinit "$(postgresql_stamp)" \
         "$(cat "$HERE/postgresql/slow-init.sh")" "$DBC_POSTGRESQL_SLOWINIT_IMAGE")" build_postgresql_slowinit ;;
+    postgresql17)
+      build postgresql17 "$(stamp_of postgresql17 "$PG17_SUITE" "$MIRROR" postgresql-17 "$PG17_HOOK" "${PG17_CONFIG[*]}" \
+        "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/postgresql/docker-entrypoint.sh")")" build_postgresql17 ;;
     mariadb)
       build mariadb "$(stamp_of mariadb "$SUITE" "$MIRROR" mariadb-server,mariadb-client "$MARIADB_HOOK" \
         "${MARIADB_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/mariadb/docker-entrypoint.sh" \
@@ -210,6 +229,6 @@ for image in "${wanted[@]}"; do
       build mysql "$(stamp_of mysql "$MYSQL_SUITE" "$MIRROR" "$MYSQL_PACKAGES" "$MYSQL_APTOPT" "$MYSQL_HOOK" \
         "${MYSQL_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/mysql/docker-entrypoint.sh" \
         "$HERE/mysql/mysqld.cnf" "$HERE/mysql-init.sh")")" build_mysql ;;
-    *) echo "build-images: unknown image '$image' (pause controller postgresql postgresql-slowinit mariadb mysql)" >&2; exit 2 ;;
+    *) echo "build-images: unknown image '$image' (pause controller postgresql postgresql-slowinit postgresql17 mariadb mysql)" >&2; exit 2 ;;
   esac
 done
