@@ -503,6 +503,17 @@ func NewFinalBackup(db *dbv1alpha1.Database) *dbv1alpha1.DatabaseBackup {
 	}
 }
 
+// NewMajorUpgradeBackup is the DatabaseBackup named name taken of db before
+// an in-place major upgrade, by the method MethodFor picks.
+func NewMajorUpgradeBackup(db *dbv1alpha1.Database, name string) *dbv1alpha1.DatabaseBackup {
+	l := names.BackupLabels(db.Name)
+	l[dbv1alpha1.LabelBackupTrigger] = dbv1alpha1.BackupTriggerMajorUpgrade
+	return &dbv1alpha1.DatabaseBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: db.Namespace, Labels: l},
+		Spec:       dbv1alpha1.DatabaseBackupSpec{Database: db.Name},
+	}
+}
+
 // prune deletes the Completed scheduled backups beyond the retention; their
 // finalizer deletes their files.
 func (r *Runner) prune(ctx context.Context, db *dbv1alpha1.Database, backups []*dbv1alpha1.DatabaseBackup) error {

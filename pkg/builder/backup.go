@@ -94,10 +94,15 @@ echo "backed up to %[1]s"`, shellQuote(file), rt.Backup.Dump)
 // names.BackupSourcePod through the headless Service, and the credentials
 // Secret's user, password and database.
 func dumpEnv(db *dbv1alpha1.Database, rt *engine.Runtime) []*corev1ac.EnvVarApplyConfiguration {
+	return clientEnv(db, rt, fmt.Sprintf("%s.%s.%s.svc", names.BackupSourcePod(db), names.HeadlessServiceName(db), db.Namespace))
+}
+
+// clientEnv is what a Job's client tool reads: the server at host, and the
+// credentials Secret's user, password and database.
+func clientEnv(db *dbv1alpha1.Database, rt *engine.Runtime, host string) []*corev1ac.EnvVarApplyConfiguration {
 	secret := func(key string) *corev1ac.EnvVarSourceApplyConfiguration {
 		return corev1ac.EnvVarSource().WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(names.SecretName(db)).WithKey(key))
 	}
-	host := fmt.Sprintf("%s.%s.%s.svc", names.BackupSourcePod(db), names.HeadlessServiceName(db), db.Namespace)
 	return []*corev1ac.EnvVarApplyConfiguration{
 		corev1ac.EnvVar().WithName("HOME").WithValue("/tmp"),
 		corev1ac.EnvVar().WithName("HOST").WithValue(host),

@@ -39,6 +39,21 @@ func StorageOfStatefulSet(sts *appsv1.StatefulSet) (Storage, bool) {
 	return Storage{}, false
 }
 
+// serverEnv is the environment the engine's image reads: the credentials
+// Secret's keys and the engine's fixed values.
+func serverEnv(db *dbv1alpha1.Database, p *engine.Runtime) []*corev1ac.EnvVarApplyConfiguration {
+	env := make([]*corev1ac.EnvVarApplyConfiguration, 0, len(p.SecretEnv)+len(p.StaticEnv)+len(p.FieldEnv))
+	for _, v := range p.SecretEnv {
+		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValueFrom(
+			corev1ac.EnvVarSource().WithSecretKeyRef(
+				corev1ac.SecretKeySelector().WithName(names.SecretName(db)).WithKey(v.Key))))
+	}
+	for _, v := range p.StaticEnv {
+		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValue(v.Value))
+	}
+	return env
+}
+
 // startupPeriodSeconds is how often the startup probe runs.
 const startupPeriodSeconds = 10
 
@@ -54,15 +69,7 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 		whenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
 	}
 
-	env := make([]*corev1ac.EnvVarApplyConfiguration, 0, len(p.SecretEnv)+len(p.StaticEnv)+len(p.FieldEnv))
-	for _, v := range p.SecretEnv {
-		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValueFrom(
-			corev1ac.EnvVarSource().WithSecretKeyRef(
-				corev1ac.SecretKeySelector().WithName(names.SecretName(db)).WithKey(v.Key))))
-	}
-	for _, v := range p.StaticEnv {
-		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValue(v.Value))
-	}
+	env := serverEnv(db, p)
 	for _, v := range p.FieldEnv {
 		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValueFrom(
 			corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath(v.FieldPath))))

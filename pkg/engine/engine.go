@@ -104,6 +104,34 @@ type Runtime struct {
 	// TLS is how the engine's servers take the certificates the
 	// controller issues; nil for an engine that does not (yet).
 	TLS *TLS
+	// MajorUpgrade is how the engine's data moves in place to a version
+	// whose server cannot read it as it is; nil for an engine whose
+	// version changes all roll out (or are refused).
+	MajorUpgrade *MajorUpgrade
+}
+
+// MajorUpgradeDir is where a major upgrade's Job keeps what it copied of
+// the old version (an emptyDir both its containers mount).
+const MajorUpgradeDir = "/dbc-upgrade"
+
+// MajorUpgrade is how an engine upgrades its data in place, offline, with
+// a Job: the servers stop, Copy runs in the old version's image and leaves
+// its programs under MajorUpgradeDir, then Upgrade runs in the new
+// version's image on the data volume (the first replica's), with the
+// engine's environment and the credentials. Once the new version serves,
+// After runs against it in a Job of its own (PostgreSQL's statistics).
+type MajorUpgrade struct {
+	// Needed reports whether moving the data of from to to needs the
+	// upgrade, rather than a rollout; CheckVersionChange has allowed it.
+	Needed func(from, to string) bool
+	// Copy and Upgrade are shell scripts. Upgrade must leave the data as
+	// it was when it fails, say why in the container's termination
+	// message, and finish, or do nothing, when it is run again.
+	Copy, Upgrade string
+	// After is a shell script run with HOST, PORT, USERNAME, PASSWORD and
+	// DATABASE of the client Service, and the engine's client TLS
+	// environment; "" for none.
+	After string
 }
 
 // TLSDir is where a server's TLS files are mounted (the Secret

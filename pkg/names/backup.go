@@ -3,6 +3,8 @@ package names
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
+	"strings"
 	"time"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
@@ -84,4 +86,12 @@ func BackupSourcePod(db *dbv1alpha1.Database) string {
 		}
 	}
 	return PodName(db, 0)
+}
+
+// MajorUpgradeBackupName is the name of the backup taken before the data
+// of the Database named database is upgraded in place to version to, for
+// the Database's generation that asked for it: one per attempt, and the
+// same for every pass of one.
+func MajorUpgradeBackupName(database, to string, generation int64) string {
+	return database + "-before-" + strings.ReplaceAll(to, ".", "-") + "-" + strconv.FormatInt(generation, 10)
 }

@@ -8,6 +8,7 @@ package plan
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -55,6 +56,11 @@ type Observed struct {
 	// whose servers read it only at start carry it
 	// (builder.WithCertificateSerial).
 	CertificateSerial string
+	// MajorUpgrade is the in-place major upgrade as the pass decided it
+	// (reconcile's majorUpgrade step), nil when there is none: until the
+	// data is upgraded, the StatefulSet keeps the old version's image,
+	// and while it is upgraded, it runs no pod.
+	MajorUpgrade *dbv1alpha1.MajorUpgradeStatus
 }
 
 // Plan is what one sync pass of a Database should bring about.
@@ -117,6 +123,49 @@ func (p *Plan) Secret(password string) *corev1ac.SecretApplyConfiguration {
 
 // Compute plans db given what was observed. It is pure.
 func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
+	if held := heldForUpgrade(db, observed.MajorUpgrade); held != nil {
+		return compute(held, observed)
+	}
+	return compute(db, observed)
+}
+
+// heldForUpgrade is db as its StatefulSet runs while a major upgrade
+// holds it at the old version: the old version and its image, with no
+// replica while the data is upgraded; nil when none holds it.
+func heldForUpgrade(db *dbv1alpha1.Database, u *dbv1alpha1.MajorUpgradeStatus) *dbv1alpha1.Database {
+	if u == nil || u.Phase == dbv1alpha1.MajorUpgradeAnalyzing {
+		return nil
+	}
+	held := db.DeepCopy()
+	held.Spec.Version, held.Spec.Image = u.From, u.FromImage
+	if u.Phase == dbv1alpha1.MajorUpgradeUpgrading {
+		held.Spec.Replicas = new(int32)
+	}
+	return held
+}
+
+// MajorUpgradeRefused says why db's change of spec.version, which needs an
+// in-place major upgrade, cannot have one, or "". Only a single server is
+// upgraded in place: the replicas of a replicated Database would have to
+// be seeded again from the upgraded primary, and a Database that archives
+// its WAL would need its archive started again, which the controller does
+// not do yet.
+func MajorUpgradeRefused(db *dbv1alpha1.Database, e engine.Engine) string {
+	from, to := db.Status.CurrentVersion, db.Spec.Version
+	switch {
+	case Replicated(db, e):
+		return fmt.Sprintf("%s %s cannot read the data that %s wrote, and the controller upgrades the data in place only for a single server (spec.replicas 1, never replicated) so far. "+
+			"Set spec.version back to %s, or back this Database up (a DatabaseBackup) and restore the backup into a new Database of version %s (spec.restore.backup)",
+			db.Spec.Engine, to, from, from, to)
+	case db.Spec.Backup != nil && db.Spec.Backup.Continuous != nil:
+		return fmt.Sprintf("%s %s cannot read the data that %s wrote, and the controller does not yet upgrade in place a Database that archives its WAL (spec.backup.continuous). "+
+			"Set spec.version back to %s, or back this Database up and restore the backup into a new Database of version %s (spec.restore.backup)",
+			db.Spec.Engine, to, from, from, to)
+	}
+	return ""
+}
+
+func compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 	p := &Plan{Database: db}
 	e, err := registry.Lookup(string(db.Spec.Engine))
 	if err != nil {
@@ -140,6 +189,21 @@ func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 		}
 		p.Problem = &status.Problem{Reason: refusal.Reason, Message: refusal.Message}
 		return p
+	}
+	if mu := e.Runtime().MajorUpgrade; mu != nil && mu.Needed(db.Status.CurrentVersion, db.Spec.Version) {
+		why := MajorUpgradeRefused(db, e)
+		if why != "" {
+			p.Problem = &status.Problem{Reason: engine.ReasonMajorUpgradeRefused, Message: why}
+			return p
+		}
+		if observed.MajorUpgrade == nil {
+			// Not begun: the old version's image, as the StatefulSet has it.
+			from := builder.ImageOf(observed.StatefulSet)
+			if from == "" {
+				from, _ = e.Image(db.Status.CurrentVersion, "")
+			}
+			return compute(heldForUpgrade(db, &dbv1alpha1.MajorUpgradeStatus{From: db.Status.CurrentVersion, FromImage: from}), observed)
+		}
 	}
 	p.Image = image
 	p.EndOfLife = e.EndOfLife(db.Spec.Version)

@@ -79,10 +79,20 @@ func TestCompute(t *testing.T) {
 			wantEndpoint: "orders.default.svc:5432",
 		},
 		{
-			name: "a PostgreSQL major upgrade",
-			db:   database("postgresql", "17", "16"),
+			name:         "a PostgreSQL major upgrade not begun: the old version's image",
+			db:           database("postgresql", "17", "16"),
+			wantEndpoint: "orders.default.svc:5432",
+			wantImage:    "postgres:16",
+		},
+		{
+			name: "a PostgreSQL major upgrade of a replicated Database",
+			db: func() *dbv1alpha1.Database {
+				db := database("postgresql", "17", "16")
+				db.Spec.Replicas = ptr.To[int32](3)
+				return db
+			}(),
 			wantProblem: &status.Problem{Reason: engine.ReasonMajorUpgradeRefused,
-				Message: "PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, back this Database up (a DatabaseBackup) and restore the backup into a new Database of version 17 (spec.restore.backup); or set spec.version back to 16"},
+				Message: "postgresql 17 cannot read the data that 16 wrote, and the controller upgrades the data in place only for a single server (spec.replicas 1, never replicated) so far. Set spec.version back to 16, or back this Database up (a DatabaseBackup) and restore the backup into a new Database of version 17 (spec.restore.backup)"},
 			wantEndpoint: "orders.default.svc:5432",
 		},
 		{
@@ -274,6 +284,36 @@ func TestStartParameters(t *testing.T) {
 			db.Status.Parameters = tc.status
 			if got := StartParameters(db, e, tc.creating, spec); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("StartParameters = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// While a major upgrade holds the data at its old version, the StatefulSet
+// runs the old image: with no replica while the data is upgraded, and
+// with spec.replicas while it is backed up and once the upgrade failed;
+// once the data is upgraded, the new image.
+func TestComputeHoldsAMajorUpgrade(t *testing.T) {
+	for _, tt := range []struct {
+		phase    dbv1alpha1.MajorUpgradePhase
+		image    string
+		replicas int32
+	}{
+		{dbv1alpha1.MajorUpgradeBackingUp, "mirror/pg:16", 1},
+		{dbv1alpha1.MajorUpgradeUpgrading, "mirror/pg:16", 0},
+		{dbv1alpha1.MajorUpgradeFailed, "mirror/pg:16", 1},
+		{dbv1alpha1.MajorUpgradeAnalyzing, "mirror/pg:17", 1},
+	} {
+		t.Run(string(tt.phase), func(t *testing.T) {
+			db := database("postgresql", "17", "16")
+			db.Spec.Image = "mirror/pg:17"
+			p := Compute(db, Observed{MajorUpgrade: &dbv1alpha1.MajorUpgradeStatus{From: "16", To: "17", FromImage: "mirror/pg:16", Phase: tt.phase}})
+			if p.Problem != nil {
+				t.Fatal(p.Problem)
+			}
+			if p.Image != tt.image || *p.StatefulSet.Spec.Template.Spec.Containers[0].Image != tt.image || *p.StatefulSet.Spec.Replicas != tt.replicas {
+				t.Errorf("image %q, StatefulSet image %q and replicas %d; want %q and %d", p.Image,
+					*p.StatefulSet.Spec.Template.Spec.Containers[0].Image, *p.StatefulSet.Spec.Replicas, tt.image, tt.replicas)
 			}
 		})
 	}

@@ -264,6 +264,8 @@ type findings struct {
 	parameters parameterFindings
 	// tls is what the TLS step found.
 	tls tlsFindings
+	// upgrade is what the major upgrade step decided.
+	upgrade upgradeFindings
 	// featureCompatibility is what the featureCompatibilityVersion step did.
 	featureCompatibility featureCompatibilityFindings
 	// termination, when set, is the state of a deletion the controller
@@ -372,6 +374,18 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 			p.plan = plan.Compute(p.db, observed)
 			return f, err
 		}
+		if e, lerr := registry.Lookup(string(p.db.Spec.Engine)); lerr == nil {
+			f.upgrade, err = p.majorUpgrade(ctx, e, observed.StatefulSet, f.pods)
+			f.created = append(f.created, f.upgrade.created...)
+			observed.MajorUpgrade = f.upgrade.upgrade
+			if err != nil {
+				p.plan = plan.Compute(p.db, observed)
+				return f, err
+			}
+		}
+	} else {
+		// Deleting: the StatefulSet stays at the version its data is.
+		observed.MajorUpgrade = p.db.Status.MajorUpgrade
 	}
 	p.plan = plan.Compute(p.db, observed)
 	if p.db.DeletionTimestamp != nil {
@@ -459,6 +473,10 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	poll, err := p.presentCertificates(ctx, f.pods, f.tls)
 	if poll > 0 && (f.tls.pollAfter == 0 || poll < f.tls.pollAfter) {
 		f.tls.pollAfter = poll
+	}
+	if err == nil && f.upgrade.failed != nil {
+		// The old version serves again: now say why the new one does not.
+		return f, f.upgrade.failed
 	}
 	return f, err
 }

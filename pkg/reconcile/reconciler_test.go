@@ -81,8 +81,6 @@ func TestRefusedVersionChangesLeaveTheStatefulSetUntouched(t *testing.T) {
 		running, fcv, desired string
 		reason, msg           string
 	}{
-		{"PostgreSQL major upgrade", "postgresql", "16", "", "17", "MajorUpgradeRefused",
-			"PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, back this Database up (a DatabaseBackup) and restore the backup into a new Database of version 17 (spec.restore.backup); or set spec.version back to 16"},
 		{"MongoDB series skip", "mongodb", "6.0", "6.0", "8.0", "SeriesSkipRefused",
 			"mongodb upgrades one release series at a time along 6.0 → 7.0 → 8.0; 6.0 to 8.0 skips or leaves that path, and the data of 6.0 cannot be read by 8.0. Set spec.version to the next series (7.0), wait for Running, then go on; or set spec.version back to 6.0"},
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/backup"
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	dbapply "github.com/dbcontroller/database-controller/pkg/generated/applyconfiguration/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/plan"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
@@ -135,6 +136,10 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 		ParametersApplied:              f.parameters.condition,
 		TLSDecided:                     f.tls.decided,
 		TLS:                            f.tls.status,
+		Version:                        plannedVersion(p.plan),
+		MajorUpgradeDecided:            f.upgrade.decided,
+		MajorUpgrade:                   f.upgrade.upgrade,
+		DataVersion:                    f.upgrade.dataVersion,
 	})
 	if equality.Semantic.DeepEqual(db.Status, newStatus) || onlyPodCountChanged(db.Status, newStatus) {
 		return recheck, nil
@@ -207,4 +212,13 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonRunning, "%s %s is running: %s", db.Spec.Engine, newStatus.CurrentVersion, newReady.Message)
 	}
 	return recheck, nil
+}
+
+// plannedVersion is the version pl runs: spec.version, or the version a
+// major upgrade holds the StatefulSet at; "" with no plan.
+func plannedVersion(pl *plan.Plan) string {
+	if pl == nil || pl.Database == nil {
+		return ""
+	}
+	return pl.Database.Spec.Version
 }

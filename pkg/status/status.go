@@ -32,6 +32,10 @@ const (
 	ReasonFCVFailed        = "FeatureCompatibilityVersionFailed"
 	ReasonSupported        = "Supported"
 	ReasonResourceConflict = "ResourceConflict"
+	// ReasonMajorUpgrade: an in-place major upgrade is under way;
+	// ReasonMajorUpgradeFailed: it failed, and the old version serves.
+	ReasonMajorUpgrade       = "MajorUpgrade"
+	ReasonMajorUpgradeFailed = "MajorUpgradeFailed"
 	// ReasonTLSSecretInvalid: the Secret of spec.tls.secretName is not
 	// among the labelled Secrets the controller reads, or what it holds
 	// cannot serve (no key of the certificate, a chain its ca.crt does not
@@ -189,6 +193,17 @@ type Input struct {
 	// Disabled); otherwise it stays as it was.
 	TLSDecided bool
 	TLS        *dbv1alpha1.TLSStatus
+	// Version is the version the StatefulSet runs: spec.version, or while
+	// a major upgrade holds it, the version upgraded from; "" for
+	// spec.version. It becomes currentVersion once rolled out.
+	Version string
+	// MajorUpgradeDecided says the major upgrade step decided
+	// status.majorUpgrade (MajorUpgrade, nil for none); otherwise it stays
+	// as it was. DataVersion, when set, is the version the data was just
+	// upgraded to: currentVersion from now on.
+	MajorUpgradeDecided bool
+	MajorUpgrade        *dbv1alpha1.MajorUpgradeStatus
+	DataVersion         string
 	// Now stamps conditions whose status changes.
 	Now metav1.Time
 }
@@ -209,9 +224,17 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 		Replication:                 in.Replication,
 		Parameters:                  old.Parameters,
 		TLS:                         old.TLS,
+		MajorUpgrade:                old.MajorUpgrade,
 	}
 	if in.TLSDecided {
 		st.TLS = in.TLS
+	}
+	if in.MajorUpgradeDecided {
+		st.MajorUpgrade = in.MajorUpgrade
+	}
+	version := in.Version
+	if version == "" {
+		version = db.Spec.Version
 	}
 	desired := db.Spec.DesiredReplicas()
 	if sts := in.StatefulSet; sts != nil {
@@ -235,8 +258,11 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 			st.Restore.Message = r.Failure
 		}
 	}
+	if in.DataVersion != "" {
+		st.CurrentVersion = in.DataVersion
+	}
 	if rolledOut && desired > 0 && in.Problem == nil && in.Image != "" && !restoring {
-		st.CurrentVersion = db.Spec.Version
+		st.CurrentVersion = version
 		if old.CurrentVersion == "" && st.FeatureCompatibilityVersion == "" {
 			// New data: it has the featureCompatibilityVersion of its version.
 			st.FeatureCompatibilityVersion = in.NewFeatureCompatibilityVersion
@@ -332,6 +358,14 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 			st.Phase = dbv1alpha1.PhaseDegraded
 			progressing.Reason, progressing.Message = ReasonWaitingForReady, fmt.Sprintf(
 				"every replica runs the current spec; waiting for %d/%d to pass the readiness probe", desired-st.ReadyReplicas, desired)
+		}
+	}
+	if u := st.MajorUpgrade; u != nil && in.Problem == nil && in.Termination == nil && u.Phase != dbv1alpha1.MajorUpgradeFailed {
+		msg := majorUpgradeProgress(u, st.Replicas)
+		st.Phase = dbv1alpha1.PhaseUpdating
+		progressing = metav1.Condition{Type: dbv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonMajorUpgrade, Message: msg}
+		if u.Phase == dbv1alpha1.MajorUpgradeUpgrading {
+			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ReasonMajorUpgrade, msg
 		}
 	}
 	conditions := []metav1.Condition{ready, progressing}
@@ -466,4 +500,20 @@ func recoverable(old, now *dbv1alpha1.ArchiveStatus, from *metav1.Time) *dbv1alp
 		return nil
 	}
 	return a
+}
+
+// majorUpgradeProgress says where the major upgrade u is, with replicas
+// pods still running.
+func majorUpgradeProgress(u *dbv1alpha1.MajorUpgradeStatus, replicas int32) string {
+	prefix := fmt.Sprintf("upgrading the data from %s to %s in place: ", u.From, u.To)
+	switch {
+	case u.Phase == dbv1alpha1.MajorUpgradeBackingUp:
+		return prefix + fmt.Sprintf("taking DatabaseBackup %s first; %s serves until it completed", u.Backup, u.From)
+	case u.Phase == dbv1alpha1.MajorUpgradeUpgrading && replicas > 0:
+		return prefix + fmt.Sprintf("DatabaseBackup %s completed; stopping the server", u.Backup)
+	case u.Phase == dbv1alpha1.MajorUpgradeUpgrading:
+		return prefix + "the server is stopped while the upgrade Job runs"
+	default:
+		return prefix + fmt.Sprintf("the data is upgraded; starting %s, then the Job that runs after it", u.To)
+	}
 }

@@ -3,7 +3,6 @@
 package postgresql
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/dbcontroller/database-controller/pkg/engine"
@@ -66,9 +65,10 @@ echo "$out"; exit 1`},
 			DataDirectory: `"$PGDATA"`,
 			Initialised:   `[ -s "$PGDATA/PG_VERSION" ]`,
 		},
-		Replication: &replication,
-		Parameters:  &parameters,
-		TLS:         &tls,
+		Replication:  &replication,
+		MajorUpgrade: &majorUpgrade,
+		Parameters:   &parameters,
+		TLS:          &tls,
 		// archive_mode=on: the primary archives; a replica does not, until
 		// it is promoted, when it archives its new timeline's segments and
 		// history file. The command runs in the data directory.
@@ -96,20 +96,11 @@ func (Engine) CheckRestore(from, to string) error {
 	return engine.RefuseRestoreIntoOlder("PostgreSQL", 1, from, to)
 }
 
-// CheckVersionChange refuses a lower major version, and a higher one: a
-// PostgreSQL server reads only the data directory of its own major version.
-// A change of minor version or tag within the major rolls out.
+// CheckVersionChange refuses a lower major version. A change of minor
+// version or tag within the major rolls out; a higher major version is
+// upgraded in place (majorUpgrade).
 func (Engine) CheckVersionChange(from engine.Running, desired string) error {
-	if err := engine.RefuseDowngrade(Name, 1, from.Version, desired); err != nil {
-		return err
-	}
-	have, want := engine.Series(from.Version, 1), engine.Series(desired, 1)
-	if have == "" || want == "" || have == want {
-		return nil
-	}
-	return &engine.VersionChangeError{Reason: engine.ReasonMajorUpgradeRefused, Message: fmt.Sprintf(
-		"PostgreSQL %s cannot read the data directory that PostgreSQL %s wrote, so the StatefulSet is left as it is. To move to %s, back this Database up (a DatabaseBackup) and restore the backup into a new Database of version %s (spec.restore.backup); or set spec.version back to %s",
-		want, have, want, want, from.Version)}
+	return engine.RefuseDowngrade(Name, 1, from.Version, desired)
 }
 
 // FeatureCompatibilityVersion implements engine.Engine.

@@ -16,11 +16,11 @@ func TestCheckVersionChange(t *testing.T) {
 		{"16", "16.4", ""},   // a minor version within the major
 		{"16.2", "16.4", ""}, // ...
 		{"16.4", "16.2", ""}, // ... either way
-		{"16", "17", engine.ReasonMajorUpgradeRefused},
-		{"14", "18", engine.ReasonMajorUpgradeRefused},
+		{"16", "17", ""},     // a higher major: upgraded in place
+		{"14", "18", ""},     // ... skipping majors, as pg_upgrade does
 		{"16", "15", engine.ReasonDowngradeRefused},
-		{"16", "bogus", ""},                            // malformed: the schema rejects it first
-		{"19", "20", engine.ReasonMajorUpgradeRefused}, // an override outside the catalog follows the same rule
+		{"16", "bogus", ""},                         // malformed: the schema rejects it first
+		{"19", "18", engine.ReasonDowngradeRefused}, // an override outside the catalog follows the same rule
 	} {
 		err := New().CheckVersionChange(engine.Running{Version: tt.running}, tt.desired)
 		got := ""
@@ -31,10 +31,24 @@ func TestCheckVersionChange(t *testing.T) {
 			t.Errorf("CheckVersionChange(%q, %q) = %v, want reason %q", tt.running, tt.desired, err, tt.want)
 		}
 	}
-	err := New().CheckVersionChange(engine.Running{Version: "16"}, "17")
-	want := "MajorUpgradeRefused: PostgreSQL 17 cannot read the data directory that PostgreSQL 16 wrote, so the StatefulSet is left as it is. To move to 17, back this Database up (a DatabaseBackup) and restore the backup into a new Database of version 17 (spec.restore.backup); or set spec.version back to 16"
-	if err.Error() != want {
-		t.Errorf("message:\n got %s\nwant %s", err, want)
+}
+
+func TestMajorUpgradeNeeded(t *testing.T) {
+	needed := New().Runtime().MajorUpgrade.Needed
+	for _, tt := range []struct {
+		from, to string
+		want     bool
+	}{
+		{"15", "17", true},
+		{"15.4", "17", true},
+		{"16", "16.4", false}, // a minor version rolls out
+		{"16.2", "16", false},
+		{"", "17", false}, // nothing ran yet
+		{"16", "bogus", false},
+	} {
+		if got := needed(tt.from, tt.to); got != tt.want {
+			t.Errorf("Needed(%q, %q) = %v, want %v", tt.from, tt.to, got, tt.want)
+		}
 	}
 }
 

@@ -62,6 +62,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.LocalConfigMapReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LocalSecretReference"):
 		return &dbcontrollerv1alpha1.LocalSecretReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MajorUpgradeStatus"):
+		return &dbcontrollerv1alpha1.MajorUpgradeStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObjectStore"):
 		return &dbcontrollerv1alpha1.ObjectStoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ParametersStatus"):

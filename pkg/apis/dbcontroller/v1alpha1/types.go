@@ -123,14 +123,18 @@ const (
 	FinalizerBackupFile = "dbcontroller.io/backup-file"
 )
 
-// LabelBackupTrigger says why a DatabaseBackup was made: BackupTriggerSchedule
-// or BackupTriggerFinal by the controller; a backup without it was made by a user.
+// LabelBackupTrigger says why a DatabaseBackup was made: BackupTriggerSchedule,
+// BackupTriggerFinal or BackupTriggerMajorUpgrade by the controller; a
+// backup without it was made by a user.
 const LabelBackupTrigger = "dbcontroller.io/backup-trigger"
 
 // The values of LabelBackupTrigger.
 const (
 	BackupTriggerSchedule = "schedule"
 	BackupTriggerFinal    = "final"
+	// BackupTriggerMajorUpgrade: taken before an in-place major upgrade;
+	// kept, as a user's backup is, when the upgrade ends.
+	BackupTriggerMajorUpgrade = "major-upgrade"
 )
 
 // +genclient
@@ -900,6 +904,13 @@ type DatabaseStatus struct {
 	// +optional
 	TLS *TLSStatus `json:"tls,omitempty"`
 
+	// MajorUpgrade reports an in-place upgrade of the data to a new major
+	// version (PostgreSQL's pg_upgrade), from the change of spec.version
+	// until the new version serves with its statistics rebuilt, or, when it
+	// failed, until spec.version is set back to From.
+	// +optional
+	MajorUpgrade *MajorUpgradeStatus `json:"majorUpgrade,omitempty"`
+
 	// Conditions are the latest observations: Ready, Progressing,
 	// VersionSupported, FeatureCompatibility, Backup, Replicating,
 	// ContinuousArchiving and ParametersApplied.
@@ -907,6 +918,54 @@ type DatabaseStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MajorUpgradePhase is the step an in-place major upgrade is at.
+// +kubebuilder:validation:Enum=BackingUp;Upgrading;Analyzing;Failed
+type MajorUpgradePhase string
+
+// The steps of an in-place major upgrade, in order; Failed ends one.
+const (
+	// MajorUpgradeBackingUp: the DatabaseBackup of the old version is being
+	// taken; the server serves as before.
+	MajorUpgradeBackingUp MajorUpgradePhase = "BackingUp"
+	// MajorUpgradeUpgrading: the server is stopped, and a Job upgrades its
+	// data with the new version's pg_upgrade and the old version's programs.
+	MajorUpgradeUpgrading MajorUpgradePhase = "Upgrading"
+	// MajorUpgradeAnalyzing: the new version serves the upgraded data; a
+	// Job rebuilds the planner's statistics.
+	MajorUpgradeAnalyzing MajorUpgradePhase = "Analyzing"
+	// MajorUpgradeFailed: the upgrade did not happen, and the old version
+	// serves its data as it was; Message says why.
+	MajorUpgradeFailed MajorUpgradePhase = "Failed"
+)
+
+// MajorUpgradeStatus reports an in-place major upgrade.
+type MajorUpgradeStatus struct {
+	// From is the version whose data is upgraded; To, spec.version.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// FromImage is the image of From: it serves until the data is
+	// upgraded, again if the upgrade fails, and lends its programs to
+	// pg_upgrade.
+	FromImage string `json:"fromImage"`
+	// Phase is the step the upgrade is at.
+	Phase MajorUpgradePhase `json:"phase"`
+	// Backup is the DatabaseBackup taken of From before anything changed;
+	// it is kept when the upgrade ends, as any backup a person made.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// StartTime is when the upgrade began; StoppedTime, when the server
+	// stopped for it; UpgradedTime, when the data was upgraded.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	StoppedTime *metav1.Time `json:"stoppedTime,omitempty"`
+	// +optional
+	UpgradedTime *metav1.Time `json:"upgradedTime,omitempty"`
+	// Message says what failed, in the upgrade's own words.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // TLSStatus reports the servers' TLS.

@@ -67,6 +67,11 @@ type DatabaseStatusApplyConfiguration struct {
 	// TLS reports the servers' TLS: the mode they run with and when the
 	// certificates the controller issued expire.
 	TLS *TLSStatusApplyConfiguration `json:"tls,omitempty"`
+	// MajorUpgrade reports an in-place upgrade of the data to a new major
+	// version (PostgreSQL's pg_upgrade), from the change of spec.version
+	// until the new version serves with its statistics rebuilt, or, when it
+	// failed, until spec.version is set back to From.
+	MajorUpgrade *MajorUpgradeStatusApplyConfiguration `json:"majorUpgrade,omitempty"`
 	// Conditions are the latest observations: Ready, Progressing,
 	// VersionSupported, FeatureCompatibility, Backup, Replicating,
 	// ContinuousArchiving and ParametersApplied.
@@ -196,6 +201,14 @@ func (b *DatabaseStatusApplyConfiguration) WithParameters(value *ParametersStatu
 // If called multiple times, the TLS field is set to the value of the last call.
 func (b *DatabaseStatusApplyConfiguration) WithTLS(value *TLSStatusApplyConfiguration) *DatabaseStatusApplyConfiguration {
 	b.TLS = value
+	return b
+}
+
+// WithMajorUpgrade sets the MajorUpgrade field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MajorUpgrade field is set to the value of the last call.
+func (b *DatabaseStatusApplyConfiguration) WithMajorUpgrade(value *MajorUpgradeStatusApplyConfiguration) *DatabaseStatusApplyConfiguration {
+	b.MajorUpgrade = value
 	return b
 }
 
