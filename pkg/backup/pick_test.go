@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine/registry"
 	"github.com/dbcontroller/database-controller/pkg/wal"
 )
 
@@ -114,6 +115,42 @@ func TestWALKeptFromAndRecoverableFrom(t *testing.T) {
 			got := RecoverableFrom(db, tc.backups)
 			if (got == nil) != (tc.from == nil) || got != nil && !got.Time.Equal(*tc.from) {
 				t.Errorf("RecoverableFrom = %v, want %v", got, tc.from)
+			}
+		})
+	}
+}
+
+// A backup is taken and recorded with the version the servers run, and
+// its image: the old one while a major upgrade holds the data at it.
+func TestServed(t *testing.T) {
+	pg, err := registry.Lookup("postgresql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	database := func(current, spec, image string, u *dbv1alpha1.MajorUpgradeStatus) *dbv1alpha1.Database {
+		return &dbv1alpha1.Database{Spec: dbv1alpha1.DatabaseSpec{Engine: "postgresql", Version: spec, Image: image},
+			Status: dbv1alpha1.DatabaseStatus{CurrentVersion: current, MajorUpgrade: u}}
+	}
+	for _, tt := range []struct {
+		name                      string
+		db                        *dbv1alpha1.Database
+		version, image, whyPrefix string
+	}{
+		{"no change", database("16", "16", "", nil), "16", "postgres:16", ""},
+		{"a minor version rolls out", database("16", "16.4", "mirror/pg:16.4", nil), "16.4", "mirror/pg:16.4", ""},
+		{"an upgrade not begun: the catalog's image of the data's version", database("15", "17", "", nil), "15", "postgres:15", ""},
+		{"an upgrade not begun, with spec.image: waits", database("15", "17", "mirror/pg:17", nil), "", "", "the data is 15's, and spec.image names the image of 17"},
+		{"an upgrade backing up: its old image", database("15", "17", "mirror/pg:17",
+			&dbv1alpha1.MajorUpgradeStatus{From: "15", To: "17", FromImage: "mirror/pg:15", Phase: dbv1alpha1.MajorUpgradeBackingUp}), "15", "mirror/pg:15", ""},
+		{"an upgrade that failed: its old image", database("15", "17", "mirror/pg:17",
+			&dbv1alpha1.MajorUpgradeStatus{From: "15", To: "17", FromImage: "mirror/pg:15", Phase: dbv1alpha1.MajorUpgradeFailed}), "15", "mirror/pg:15", ""},
+		{"the data upgraded: the new image", database("17", "17", "mirror/pg:17",
+			&dbv1alpha1.MajorUpgradeStatus{From: "15", To: "17", FromImage: "mirror/pg:15", Phase: dbv1alpha1.MajorUpgradeAnalyzing}), "17", "mirror/pg:17", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			version, image, why, err := Served(tt.db, pg)
+			if err != nil || version != tt.version || image != tt.image || !strings.HasPrefix(why, tt.whyPrefix) || (tt.whyPrefix == "") != (why == "") {
+				t.Errorf("Served = %q, %q, %q, %v; want %q, %q, why %q...", version, image, why, err, tt.version, tt.image, tt.whyPrefix)
 			}
 		})
 	}

@@ -227,9 +227,12 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 	if err != nil {
 		return r.finish(ctx, b, dbv1alpha1.BackupFailed, err.Error(), nil)
 	}
-	image, err := e.Image(db.Spec.Version, db.Spec.Image)
-	if err != nil {
+	version, image, why, err := Served(db, e)
+	switch {
+	case err != nil:
 		return r.finish(ctx, b, dbv1alpha1.BackupFailed, err.Error(), nil)
+	case why != "":
+		return r.wait(ctx, b, why)
 	}
 	if why, err := r.notServing(db); err != nil || why != "" {
 		if err != nil {
@@ -271,13 +274,13 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 	now := metav1.NewTime(r.cfg.Clock.Now())
 	st.StartTime = &now
 	st.Engine = db.Spec.Engine
-	st.Version = db.Spec.Version
+	st.Version = version
 	st.Image = image
 	st.Message = ""
 	if err := r.writeStatus(ctx, b, st); err != nil {
 		return err
 	}
-	r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonStarted, "Backing up %s %s %s with Job %s", db.Spec.Engine, db.Spec.Version, db.Name, job.Name)
+	r.cfg.Recorder.Eventf(b, corev1.EventTypeNormal, ReasonStarted, "Backing up %s %s %s with Job %s", db.Spec.Engine, version, db.Name, job.Name)
 	return nil
 }
 

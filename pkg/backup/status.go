@@ -194,3 +194,25 @@ func baseBackupRefused(method dbv1alpha1.BackupMethod, b *dbv1alpha1.DatabaseBac
 	}
 	return ""
 }
+
+// Served is the version db's servers run and its image, which back it up
+// and record it: spec.version's, or while a major upgrade holds the data
+// at the version it was written by, that one's. Before such an upgrade
+// has begun, the image of the version that runs is known only from the
+// catalog: with spec.image set, why says the backup waits for it.
+func Served(db *dbv1alpha1.Database, e engine.Engine) (version, image, why string, err error) {
+	if u := db.Status.MajorUpgrade; u != nil && u.Phase != dbv1alpha1.MajorUpgradeAnalyzing {
+		return u.From, u.FromImage, "", nil
+	}
+	current := db.Status.CurrentVersion
+	if mu := e.Runtime().MajorUpgrade; mu != nil && mu.Needed(current, db.Spec.Version) {
+		if db.Spec.Image != "" {
+			return "", "", fmt.Sprintf("the data is %s's, and spec.image names the image of %s: waiting for the upgrade to %s to begin, or for spec.version to be %s again",
+				current, db.Spec.Version, db.Spec.Version, current), nil
+		}
+		image, err := e.Image(current, "")
+		return current, image, "", err
+	}
+	image, err = e.Image(db.Spec.Version, db.Spec.Image)
+	return db.Spec.Version, image, "", err
+}
