@@ -145,18 +145,24 @@ func heldForUpgrade(db *dbv1alpha1.Database, u *dbv1alpha1.MajorUpgradeStatus) *
 }
 
 // MajorUpgradeRefused says why db's change of spec.version, which needs an
-// in-place major upgrade, cannot have one, or "". Only a single server is
-// upgraded in place: the replicas of a replicated Database would have to
-// be seeded again from the upgraded primary, and a Database that archives
-// its WAL would need its archive started again, which the controller does
-// not do yet.
+// in-place major upgrade, cannot have one, or "". The data upgraded is the
+// first pod's: a replicated Database's primary must be <name>-0, so that
+// it starts first (the StatefulSet starts its pods in order) and its
+// replicas, which cannot follow it with the old version's data, are seeded
+// again from it. A Database that archives its WAL would need its archive
+// started again, which the controller does not do yet; a stopped one has
+// no server to back up first.
 func MajorUpgradeRefused(db *dbv1alpha1.Database, e engine.Engine) string {
 	from, to := db.Status.CurrentVersion, db.Spec.Version
+	first := names.PodName(db, 0)
 	switch {
-	case Replicated(db, e):
-		return fmt.Sprintf("%s %s cannot read the data that %s wrote, and the controller upgrades the data in place only for a single server (spec.replicas 1, never replicated) so far. "+
-			"Set spec.version back to %s, or back this Database up (a DatabaseBackup) and restore the backup into a new Database of version %s (spec.restore.backup)",
-			db.Spec.Engine, to, from, from, to)
+	case db.Spec.DesiredReplicas() == 0:
+		return fmt.Sprintf("%s %s cannot read the data that %s wrote, and the data is upgraded in place only while the Database runs, to back it up first: "+
+			"start it (spec.replicas), or set spec.version back to %s", db.Spec.Engine, to, from, from)
+	case Replicated(db, e) && (db.Status.Replication == nil || db.Status.Replication.Primary != first):
+		return fmt.Sprintf("%s %s cannot read the data that %s wrote: the controller upgrades the primary's data in place and seeds the replicas again from it, "+
+			"and the primary must be %s, the pod that starts first. Switch over to it (spec.replication.primary: %s) and wait for Running, or set spec.version back to %s",
+			db.Spec.Engine, to, from, first, first, from)
 	case db.Spec.Backup != nil && db.Spec.Backup.Continuous != nil:
 		return fmt.Sprintf("%s %s cannot read the data that %s wrote, and the controller does not yet upgrade in place a Database that archives its WAL (spec.backup.continuous). "+
 			"Set spec.version back to %s, or back this Database up and restore the backup into a new Database of version %s (spec.restore.backup)",

@@ -85,15 +85,27 @@ func TestCompute(t *testing.T) {
 			wantImage:    "postgres:16",
 		},
 		{
-			name: "a PostgreSQL major upgrade of a replicated Database",
+			name: "a PostgreSQL major upgrade of a replicated Database whose primary is not the first pod",
 			db: func() *dbv1alpha1.Database {
 				db := database("postgresql", "17", "16")
 				db.Spec.Replicas = ptr.To[int32](3)
+				db.Status.Replication = &dbv1alpha1.ReplicationStatus{Primary: "orders-1"}
 				return db
 			}(),
 			wantProblem: &status.Problem{Reason: engine.ReasonMajorUpgradeRefused,
-				Message: "postgresql 17 cannot read the data that 16 wrote, and the controller upgrades the data in place only for a single server (spec.replicas 1, never replicated) so far. Set spec.version back to 16, or back this Database up (a DatabaseBackup) and restore the backup into a new Database of version 17 (spec.restore.backup)"},
+				Message: "postgresql 17 cannot read the data that 16 wrote: the controller upgrades the primary's data in place and seeds the replicas again from it, and the primary must be orders-0, the pod that starts first. Switch over to it (spec.replication.primary: orders-0) and wait for Running, or set spec.version back to 16"},
 			wantEndpoint: "orders.default.svc:5432",
+		},
+		{
+			name: "a PostgreSQL major upgrade of a replicated Database whose primary is the first pod",
+			db: func() *dbv1alpha1.Database {
+				db := database("postgresql", "17", "16")
+				db.Spec.Replicas = ptr.To[int32](3)
+				db.Status.Replication = &dbv1alpha1.ReplicationStatus{Primary: "orders-0"}
+				return db
+			}(),
+			wantEndpoint: "orders.default.svc:5432",
+			wantImage:    "postgres:16",
 		},
 		{
 			name: "a MongoDB series skip",

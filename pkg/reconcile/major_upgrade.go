@@ -42,10 +42,30 @@ type upgradeFindings struct {
 	created []string
 }
 
-// majorUpgrade moves a single server's data to a new major version in
-// place, when spec.version asks for one (engine.MajorUpgrade): a
-// DatabaseBackup first; then, with the server stopped, a Job upgrades
-// the data; then the new version starts, and a Job runs after it
+// stopsServers says the upgrade holds every server stopped: its data is
+// being upgraded.
+func (u upgradeFindings) stopsServers() bool {
+	return u.upgrade != nil && u.upgrade.Phase == dbv1alpha1.MajorUpgradeUpgrading
+}
+
+// stoppedForUpgrade is what the replication step says of a replicated
+// Database whose servers an upgrade stopped: the primary it had, and why
+// no server replicates; nil for one that is not replicated.
+func (p *pass) stoppedForUpgrade() *replicationFindings {
+	rs := p.stored.Status.Replication
+	if !p.plan.Replicated || rs == nil {
+		return nil
+	}
+	return &replicationFindings{status: rs, condition: &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: metav1.ConditionFalse,
+		Reason: status.ReasonMajorUpgrade, Message: fmt.Sprintf("no server runs while the data of the primary, %s, is upgraded; it stays the primary", rs.Primary)}}
+}
+
+// majorUpgrade moves a Database's data to a new major version in place,
+// when spec.version asks for one (engine.MajorUpgrade): a DatabaseBackup
+// first; then, with every server stopped, a Job upgrades the data of the
+// first pod (a replicated Database's primary: plan.MajorUpgradeRefused;
+// its replicas are seeded again from it when they start, by the engine's
+// init script); then the new version starts, and a Job runs after it
 // (PostgreSQL's statistics). The plan holds the StatefulSet at the old
 // version until the data is upgraded (plan.Observed.MajorUpgrade). A
 // failure of the backup or of the upgrade leaves the data as it was: the
@@ -200,9 +220,15 @@ func (p *pass) upgradeData(ctx context.Context, e engine.Engine, u *dbv1alpha1.M
 	case succeeded:
 		u.Phase, u.UpgradedTime = dbv1alpha1.MajorUpgradeAnalyzing, &now
 		found.dataVersion = u.To
-		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonMajorUpgrade,
-			"Upgraded the data from %s to %s in %s with the server stopped: starting %s %s",
-			u.From, u.To, now.Sub(u.StoppedTime.Time).Round(time.Second), db.Spec.Engine, u.To)
+		took := now.Sub(u.StoppedTime.Time).Round(time.Second)
+		if rs := db.Status.Replication; rs != nil && db.Spec.DesiredReplicas() > 1 {
+			r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonMajorUpgrade,
+				"Upgraded the data of the primary, %s, from %s to %s in %s with the servers stopped: starting %s %s; the replicas' data of %s, which %s cannot follow, is discarded and seeded again from %s",
+				rs.Primary, u.From, u.To, took, db.Spec.Engine, u.To, u.From, u.To, rs.Primary)
+		} else {
+			r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonMajorUpgrade,
+				"Upgraded the data from %s to %s in %s with the server stopped: starting %s %s", u.From, u.To, took, db.Spec.Engine, u.To)
+		}
 	default:
 		words, err := p.upgradeJobWords(builder.JobMajorUpgrade)
 		if err != nil {

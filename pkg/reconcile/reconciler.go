@@ -449,7 +449,11 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	if err != nil {
 		return f, err
 	}
-	if f.replication, err = p.ensureReplication(ctx, sts, f.pods, p.recordTarget(f)); err != nil {
+	if f.upgrade.stopsServers() {
+		// Stopped on purpose, the primary stays the primary: nothing to
+		// ask, and no failover.
+		f.replication = p.stoppedForUpgrade()
+	} else if f.replication, err = p.ensureReplication(ctx, sts, f.pods, p.recordTarget(f)); err != nil {
 		return f, err
 	}
 	if f.archive, err = p.archiving(ctx, observed.ToolsImage, f.pods, f.replication); err != nil {

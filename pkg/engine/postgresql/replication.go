@@ -50,6 +50,10 @@ var replication = engine.Replication{
 //     (pg_rewind discards its divergent writes), or clone it again if that
 //     fails, and start as a replica. Fenced with no primary yet: wait.
 //   - Otherwise (a primary restarted): start as it was.
+//   - Data of another major version than the server's (a replica after its
+//     primary's data was upgraded in place): it cannot follow the primary,
+//     so it is seeded again from it, once a primary answers; never on a
+//     pod that would start as the primary.
 //
 // The replication connection authenticates as the superuser with a
 // passfile beside PGDATA, rewritten at every start so that a rotated
@@ -89,10 +93,17 @@ clone() {
 }
 ` + allowReplication + `
 
+server=$(postgres -V | awk '{ print $3 }')
+server=${server%%.*}
 waited=0
 while :; do
   p=$(primary)
-  if [ ! -s "$PGDATA/PG_VERSION" ]; then
+  if [ -s "$PGDATA/PG_VERSION" ] && [ "$(cat "$PGDATA/PG_VERSION")" != "$server" ]; then
+    if [ -n "$p" ]; then
+      say "the data is PostgreSQL $(cat "$PGDATA/PG_VERSION")'s, which the server of $server cannot follow: discarding it, and cloning again from $p"
+      clone; say "cloned; starting as a replica"; exit 0
+    fi
+  elif [ ! -s "$PGDATA/PG_VERSION" ]; then
     if [ -n "$p" ]; then say "cloning from $p"; clone; say "cloned; starting as a replica"; exit 0; fi
     case "$POD_NAME" in
       *-0) if [ ! -f "$fenced" ]; then say "no primary answers: the entrypoint initialises a new cluster"; exit 0; fi ;;
