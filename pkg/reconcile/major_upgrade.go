@@ -124,9 +124,9 @@ func (p *pass) majorUpgrade(ctx context.Context, e engine.Engine, sts *appsv1.St
 	return found, err
 }
 
-// beginUpgrade is the upgrade spec.version asks of a single server that
-// serves, at its first step, or nil when none is asked or it cannot begin
-// (the plan says why).
+// beginUpgrade is the upgrade spec.version asks of a Database that runs,
+// at its first step, or nil when none is asked or it cannot begin (the
+// plan says why).
 func (p *pass) beginUpgrade(e engine.Engine, sts *appsv1.StatefulSet) *dbv1alpha1.MajorUpgradeStatus {
 	db := p.db
 	from, to := db.Status.CurrentVersion, db.Spec.Version
