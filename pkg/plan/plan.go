@@ -124,7 +124,13 @@ func (p *Plan) Secret(password string) *corev1ac.SecretApplyConfiguration {
 // Compute plans db given what was observed. It is pure.
 func Compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 	if held := heldForUpgrade(db, observed.MajorUpgrade); held != nil {
-		return compute(held, observed)
+		p := compute(held, observed)
+		if p.Problem == nil && p.Replicated {
+			// Kept while the servers are stopped for the upgrade: they
+			// start again with the same number of replicas.
+			p.DisruptionBudgets = disruptionBudgets(db, observed)
+		}
+		return p
 	}
 	return compute(db, observed)
 }
@@ -230,11 +236,7 @@ func compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 	p.Service = stamp(builder.NewService(db, e, primaryOnly))
 	if p.Replicated {
 		p.ReadOnlyService = stamp(builder.NewReadOnlyService(db, e))
-		if db.Spec.DesiredReplicas() >= 2 {
-			for _, b := range builder.NewDisruptionBudgets(db, observed.Stranded) {
-				p.DisruptionBudgets = append(p.DisruptionBudgets, stamp(b))
-			}
-		}
+		p.DisruptionBudgets = disruptionBudgets(db, observed)
 	}
 	sts := builder.NewStatefulSet(db, e, image, storage, observed.Restore, p.Replicated)
 	if keep := replicasToKeep(db); keep > *sts.Spec.Replicas {
@@ -254,6 +256,19 @@ func compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 	p.StatefulSet = stamp(sts)
 	p.Grow = claimsToGrow(db, observed.Claims)
 	return p
+}
+
+// disruptionBudgets are the PodDisruptionBudgets of a replicated db: none
+// below two replicas.
+func disruptionBudgets(db *dbv1alpha1.Database, observed Observed) []*policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	if db.Spec.DesiredReplicas() < 2 {
+		return nil
+	}
+	var budgets []*policyv1ac.PodDisruptionBudgetApplyConfiguration
+	for _, b := range builder.NewDisruptionBudgets(db, observed.Stranded) {
+		budgets = append(budgets, stamp(b))
+	}
+	return budgets
 }
 
 // StartParameters are the parameters asked for that db's servers read at

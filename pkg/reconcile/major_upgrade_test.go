@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
@@ -298,4 +300,36 @@ func (f *fixture) expectJobDeleted(name string, uid types.UID) {
 	background := metav1.DeletePropagationBackground
 	f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(actiontest.Jobs, "default", name,
 		metav1.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &uid}}))
+}
+
+// A replicated Database whose servers an upgrade stopped: the replication
+// step asks no server and fails nothing over, the primary stays the
+// primary, and the Replicating condition says why no server replicates.
+func TestMajorUpgradeOfAReplicatedDatabaseStopsReplication(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	f.convergedReplicated(db)
+	f.podLister, f.kubeobjects = nil, slices.DeleteFunc(f.kubeobjects, func(o runtime.Object) bool { _, pod := o.(*corev1.Pod); return pod })
+	db.Spec.Version = "17"
+	db.Generation = 2
+	start, stopped := metav1.NewTime(testNow.Add(-10*time.Minute)), metav1.NewTime(testNow.Add(-time.Minute))
+	db.Status.MajorUpgrade = &dbv1alpha1.MajorUpgradeStatus{From: "16", To: "17", FromImage: "postgres:16", Phase: "Upgrading",
+		Backup: "orders-before-17-2", StartTime: &start, StoppedTime: &stopped}
+	held := heldAt16Database(db, 0)
+	sts := actiontest.RolledOut(expectedStatefulSet(t, held), 0)
+	f.statefulSetLister = []*appsv1.StatefulSet{sts}
+	f.expectCreate(actiontest.Jobs, jobObject(builder.NewMajorUpgradeJob(db, profile(t, db), "postgres:16", "postgres:17", "17", "data-orders-0")))
+	msg := "upgrading the data from 16 to 17 in place: the server is stopped while the upgrade Job runs"
+	st := upgradeStatus(db, 0, 0, "16", metav1.Condition{Status: "False", Reason: "MajorUpgrade", Message: msg}, msg, db.Status.MajorUpgrade)
+	st.Replication = db.Status.Replication
+	st.Conditions = append(st.Conditions, metav1.Condition{Type: "Replicating", Status: "False", Reason: "MajorUpgrade",
+		Message: "no server runs while the data of the primary, orders-0, is upgraded; it stays the primary", ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(testNow)})
+	f.expectStatusUpdate(db, st)
+	f.events = []string{
+		"Normal MajorUpgrade Stopped postgresql 16: Job orders-upgrade-17 upgrades the data of claim data-orders-0 to 17",
+		"Normal Created Created Job orders-upgrade-17",
+	}
+	f.calls = nil // no server is asked anything
+	f.run(ctx, ref(db), synced)
 }
