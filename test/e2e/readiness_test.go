@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,12 +62,22 @@ func TestRefusedVersionChanges(t *testing.T) {
 	startController(t, controllerOptions{namespace: ns})
 	for _, tt := range []struct {
 		name, engine, from, to, reason, image string
+		stopped                               bool
 	}{
-		{"pg", "postgresql", "16", "17", "MajorUpgradeRefused", "postgres:16"},
-		{"mongo", "mongodb", "6.0", "8.0", "SeriesSkipRefused", "mongo:6.0"},
+		// A higher PostgreSQL major is upgraded in place, but not while
+		// the Database is stopped: there is no server to back up first.
+		{"pg", "postgresql", "16", "17", "MajorUpgradeRefused", "postgres:16", true},
+		{"mongo", "mongodb", "6.0", "8.0", "SeriesSkipRefused", "mongo:6.0", false},
 	} {
 		createDB(t, ns, dbYAML(tt.name, tt.engine, tt.from, 1, ""))
 		e2eutil.WaitRunning(t, ns, tt.name, converge)
+		if tt.stopped {
+			e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+tt.name, "--type=merge", "-p", `{"spec":{"replicas":0}}`)
+			e2eutil.Eventually(t, converge, tt.name+" Stopped", func() (bool, string) {
+				db := e2eutil.GetDB(t, ns, tt.name)
+				return db.Status.Phase == "Stopped", string(db.Status.Phase)
+			})
+		}
 		var before appsv1.StatefulSet
 		e2eutil.GetJSON(t, &before, "-n", ns, "get", "statefulset", tt.name)
 		e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+tt.name, "--type=merge", "-p", `{"spec":{"version":"`+tt.to+`"}}`)
@@ -81,6 +93,30 @@ func TestRefusedVersionChanges(t *testing.T) {
 				tt.name, after.Spec.Template.Spec.Containers[0].Image, before.Generation, after.Generation)
 		}
 	}
+	// Started again, the PostgreSQL Database is upgraded in place: a
+	// backup, the servers stopped, a Job, 17 started, a Job after it (kwok
+	// completes the Jobs' pods: this is the orchestration alone; the real
+	// node runs pg_upgrade).
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db/pg", "--type=merge", "-p", `{"spec":{"replicas":1}}`)
+	var phases []string
+	e2eutil.Eventually(t, 2*converge, "pg to run 17, the upgrade ended", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "pg")
+		if u := db.Status.MajorUpgrade; u != nil && (len(phases) == 0 || phases[len(phases)-1] != string(u.Phase)) {
+			phases = append(phases, string(u.Phase))
+		}
+		return db.Status.CurrentVersion == "17" && db.Status.Phase == "Running" && db.Status.MajorUpgrade == nil,
+			fmt.Sprintf("%s %s %+v", db.Status.CurrentVersion, db.Status.Phase, db.Status.MajorUpgrade)
+	})
+	if want := []string{"BackingUp", "Upgrading", "Analyzing"}; !slices.Equal(phases, want) {
+		t.Errorf("pg: upgrade phases seen %v, want %v", phases, want)
+	}
+	var upgraded appsv1.StatefulSet
+	e2eutil.GetJSON(t, &upgraded, "-n", ns, "get", "statefulset", "pg")
+	if image := upgraded.Spec.Template.Spec.Containers[0].Image; image != "postgres:17" {
+		t.Errorf("pg: image %s after the upgrade, want postgres:17", image)
+	}
+	waitEvent(t, ns, "pg", "Normal MajorUpgrade", converge)
+
 	// mongo 6.0 is end of life: it runs, and says so.
 	db := e2eutil.GetDB(t, ns, "mongo")
 	if status, reason, _ := e2eutil.Condition(db, "VersionSupported"); status != "False" || reason != "EndOfLife" {
