@@ -51,7 +51,7 @@ func TestPostgreSQLMajorUpgradeInPlace(t *testing.T) {
 	before := runClient(t, ns, "up", postgresImage, fingerprint)
 	password := secretValue(t, ns, "up", "password")
 
-	writer := startWriter(t, ns, "up", 150)
+	writer := startWriter(t, ns, "up", 100)
 	writer.waitAcknowledged(t, 20)
 	stop := make(chan struct{})
 	states := watchStates(t, ns, "up", stop)
@@ -201,7 +201,7 @@ func TestPostgreSQLMajorUpgradeOfAReplicatedDatabase(t *testing.T) {
 	sampler := sampleLabels(ns, "ring")
 	defer sampler.finish(t)
 
-	writer := startWriter(t, ns, "ring", 180)
+	writer := startWriter(t, ns, "ring", 120)
 	writer.waitAcknowledged(t, 20)
 	asked := time.Now()
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db", "ring", "--type=merge", "-p",
