@@ -6,7 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
@@ -51,40 +50,24 @@ func (p *pass) ensureFeatureCompatibility(ctx context.Context, sts *appsv1.State
 		return found, nil // not yet: every replica must run the new series
 	}
 	image := containers[0].Image
-	r := p.r
 	name := builder.FeatureCompatibilityJobName(db, want)
-	key := ChildKey{Kind: "Job", Namespace: db.Namespace, Name: name}
 	setting := &metav1.Condition{Type: dbv1alpha1.ConditionFeatureCompatibility, Status: metav1.ConditionFalse,
 		Reason: status.ReasonSettingFCV, Message: fmt.Sprintf("setting featureCompatibilityVersion %s with Job %s", want, name)}
 
-	job, err := p.read.job(db.Namespace, name)
-	switch {
-	case apierrors.IsNotFound(err):
-		if r.expectations.Pending(key) {
-			return found, &WaitingError{Kind: "Job", Name: name}
-		}
+	job, created, err := p.ownJob(ctx, name, &found.created, func() (*batchv1.Job, error) {
+		return jobObject(builder.NewFeatureCompatibilityJob(db, e, image, want, replicas)), nil
+	})
+	if err != nil {
+		return found, err
+	}
+	if job == nil || created {
 		if db.Status.FeatureCompatibilityVersion == "" {
 			// A Database from before this controller recorded it: the
 			// Job sets the series that runs, which is what it must be.
 			setting.Message = fmt.Sprintf("featureCompatibilityVersion not known: setting %s with Job %s", want, name)
 		}
-		created, err := r.kube.BatchV1().Jobs(db.Namespace).Create(ctx,
-			jobObject(builder.NewFeatureCompatibilityJob(db, e, image, want, replicas)), createOptions)
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return found, fmt.Errorf("creating Job %s: %w", name, err)
-		}
-		if err == nil {
-			r.expectations.Created(key)
-			found.created = []string{"Job " + created.Name}
-		}
 		found.condition = setting
 		return found, nil
-	case err != nil:
-		return found, err
-	}
-	r.expectations.Observed(key)
-	if !metav1.IsControlledBy(job, db) {
-		return found, conflict(db, "Job", name)
 	}
 	finished, succeeded, why := builder.JobFinished(job)
 	switch {
@@ -97,19 +80,9 @@ func (p *pass) ensureFeatureCompatibility(ctx context.Context, sts *appsv1.State
 			Reason: status.ReasonFCVFailed, Message: fmt.Sprintf(
 				"Job %s could not set featureCompatibilityVersion %s (%s); it is made again. Its pod's log says why: kubectl logs -n %s job/%s",
 				name, want, why, db.Namespace, name)}
-		background := metav1.DeletePropagationBackground
-		err := r.kube.BatchV1().Jobs(db.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background,
-			Preconditions: &metav1.Preconditions{UID: &job.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return found, fmt.Errorf("deleting failed Job %s: %w", name, err)
+		if err := p.r.deleteJob(ctx, job); err != nil {
+			return found, err
 		}
 	}
 	return found, nil
-}
-
-// jobObject is the Job to create from its apply configuration.
-func jobObject(ac any) *batchv1.Job {
-	job := &batchv1.Job{}
-	_ = builder.Convert(ac, job) // an apply configuration always converts
-	return job
 }

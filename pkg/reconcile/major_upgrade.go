@@ -199,7 +199,7 @@ func (p *pass) upgradeData(ctx context.Context, e engine.Engine, u *dbv1alpha1.M
 	}
 	name := builder.MajorUpgradeJobName(db, u.To)
 	claim := names.ClaimPrefix(db) + "0"
-	job, created, err := p.upgradeJob(ctx, name, found, func() (*batchv1.Job, error) {
+	job, created, err := p.ownJob(ctx, name, &found.created, func() (*batchv1.Job, error) {
 		image, err := e.Image(u.To, db.Spec.Image)
 		if err != nil {
 			return nil, &status.Problem{Reason: status.ReasonUnknownVersion, Message: err.Error()}
@@ -263,7 +263,7 @@ func (p *pass) afterUpgrade(ctx context.Context, e engine.Engine, u *dbv1alpha1.
 	name := builder.AfterMajorUpgradeJobName(db, u.To)
 	var words string
 	if after != "" {
-		job, created, err := p.upgradeJob(ctx, name, found, func() (*batchv1.Job, error) {
+		job, created, err := p.ownJob(ctx, name, &found.created, func() (*batchv1.Job, error) {
 			return jobObject(builder.NewAfterMajorUpgradeJob(db, e, image, u.To)), nil
 		})
 		if job == nil || created || err != nil {
@@ -300,41 +300,6 @@ func (p *pass) afterUpgrade(ctx context.Context, e engine.Engine, u *dbv1alpha1.
 	return nil
 }
 
-// upgradeJob is the Job name of the upgrade, as the cache has it; or,
-// when there is none, the one build makes, created (created says so); or
-// nil while the cache has yet to show the one created.
-func (p *pass) upgradeJob(ctx context.Context, name string, found *upgradeFindings, build func() (*batchv1.Job, error)) (job *batchv1.Job, created bool, err error) {
-	r, db := p.r, p.db
-	key := ChildKey{Kind: "Job", Namespace: db.Namespace, Name: name}
-	job, err = p.read.job(db.Namespace, name)
-	switch {
-	case apierrors.IsNotFound(err):
-		if r.expectations.Pending(key) {
-			return nil, false, &WaitingError{Kind: "Job", Name: name}
-		}
-		if job, err = build(); err != nil {
-			return nil, false, err
-		}
-		_, err = r.kube.BatchV1().Jobs(db.Namespace).Create(ctx, job, createOptions)
-		if apierrors.IsAlreadyExists(err) {
-			return nil, false, nil // the cache shows it soon
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("creating Job %s: %w", name, err)
-		}
-		r.expectations.Created(key)
-		found.created = append(found.created, "Job "+name)
-		return job, true, nil
-	case err != nil:
-		return nil, false, err
-	}
-	r.expectations.Observed(key)
-	if !metav1.IsControlledBy(job, db) {
-		return nil, false, conflict(db, "Job", name)
-	}
-	return job, false, nil
-}
-
 // upgradeJobExists reports whether u's upgrade Job exists: the data may
 // have been touched.
 func (p *pass) upgradeJobExists(u *dbv1alpha1.MajorUpgradeStatus) (bool, error) {
@@ -363,11 +328,8 @@ func (p *pass) deleteUpgradeJobs(ctx context.Context, u *dbv1alpha1.MajorUpgrade
 		if !metav1.IsControlledBy(job, db) {
 			continue
 		}
-		background := metav1.DeletePropagationBackground
-		err = p.r.kube.BatchV1().Jobs(db.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background,
-			Preconditions: &metav1.Preconditions{UID: &job.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting Job %s: %w", name, err)
+		if err := p.r.deleteJob(ctx, job); err != nil {
+			return err
 		}
 	}
 	return nil
