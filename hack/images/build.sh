@@ -15,6 +15,8 @@
 #                   for test/e2e/realnode
 #   mariadb.tar     Debian's mariadb-server with hack/images/mariadb/docker-entrypoint.sh
 #                   (both MySQL-protocol images source hack/images/mysql-init.sh)
+#   mariadb118.tar  the same of Debian trixie's MariaDB 11.8: a second series, for
+#                   the in-place series upgrade (10.11 -> 11.8)
 #   mysql.tar       Debian sid's mysql-server-core (Oracle's MySQL 9.7) with
 #                   hack/images/mysql/docker-entrypoint.sh and mysqld.cnf
 # The Debian root filesystems are made with mmdebstrap (--mode=root
@@ -22,8 +24,8 @@
 # stamp of its inputs changes: the suite, the mirror, the package list, the
 # files copied in, the image config and ociarchive.
 #
-# Usage: hack/images/build.sh [IMAGE...]   (pause controller postgresql postgresql-slowinit postgresql17 mariadb mysql; default all)
-# Environment: DEBIAN_SUITE [bookworm], MYSQL_SUITE [sid], PG17_SUITE [trixie], DEBIAN_MIRROR [http://deb.debian.org/debian],
+# Usage: hack/images/build.sh [IMAGE...]   (pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql; default all)
+# Environment: DEBIAN_SUITE [bookworm], MYSQL_SUITE [sid], PG17_SUITE [trixie], MARIADB118_SUITE [trixie], DEBIAN_MIRROR [http://deb.debian.org/debian],
 #   BIN_DIR [_output/bin], IMAGES_DIR [_output/images]
 set -euo pipefail
 
@@ -36,6 +38,8 @@ SUITE=${DEBIAN_SUITE:-bookworm}
 MYSQL_SUITE=${MYSQL_SUITE:-sid}
 # PostgreSQL 17 is in Debian's trixie suite.
 PG17_SUITE=${PG17_SUITE:-trixie}
+# MariaDB 11.8 is in Debian's trixie suite.
+MARIADB118_SUITE=${MARIADB118_SUITE:-trixie}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # shellcheck source=names.sh
 source "$HERE/names.sh"
@@ -107,6 +111,7 @@ mapfile -t PG17_CONFIG < <(pg_config "$DBC_POSTGRESQL17_IMAGE" 17)
 MARIADB_CONFIG=(-name "$DBC_MARIADB_IMAGE" -user 999:999 -port 3306/tcp
   -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd mariadbd
   -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env LANG=C.UTF-8)
+MARIADB118_CONFIG=("${MARIADB_CONFIG[@]}" -name "$DBC_MARIADB118_IMAGE")
 MYSQL_CONFIG=(-name "$DBC_MYSQL_IMAGE" -user 999:999 -port 3306/tcp
   -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd mysqld
   -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env LANG=C.UTF-8)
@@ -193,6 +198,10 @@ postgresql_stamp() {
 }
 build_postgresql17() { IMAGE_SUITE=$PG17_SUITE debian_image postgresql17 postgresql-17 "$PG17_HOOK" "${PG17_CONFIG[@]}"; }
 build_mariadb() { debian_image mariadb mariadb-server,mariadb-client "$MARIADB_HOOK" "${MARIADB_CONFIG[@]}"; }
+build_mariadb118() {
+  IMAGE_SUITE=$MARIADB118_SUITE debian_image mariadb118 mariadb-server,mariadb-client "$MARIADB_HOOK" "${MARIADB118_CONFIG[@]}"
+}
+mariadb_files() { cat "$HERE/mariadb/docker-entrypoint.sh" "$HERE/mariadb/99-database-controller.cnf" "$HERE/mysql-init.sh"; }
 # mysql-server-core has the server alone, with no package scripts that
 # initialise a data directory; mysql-client has mysql, mysqladmin and
 # mysqldump.
@@ -205,7 +214,7 @@ build_mysql() {
 }
 
 wanted=("$@")
-((${#wanted[@]} > 0)) || wanted=(pause controller postgresql postgresql-slowinit postgresql17 mariadb mysql)
+((${#wanted[@]} > 0)) || wanted=(pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql)
 for image in "${wanted[@]}"; do
   case "$image" in
     pause)
@@ -223,12 +232,14 @@ for image in "${wanted[@]}"; do
         "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/postgresql/docker-entrypoint.sh")")" build_postgresql17 ;;
     mariadb)
       build mariadb "$(stamp_of mariadb "$SUITE" "$MIRROR" mariadb-server,mariadb-client "$MARIADB_HOOK" \
-        "${MARIADB_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/mariadb/docker-entrypoint.sh" \
-        "$HERE/mariadb/99-database-controller.cnf" "$HERE/mysql-init.sh")")" build_mariadb ;;
+        "${MARIADB_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(mariadb_files)")" build_mariadb ;;
+    mariadb118)
+      build mariadb118 "$(stamp_of mariadb118 "$MARIADB118_SUITE" "$MIRROR" mariadb-server,mariadb-client "$MARIADB_HOOK" \
+        "${MARIADB118_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(mariadb_files)")" build_mariadb118 ;;
     mysql)
       build mysql "$(stamp_of mysql "$MYSQL_SUITE" "$MIRROR" "$MYSQL_PACKAGES" "$MYSQL_APTOPT" "$MYSQL_HOOK" \
         "${MYSQL_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/mysql/docker-entrypoint.sh" \
         "$HERE/mysql/mysqld.cnf" "$HERE/mysql-init.sh")")" build_mysql ;;
-    *) echo "build-images: unknown image '$image' (pause controller postgresql postgresql-slowinit postgresql17 mariadb mysql)" >&2; exit 2 ;;
+    *) echo "build-images: unknown image '$image' (pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql)" >&2; exit 2 ;;
   esac
 done

@@ -14,4 +14,6 @@ DBC_POSTGRESQL_SLOWINIT_IMAGE=localhost/dbc/postgresql-slowinit:15
 # shellcheck disable=SC2034
 DBC_MARIADB_IMAGE=localhost/dbc/mariadb:10.11
 # shellcheck disable=SC2034
+DBC_MARIADB118_IMAGE=localhost/dbc/mariadb:11.8
+# shellcheck disable=SC2034
 DBC_MYSQL_IMAGE=localhost/dbc/mysql:9.7
