@@ -2,6 +2,7 @@ package builder
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +41,7 @@ func StorageOfStatefulSet(sts *appsv1.StatefulSet) (Storage, bool) {
 }
 
 // serverEnv is the environment the engine's image reads: the credentials
-// Secret's keys and the engine's fixed values.
+// Secret's keys, the engine's fixed values and those of spec.version.
 func serverEnv(db *dbv1alpha1.Database, p *engine.Runtime) []*corev1ac.EnvVarApplyConfiguration {
 	env := make([]*corev1ac.EnvVarApplyConfiguration, 0, len(p.SecretEnv)+len(p.StaticEnv)+len(p.FieldEnv))
 	for _, v := range p.SecretEnv {
@@ -48,7 +49,11 @@ func serverEnv(db *dbv1alpha1.Database, p *engine.Runtime) []*corev1ac.EnvVarApp
 			corev1ac.EnvVarSource().WithSecretKeyRef(
 				corev1ac.SecretKeySelector().WithName(names.SecretName(db)).WithKey(v.Key))))
 	}
-	for _, v := range p.StaticEnv {
+	static := p.StaticEnv
+	if p.VersionEnv != nil {
+		static = append(slices.Clip(static), p.VersionEnv(db.Spec.Version)...)
+	}
+	for _, v := range static {
 		env = append(env, corev1ac.EnvVar().WithName(v.Name).WithValue(v.Value))
 	}
 	return env

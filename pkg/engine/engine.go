@@ -63,6 +63,10 @@ type Runtime struct {
 	SecretEnv []EnvFromSecret
 	// StaticEnv holds environment variables with fixed values.
 	StaticEnv []EnvValue
+	// VersionEnv, when set, gives the environment variables of the servers
+	// of a version (spec.version), such as those only one family of the
+	// engine's images reads.
+	VersionEnv func(version string) []EnvValue
 	// FieldEnv holds environment variables read from the pod's own fields
 	// (the downward API), such as its address.
 	FieldEnv []EnvFromField

@@ -17,7 +17,7 @@ func TestImage(t *testing.T) {
 		{engine: "mysql", version: "8.4", want: "mysql:8.4"},
 		{engine: "mongodb", version: "7.0", want: "mongo:7.0"},
 		{engine: "postgresql", version: "9", wantErr: `version "9" of postgresql is not in the catalog`},
-		{engine: "mysql", version: "16", wantErr: "known: 8.0, 8.4"},
+		{engine: "mysql", version: "16", wantErr: "known: MySQL 8.0, 8.4, 9.7; MariaDB 10.6"},
 		{engine: "mongodb", version: "7", wantErr: "set spec.image"},
 		{engine: "postgresql", version: "9", override: "mirror.local/pg:9.6", want: "mirror.local/pg:9.6"},
 	}
