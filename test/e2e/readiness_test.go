@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
@@ -68,6 +69,9 @@ func TestRefusedVersionChanges(t *testing.T) {
 		// the Database is stopped: there is no server to back up first.
 		{"pg", "postgresql", "16", "17", "MajorUpgradeRefused", "postgres:16", true},
 		{"mongo", "mongodb", "6.0", "8.0", "SeriesSkipRefused", "mongo:6.0", false},
+		// MySQL's data is not MariaDB's, and MariaDB is not downgraded.
+		{"my", "mysql", "8.4", "11.8", "MajorUpgradeRefused", "mysql:8.4", false},
+		{"maria", "mysql", "11.8", "10.11", "DowngradeRefused", "mariadb:11.8", false},
 	} {
 		createDB(t, ns, dbYAML(tt.name, tt.engine, tt.from, 1, ""))
 		e2eutil.WaitRunning(t, ns, tt.name, converge)
@@ -91,6 +95,19 @@ func TestRefusedVersionChanges(t *testing.T) {
 		if after.Generation != before.Generation || after.Spec.Template.Spec.Containers[0].Image != tt.image {
 			t.Errorf("%s: StatefulSet touched on a refused change: image %s, generation %d -> %d",
 				tt.name, after.Spec.Template.Spec.Containers[0].Image, before.Generation, after.Generation)
+		}
+	}
+	// MariaDB's servers upgrade their system tables at the first start of
+	// a newer series (the official mariadb image's MARIADB_AUTO_UPGRADE);
+	// MySQL's do it themselves.
+	for name, want := range map[string]bool{"my": false, "maria": true} {
+		var sts appsv1.StatefulSet
+		e2eutil.GetJSON(t, &sts, "-n", ns, "get", "statefulset", name)
+		has := slices.ContainsFunc(sts.Spec.Template.Spec.Containers[0].Env, func(e corev1.EnvVar) bool {
+			return e.Name == "MARIADB_AUTO_UPGRADE" && e.Value == "1"
+		})
+		if has != want {
+			t.Errorf("%s: MARIADB_AUTO_UPGRADE=1 in the server's environment: %v, want %v", name, has, want)
 		}
 	}
 	// Started again, the PostgreSQL Database is upgraded in place: a

@@ -33,6 +33,14 @@ const fingerprint = psql + `-c "SELECT count(*) || ' ' || md5(string_agg(id || v
   -c "SET enable_seqscan = off" -c "SELECT count(*) FROM items WHERE v LIKE '%abc%'" \
   -c "SELECT string_agg(extname, ',' ORDER BY extname) FROM pg_extension"`
 
+// setVersion sets spec.version and spec.image of the Database name, as a
+// user asks for an upgrade.
+func setVersion(t *testing.T, ns, name, version, image string) {
+	t.Helper()
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db", name, "--type=merge", "-p",
+		fmt.Sprintf(`{"spec":{"version":%q,"image":%q}}`, version, image))
+}
+
 // serverMajor reads the server's major version.
 const serverMajor = psql + `-c "SELECT current_setting('server_version_num')::int / 10000"`
 
@@ -56,8 +64,7 @@ func TestPostgreSQLMajorUpgradeInPlace(t *testing.T) {
 	stop := make(chan struct{})
 	states := watchStates(t, ns, "up", stop)
 	asked := time.Now()
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db", "up", "--type=merge", "-p",
-		fmt.Sprintf(`{"spec":{"version":"17","image":%q}}`, postgres17Image))
+	setVersion(t, ns, "up", "17", postgres17Image)
 	var phases []dbv1alpha1.MajorUpgradePhase
 	e2eutil.Eventually(t, 3*converge, "PostgreSQL 17 Running, the upgrade ended", func() (bool, string) {
 		db := e2eutil.GetDB(t, ns, "up")
@@ -142,8 +149,7 @@ func TestPostgreSQLMajorUpgradeThatFailsKeepsTheData(t *testing.T) {
 	rows := psql + `-c "SELECT count(*) || ':' || sum(n) FROM kept"`
 	runClient(t, ns, "stuck", postgresImage, psql+`-c "CREATE TABLE kept (n int, f regproc)" -c "INSERT INTO kept SELECT i, 'now' FROM generate_series(1, 1000) i"`)
 
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db", "stuck", "--type=merge", "-p",
-		fmt.Sprintf(`{"spec":{"version":"17","image":%q}}`, postgres17Image))
+	setVersion(t, ns, "stuck", "17", postgres17Image)
 	var db *dbv1alpha1.Database
 	e2eutil.Eventually(t, 3*converge, "the upgrade to fail", func() (bool, string) {
 		db = e2eutil.GetDB(t, ns, "stuck")
@@ -174,8 +180,7 @@ func TestPostgreSQLMajorUpgradeThatFailsKeepsTheData(t *testing.T) {
 		t.Errorf("%d Warning events MajorUpgradeFailed, want 1", n)
 	}
 
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db", "stuck", "--type=merge", "-p",
-		fmt.Sprintf(`{"spec":{"version":"15","image":%q}}`, postgresImage))
+	setVersion(t, ns, "stuck", "15", postgresImage)
 	e2eutil.Eventually(t, converge, "Running on 15, the upgrade ended", func() (bool, string) {
 		db := e2eutil.GetDB(t, ns, "stuck")
 		running, why := e2eutil.IsRunning(db)
@@ -204,8 +209,7 @@ func TestPostgreSQLMajorUpgradeOfAReplicatedDatabase(t *testing.T) {
 	writer := startWriter(t, ns, "ring", 120)
 	writer.waitAcknowledged(t, 20)
 	asked := time.Now()
-	e2eutil.Kubectl(t, "-n", ns, "patch", "db", "ring", "--type=merge", "-p",
-		fmt.Sprintf(`{"spec":{"version":"17","image":%q}}`, postgres17Image))
+	setVersion(t, ns, "ring", "17", postgres17Image)
 	e2eutil.Eventually(t, 2*converge, "the upgrade to begin", func() (bool, string) {
 		u := e2eutil.GetDB(t, ns, "ring").Status.MajorUpgrade
 		return u != nil, fmt.Sprintf("majorUpgrade %+v", u)
