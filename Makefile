@@ -21,7 +21,7 @@ tools:
 	./hack/tools/build.sh
 
 ## node: the real node (containerd, runc shim, pause, CoreDNS, kubelet's helpers) and its images
-##   (PostgreSQL 15, MariaDB and MySQL 9.7 from Debian) into _output/bin and _output/images; needs root
+##   (PostgreSQL 15 and 17, MariaDB 10.11 and 11.8, MySQL 9.7 from Debian) into _output/bin and _output/images; needs root
 node:
 	./hack/tools/build.sh node
 

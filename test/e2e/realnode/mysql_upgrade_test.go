@@ -49,7 +49,7 @@ func TestMariaDBSeriesUpgradeInPlace(t *testing.T) {
 	sampler := sampleLabels(ns, "shift")
 	defer sampler.finish(t)
 
-	writer := startMySQLWriter(t, ns, "shift", 120)
+	writer := startMySQLWriter(t, ns, "shift", 80)
 	writer.waitAcknowledged(t, 20)
 	asked := time.Now()
 	setVersion(t, ns, "shift", "11.8", mariadb118Image)

@@ -255,6 +255,7 @@ func waitReplicating(t testing.TB, ns, name, why string) *dbv1alpha1.Database {
 // a named replica loses no acknowledged write; and no two pods are ever
 // labelled primary at once.
 func TestReplicationFailoverAndSwitchover(t *testing.T) {
+	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("ha", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
 	start := time.Now()
@@ -545,6 +546,7 @@ func loseThePrimaryAndTheController(t *testing.T, ns string, names ...string) ti
 // once, the replicas first, and the primary last, after a switchover; no
 // acknowledged write is lost and no two pods are ever labelled primary.
 func TestReplicationRollingImageChange(t *testing.T) {
+	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("roll", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "roll", "three replicas, one primary and two streaming")
@@ -585,6 +587,7 @@ func TestReplicationRollingImageChange(t *testing.T) {
 // clone from it; a backup then dumps one of them), down to one while another pod is the primary (the role
 // moves to pod 0 first), to zero and back: the rows and the primary stay.
 func TestReplicationScaling(t *testing.T) {
+	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("grow", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "grow", converge)
