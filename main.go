@@ -203,6 +203,7 @@ func run(ctx context.Context, o options) error {
 		ClaimEventInformers: claimEventInformerFactory,
 		NodeInformers:       nodeInformerFactory,
 		Metrics:             m,
+		PrimaryChanges:      m,
 
 		ParametersConfigMapInformers: configMapInformerFactory,
 		TLSSecretInformers:           tlsSecretInformerFactory,
@@ -215,6 +216,8 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	m.RegisterDatabases(dbInformerFactory.Dbcontroller().V1alpha1().Databases().Lister())
+	m.RegisterDatabaseState(dbInformerFactory.Dbcontroller().V1alpha1().Databases().Lister(),
+		dbInformerFactory.Dbcontroller().V1alpha1().DatabaseBackups().Lister())
 
 	// Informers start at once, also on standby replicas, so that a new
 	// leader has warm caches.

@@ -27,6 +27,9 @@ type Metrics struct {
 
 	syncs        *prometheus.CounterVec
 	syncDuration *prometheus.HistogramVec
+	// primaryChanges counts the changes of each Database's primary
+	// (state.go).
+	primaryChanges primaryChanges
 }
 
 // New registers the controller's metrics, the workqueue provider and the

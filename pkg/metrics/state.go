@@ -1,0 +1,183 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	listers "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
+)
+
+// RegisterDatabaseState exposes each Database's state as the controller
+// last wrote it in its status, and the time of its newest completed
+// backup: read from the listers when scraped, so it costs nothing between
+// scrapes and a deleted Database leaves no series. The labels are bounded
+// per Database (namespace, database) and per server (instance, the pod's
+// name, which a restart keeps), never per backup or per pod UID.
+func (m *Metrics) RegisterDatabaseState(dbs listers.DatabaseLister, backups listers.DatabaseBackupLister) {
+	m.Registry.MustRegister(newStateCollector(dbs, backups, &m.primaryChanges))
+}
+
+// PrimaryChanged counts a change of a replicated Database's primary, by a
+// failover or a switchover (reconcile.PrimaryChangeObserver).
+func (m *Metrics) PrimaryChanged(namespace, database string, failover bool) {
+	m.primaryChanges.add(namespace, database, failover)
+}
+
+// primaryChanges counts the changes of each Database's primary since the
+// controller started; the collector exports those of the Databases that
+// exist, and forgets the others.
+type primaryChanges struct {
+	mu     sync.Mutex
+	counts map[changeKey]float64
+}
+
+type changeKey struct {
+	namespace, database string
+	failover            bool
+}
+
+func (p *primaryChanges) add(namespace, database string, failover bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.counts == nil {
+		p.counts = map[changeKey]float64{}
+	}
+	p.counts[changeKey{namespace, database, failover}]++
+}
+
+type stateCollector struct {
+	dbs     listers.DatabaseLister
+	backups listers.DatabaseBackupLister
+	changes *primaryChanges
+
+	ready, role, streaming, lag, lastBackup, lastArchived, tlsNotAfter, primaryChanged *prometheus.Desc
+}
+
+func newStateCollector(dbs listers.DatabaseLister, backups listers.DatabaseBackupLister, changes *primaryChanges) *stateCollector {
+	perDatabase := []string{"namespace", "database"}
+	perInstance := []string{"namespace", "database", "instance"}
+	return &stateCollector{
+		dbs: dbs, backups: backups, changes: changes,
+		primaryChanged: prometheus.NewDesc(namespace+"_primary_changes_total",
+			"Changes of a replicated Database's primary since the controller started, by kind: failover (the primary was lost) or switchover.",
+			[]string{"namespace", "database", "kind"}, nil),
+		ready: prometheus.NewDesc(namespace+"_database_ready",
+			"1 when the Database's Ready condition is True (its servers serve), else 0.", perDatabase, nil),
+		role: prometheus.NewDesc(namespace+"_instance_role",
+			"1 for each server of a replicated Database, with its role (primary or replica) as the controller last saw it.",
+			[]string{"namespace", "database", "instance", "role"}, nil),
+		streaming: prometheus.NewDesc(namespace+"_instance_streaming",
+			"1 when a replica of a replicated Database receives from the primary, else 0.", perInstance, nil),
+		lag: prometheus.NewDesc(namespace+"_replication_lag_bytes",
+			"Bytes of WAL the primary wrote that a streaming PostgreSQL replica has not replayed yet, as the controller last measured (MySQL's replicas report none).",
+			perInstance, nil),
+		lastBackup: prometheus.NewDesc(namespace+"_last_backup_timestamp_seconds",
+			"When the Database's newest completed DatabaseBackup completed, in seconds since the epoch.", perDatabase, nil),
+		lastArchived: prometheus.NewDesc(namespace+"_last_archived_wal_timestamp_seconds",
+			"When the Database's primary last archived a WAL file to the object store, in seconds since the epoch.", perDatabase, nil),
+		tlsNotAfter: prometheus.NewDesc(namespace+"_tls_not_after_timestamp_seconds",
+			"When the Database's TLS certificate (certificate=\"server\") or its authority (certificate=\"authority\") expires, in seconds since the epoch.",
+			[]string{"namespace", "database", "certificate"}, nil),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.ready, c.role, c.streaming, c.lag, c.lastBackup, c.lastArchived, c.tlsNotAfter, c.primaryChanged} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	dbs, err := c.dbs.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	for _, db := range dbs {
+		ns, name := db.Namespace, db.Name
+		ready := 0.0
+		if meta.IsStatusConditionTrue(db.Status.Conditions, dbv1alpha1.ConditionReady) {
+			ready = 1
+		}
+		gauge(c.ready, ready, ns, name)
+		if rs := db.Status.Replication; rs != nil {
+			for _, i := range rs.Instances {
+				if i.Role != "" {
+					gauge(c.role, 1, ns, name, i.Name, i.Role)
+				}
+				if i.Role != dbv1alpha1.RoleReplica {
+					continue
+				}
+				streaming := 0.0
+				if i.Streaming {
+					streaming = 1
+				}
+				gauge(c.streaming, streaming, ns, name, i.Name)
+				if i.LagBytes != nil {
+					gauge(c.lag, float64(*i.LagBytes), ns, name, i.Name)
+				}
+			}
+		}
+		if a := db.Status.Archive; a != nil && a.LastArchivedTime != nil {
+			gauge(c.lastArchived, float64(a.LastArchivedTime.Unix()), ns, name)
+		}
+		if t := db.Status.TLS; t != nil {
+			if t.NotAfter != nil {
+				gauge(c.tlsNotAfter, float64(t.NotAfter.Unix()), ns, name, "server")
+			}
+			if t.AuthorityNotAfter != nil {
+				gauge(c.tlsNotAfter, float64(t.AuthorityNotAfter.Unix()), ns, name, "authority")
+			}
+		}
+	}
+	c.collectBackups(ch)
+	c.collectPrimaryChanges(ch)
+}
+
+func (c *stateCollector) collectPrimaryChanges(ch chan<- prometheus.Metric) {
+	c.changes.mu.Lock()
+	defer c.changes.mu.Unlock()
+	for k, n := range c.changes.counts {
+		if _, err := c.dbs.Databases(k.namespace).Get(k.database); err != nil {
+			delete(c.changes.counts, k) // deleted: its series goes
+			continue
+		}
+		kind := "switchover"
+		if k.failover {
+			kind = "failover"
+		}
+		ch <- prometheus.MustNewConstMetric(c.primaryChanged, prometheus.CounterValue, n, k.namespace, k.database, kind)
+	}
+}
+
+// collectBackups gives each Database that has a completed backup the time
+// of its newest one.
+func (c *stateCollector) collectBackups(ch chan<- prometheus.Metric) {
+	backups, err := c.backups.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	type key struct{ namespace, database string }
+	newest := map[key]int64{}
+	for _, b := range backups {
+		if b.Status.Phase != dbv1alpha1.BackupCompleted || b.Status.CompletionTime == nil {
+			continue
+		}
+		k := key{b.Namespace, b.Spec.Database}
+		if t := b.Status.CompletionTime.Unix(); t > newest[k] {
+			newest[k] = t
+		}
+	}
+	for k, t := range newest {
+		if _, err := c.dbs.Databases(k.namespace).Get(k.database); err != nil {
+			continue // the backups of a deleted Database are no Database's state
+		}
+		ch <- prometheus.MustNewConstMetric(c.lastBackup, prometheus.GaugeValue, float64(t), k.namespace, k.database)
+	}
+}

@@ -1,0 +1,114 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	listers "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
+)
+
+func at(s string) *metav1.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return &metav1.Time{Time: t}
+}
+
+// A replicated PostgreSQL Database that archives and has TLS, a single
+// MySQL Database that is not ready, and backups: completed ones of each
+// (the newest counts), a failed newer one, and one of a Database that is
+// gone (no series).
+func TestStateCollector(t *testing.T) {
+	dbIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	backupIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	ready := []metav1.Condition{{Type: dbv1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+	for _, db := range []*dbv1alpha1.Database{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}, Status: dbv1alpha1.DatabaseStatus{
+			Conditions: ready,
+			Replication: &dbv1alpha1.ReplicationStatus{Primary: "orders-1", Instances: []dbv1alpha1.InstanceStatus{
+				{Name: "orders-0", Role: dbv1alpha1.RoleReplica, Streaming: true, LagBytes: ptr.To[int64](4096)},
+				{Name: "orders-1", Role: dbv1alpha1.RolePrimary},
+				{Name: "orders-2", Role: dbv1alpha1.RoleReplica},
+				{Name: "orders-3"}, // does not answer: no role
+			}},
+			Archive: &dbv1alpha1.ArchiveStatus{LastArchivedTime: at("2026-11-27T10:00:00Z")},
+			TLS:     &dbv1alpha1.TLSStatus{NotAfter: at("2027-02-25T00:00:00Z"), AuthorityNotAfter: at("2036-11-25T00:00:00Z")},
+		}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "carts"}, Status: dbv1alpha1.DatabaseStatus{
+			Conditions: []metav1.Condition{{Type: dbv1alpha1.ConditionReady, Status: metav1.ConditionFalse}}}},
+	} {
+		if err := dbIndex.Add(db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range []*dbv1alpha1.DatabaseBackup{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders-a"}, Spec: dbv1alpha1.DatabaseBackupSpec{Database: "orders"},
+			Status: dbv1alpha1.DatabaseBackupStatus{Phase: dbv1alpha1.BackupCompleted, CompletionTime: at("2026-11-26T03:00:00Z")}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders-b"}, Spec: dbv1alpha1.DatabaseBackupSpec{Database: "orders"},
+			Status: dbv1alpha1.DatabaseBackupStatus{Phase: dbv1alpha1.BackupCompleted, CompletionTime: at("2026-11-27T03:00:00Z")}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders-c"}, Spec: dbv1alpha1.DatabaseBackupSpec{Database: "orders"},
+			Status: dbv1alpha1.DatabaseBackupStatus{Phase: dbv1alpha1.BackupFailed, CompletionTime: at("2026-11-27T09:00:00Z")}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "gone-a"}, Spec: dbv1alpha1.DatabaseBackupSpec{Database: "gone"},
+			Status: dbv1alpha1.DatabaseBackupStatus{Phase: dbv1alpha1.BackupCompleted, CompletionTime: at("2026-11-27T04:00:00Z")}},
+	} {
+		if err := backupIndex.Add(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changes := &primaryChanges{}
+	changes.add("shop", "orders", true)
+	changes.add("shop", "orders", true)
+	changes.add("shop", "orders", false)
+	changes.add("shop", "gone", true) // deleted since: no series, forgotten
+	c := newStateCollector(listers.NewDatabaseLister(dbIndex), listers.NewDatabaseBackupLister(backupIndex), changes)
+
+	want := `
+# HELP database_controller_database_ready 1 when the Database's Ready condition is True (its servers serve), else 0.
+# TYPE database_controller_database_ready gauge
+database_controller_database_ready{database="carts",namespace="shop"} 0
+database_controller_database_ready{database="orders",namespace="shop"} 1
+# HELP database_controller_instance_role 1 for each server of a replicated Database, with its role (primary or replica) as the controller last saw it.
+# TYPE database_controller_instance_role gauge
+database_controller_instance_role{database="orders",instance="orders-0",namespace="shop",role="replica"} 1
+database_controller_instance_role{database="orders",instance="orders-1",namespace="shop",role="primary"} 1
+database_controller_instance_role{database="orders",instance="orders-2",namespace="shop",role="replica"} 1
+# HELP database_controller_instance_streaming 1 when a replica of a replicated Database receives from the primary, else 0.
+# TYPE database_controller_instance_streaming gauge
+database_controller_instance_streaming{database="orders",instance="orders-0",namespace="shop"} 1
+database_controller_instance_streaming{database="orders",instance="orders-2",namespace="shop"} 0
+# HELP database_controller_last_archived_wal_timestamp_seconds When the Database's primary last archived a WAL file to the object store, in seconds since the epoch.
+# TYPE database_controller_last_archived_wal_timestamp_seconds gauge
+database_controller_last_archived_wal_timestamp_seconds{database="orders",namespace="shop"} 1.7957736e+09
+# HELP database_controller_last_backup_timestamp_seconds When the Database's newest completed DatabaseBackup completed, in seconds since the epoch.
+# TYPE database_controller_last_backup_timestamp_seconds gauge
+database_controller_last_backup_timestamp_seconds{database="orders",namespace="shop"} 1.7957484e+09
+# HELP database_controller_primary_changes_total Changes of a replicated Database's primary since the controller started, by kind: failover (the primary was lost) or switchover.
+# TYPE database_controller_primary_changes_total counter
+database_controller_primary_changes_total{database="orders",kind="failover",namespace="shop"} 2
+database_controller_primary_changes_total{database="orders",kind="switchover",namespace="shop"} 1
+# HELP database_controller_replication_lag_bytes Bytes of WAL the primary wrote that a streaming PostgreSQL replica has not replayed yet, as the controller last measured (MySQL's replicas report none).
+# TYPE database_controller_replication_lag_bytes gauge
+database_controller_replication_lag_bytes{database="orders",instance="orders-0",namespace="shop"} 4096
+# HELP database_controller_tls_not_after_timestamp_seconds When the Database's TLS certificate (certificate="server") or its authority (certificate="authority") expires, in seconds since the epoch.
+# TYPE database_controller_tls_not_after_timestamp_seconds gauge
+database_controller_tls_not_after_timestamp_seconds{certificate="authority",database="orders",namespace="shop"} 2.111184e+09
+database_controller_tls_not_after_timestamp_seconds{certificate="server",database="orders",namespace="shop"} 1.8035136e+09
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %+v", err, problems)
+	}
+	if _, ok := changes.counts[changeKey{"shop", "gone", true}]; ok {
+		t.Errorf("the count of a deleted Database's primary changes is kept")
+	}
+}
