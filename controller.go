@@ -101,6 +101,9 @@ type Config struct {
 	Random io.Reader
 	// Metrics is told the outcome of every sync; nothing when nil.
 	Metrics SyncObserver
+	// PrimaryChanges is told each change of a replicated Database's
+	// primary; nothing when nil.
+	PrimaryChanges reconcile.PrimaryChangeObserver
 	// Replication talks to the servers of replicated Databases, by engine;
 	// package pgsql's client for PostgreSQL and package mysqlsql's for MySQL when nil.
 	Replication map[dbv1alpha1.Engine]ha.Client
@@ -232,7 +235,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
 		reconciler: reconcile.New(reconcile.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Caches: caches,
 			Recorder: cfg.Recorder, Clock: cfg.Clock, Random: cfg.Random, Replication: cfg.Replication, Logins: logins, ToolsImage: cfg.ToolsImage,
-			TrustPeriod: cfg.TLSTrustPeriod}),
+			TrustPeriod: cfg.TLSTrustPeriod, PrimaryChanges: cfg.PrimaryChanges}),
 		logins: logins,
 		backups: backup.New(backup.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Backups: caches.Backups,
 			Jobs: batchlisters.NewJobLister(caches.Jobs), Pods: corelisters.NewPodLister(caches.Pods), Claims: claims.Lister(),

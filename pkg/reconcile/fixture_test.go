@@ -72,6 +72,10 @@ type fixture struct {
 	actions     []core.Action
 	events      []string
 	calls       []string
+	// primaryChanges are the changes of a primary the metrics are told
+	// of, as "namespace/name failover" or "namespace/name switchover";
+	// changed, those told.
+	primaryChanges, changed []string
 
 	clock *testclock.FakePassiveClock
 	// reactors are added to the Database API's fake clientset.
@@ -228,23 +232,33 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		toolsImage = ""
 	}
 	r := New(Config{
-		KubeClient:   f.kubeclient,
-		DBClient:     f.client,
-		Caches:       f.caches,
-		Recorder:     recorder,
-		Clock:        f.clock,
-		Random:       actiontest.PasswordSource(),
-		Replication:  map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: f.sql},
-		Logins:       f.logins,
-		ToolsImage:   toolsImage,
-		Parameters:   map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: f.sql, dbv1alpha1.EngineMySQL: f.sql, dbv1alpha1.EngineMongoDB: AtStartOnly{}},
-		Certificates: map[dbv1alpha1.Engine]CertificatePresenter{dbv1alpha1.EnginePostgreSQL: f.sql.PresentCertificate},
+		KubeClient:     f.kubeclient,
+		DBClient:       f.client,
+		Caches:         f.caches,
+		Recorder:       recorder,
+		Clock:          f.clock,
+		Random:         actiontest.PasswordSource(),
+		Replication:    map[dbv1alpha1.Engine]ha.Client{dbv1alpha1.EnginePostgreSQL: f.sql},
+		Logins:         f.logins,
+		ToolsImage:     toolsImage,
+		Parameters:     map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: f.sql, dbv1alpha1.EngineMySQL: f.sql, dbv1alpha1.EngineMongoDB: AtStartOnly{}},
+		Certificates:   map[dbv1alpha1.Engine]CertificatePresenter{dbv1alpha1.EnginePostgreSQL: f.sql.PresentCertificate},
+		PrimaryChanges: f,
 		Archiver: func(_ context.Context, host string, _ int32, _ ha.Credentials) (*dbv1alpha1.ArchiveStatus, error) {
 			f.archived = append(f.archived, host)
 			return f.archive.DeepCopy(), f.archiveErr
 		},
 	})
 	return r, recorder
+}
+
+// PrimaryChanged records what the metrics are told (PrimaryChangeObserver).
+func (f *fixture) PrimaryChanged(namespace, database string, failover bool) {
+	kind := "switchover"
+	if failover {
+		kind = "failover"
+	}
+	f.changed = append(f.changed, namespace+"/"+database+" "+kind)
 }
 
 func (f *fixture) add(indexer cache.Indexer, obj any) {
@@ -407,6 +421,10 @@ func (f *fixture) syncAndCheck(ctx context.Context, r *Reconciler, recorder *rec
 	actiontest.CheckAllActions(f.t, "kube clientset", f.kubeactions, f.kubeclient.Actions())
 	actiontest.CheckEvents(f.t, f.events, recorder)
 	actiontest.CheckCalls(f.t, "calls to the servers", f.calls, f.sql.Calls())
+	if !slices.Equal(f.changed, f.primaryChanges) {
+		f.t.Errorf("primary changes told: %q, want %q", f.changed, f.primaryChanges)
+	}
+	f.changed = nil
 	var recorded []read
 	if rd != nil {
 		recorded = rd.reads

@@ -109,6 +109,15 @@ type Config struct {
 	// beside the old one, in the Secrets clients read, before it signs the
 	// servers' certificate; DefaultTrustPeriod when 0.
 	TrustPeriod time.Duration
+	// PrimaryChanges is told each change of a replicated Database's
+	// primary (the metrics count them); nothing when nil.
+	PrimaryChanges PrimaryChangeObserver
+}
+
+// PrimaryChangeObserver is told that the primary of a replicated Database
+// changed: by a failover (its primary was lost) or a switchover.
+type PrimaryChangeObserver interface {
+	PrimaryChanged(namespace, database string, failover bool)
 }
 
 // DefaultTrustPeriod is Config.TrustPeriod's default: a mounted Secret's
@@ -170,6 +179,8 @@ type Reconciler struct {
 	presented  *ttlSet[types.UID, string]
 	// trustPeriod is Config.TrustPeriod.
 	trustPeriod time.Duration
+	// primaryChanges is Config.PrimaryChanges, or nil.
+	primaryChanges PrimaryChangeObserver
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -221,6 +232,8 @@ func New(cfg Config) *Reconciler {
 		toolsImage:    cfg.ToolsImage,
 		archiver:      cfg.Archiver,
 		parameters:    cfg.Parameters,
+
+		primaryChanges: cfg.PrimaryChanges,
 	}
 }
 

@@ -243,10 +243,13 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 			}
 			s.probe(ctx, target)
 		case ha.ActionCompleteTarget:
-			was := rs.Primary
+			was, lost := rs.Primary, rs.PrimaryLostSince != nil
 			rs.Primary, rs.TargetPrimary, rs.PrimaryLostSince = last.Instance, "", nil
 			if was != "" && was != last.Instance {
 				p.r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonPrimaryChanged, "%s is the primary, in place of %s", last.Instance, was)
+				if p.r.primaryChanges != nil {
+					p.r.primaryChanges.PrimaryChanged(db.Namespace, db.Name, lost)
+				}
 			}
 		}
 	}

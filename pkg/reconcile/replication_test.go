@@ -241,6 +241,7 @@ func (f *fixture) expectFailover(db *dbv1alpha1.Database, asked []string) {
 		"Normal PrimaryChanged orders-2 is the primary, in place of orders-0",
 		"Normal Running",
 	}
+	f.primaryChanges = []string{"default/orders failover"}
 	f.calls = append(asked, "promote 192.0.2.12", "probe 192.0.2.12 as postgres")
 }
 
@@ -421,6 +422,7 @@ func TestReplicationSwitchover(t *testing.T) {
 			"Normal Fenced orders-0 still accepts writes; it is fenced before orders-1 is promoted",
 			"Normal PrimaryChanged orders-1 is the primary, in place of orders-0",
 			"Normal Running postgresql 16 is running: 2/2 replicas are ready"}
+		f.primaryChanges = []string{"default/orders switchover"}
 		f.calls = append(probes(0, 1), "fence 192.0.2.10", "promote 192.0.2.11", "probe 192.0.2.11 as postgres")
 		r, recorder := f.newReconciler()
 		f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
@@ -428,7 +430,7 @@ func TestReplicationSwitchover(t *testing.T) {
 		// The next pass starts before the cache shows the status written:
 		// it works from the status as written, and neither finishes the
 		// switchover again nor says it again.
-		f.actions, f.kubeactions, f.events = nil, nil, nil
+		f.actions, f.kubeactions, f.events, f.primaryChanges = nil, nil, nil, nil
 		f.podLister[0].DeletionTimestamp = &metav1.Time{Time: testNow}
 		delete(f.podLister[0].Labels, dbv1alpha1.LabelRole)
 		f.podLister[1].Labels[dbv1alpha1.LabelRole] = dbv1alpha1.RolePrimary
@@ -457,6 +459,7 @@ func TestReplicationSwitchover(t *testing.T) {
 		keepTransitionTime(&st, "Progressing")
 		f.expectStatusUpdate(db, st)
 		f.events = []string{"Normal PrimaryChanged orders-1 is the primary, in place of orders-0"}
+		f.primaryChanges = []string{"default/orders switchover"}
 		f.calls = append(probes(1), "promote 192.0.2.11", "probe 192.0.2.11 as postgres")
 		f.run(ctx, ref(db), pollServers)
 	})
