@@ -54,12 +54,31 @@ func waitBackupPhase(t testing.TB, ns, name string, phase dbv1alpha1.BackupPhase
 func TestOnDemandBackup(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
-	startController(t, controllerOptions{namespace: ns})
+	c := startController(t, controllerOptions{namespace: ns})
 	createDB(t, ns, dbYAML("orders", "postgresql", "16", 1, ""))
 	e2eutil.WaitRunning(t, ns, "orders", converge)
+	perDatabase := `database="orders",namespace="` + ns + `"`
+	if m := c.metrics(); sum(m, "database_controller_last_backup_timestamp_seconds", perDatabase) != 0 || sum(m, "database_controller_database_ready", perDatabase) != 1 {
+		t.Errorf("before a backup: last_backup_timestamp_seconds %v, database_ready %v; want none and 1",
+			sum(m, "database_controller_last_backup_timestamp_seconds", perDatabase), sum(m, "database_controller_database_ready", perDatabase))
+	}
 	e2eutil.KubectlIn(t, backupYAML("now", "orders"), "-n", ns, "create", "-f", "-")
 
 	b := waitBackupPhase(t, ns, "now", dbv1alpha1.BackupCompleted, converge)
+	// The controller's metrics say when the Database's newest backup
+	// completed, and when its certificate and authority expire.
+	db := e2eutil.GetDB(t, ns, "orders")
+	m := c.metrics()
+	if got := sum(m, "database_controller_last_backup_timestamp_seconds", perDatabase); b.Status.CompletionTime == nil || got != float64(b.Status.CompletionTime.Unix()) {
+		t.Errorf("last_backup_timestamp_seconds = %v, want the backup's completion %v", got, b.Status.CompletionTime)
+	}
+	if tls := db.Status.TLS; tls == nil || tls.NotAfter == nil || tls.AuthorityNotAfter == nil ||
+		sum(m, "database_controller_tls_not_after_timestamp_seconds", perDatabase, `certificate="server"`) != float64(tls.NotAfter.Unix()) ||
+		sum(m, "database_controller_tls_not_after_timestamp_seconds", perDatabase, `certificate="authority"`) != float64(tls.AuthorityNotAfter.Unix()) {
+		t.Errorf("tls_not_after_timestamp_seconds: server %v, authority %v; status.tls %+v",
+			sum(m, "database_controller_tls_not_after_timestamp_seconds", perDatabase, `certificate="server"`),
+			sum(m, "database_controller_tls_not_after_timestamp_seconds", perDatabase, `certificate="authority"`), db.Status.TLS)
+	}
 	if b.Status.Engine != "postgresql" || b.Status.Version != "16" || b.Status.Volume != "orders-backups" ||
 		b.Status.Path != "now.pgdump" || b.Status.StartTime == nil || b.Status.CompletionTime == nil || b.Status.Image != "postgres:16" {
 		t.Errorf("status %+v", b.Status)
@@ -98,6 +117,11 @@ func TestOnDemandBackup(t *testing.T) {
 	if cmd := strings.Join(del.Spec.Template.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "now.pgdump") {
 		t.Errorf("the delete Job runs %q, not a delete of now.pgdump", cmd)
 	}
+	// With no completed backup left, the series goes.
+	e2eutil.Eventually(t, converge, "no last_backup_timestamp_seconds", func() (bool, string) {
+		got := sum(c.metrics(), "database_controller_last_backup_timestamp_seconds", perDatabase)
+		return got == 0, fmt.Sprint(got)
+	})
 }
 
 // Scheduled backups are made on the schedule and pruned to the retention;

@@ -7,7 +7,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -344,40 +342,12 @@ func (p *controllerProcess) metrics() map[string]float64 {
 	if code != http.StatusOK {
 		p.t.Fatalf("GET /metrics: %d %s", code, body)
 	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out
+	return e2eutil.ParseMetrics(body)
 }
 
 // sum adds every series of a metric whose labels contain all of match.
 func sum(m map[string]float64, name string, match ...string) float64 {
-	var total float64
-	for k, v := range m {
-		if !strings.HasPrefix(k, name+"{") && k != name {
-			continue
-		}
-		ok := true
-		for _, s := range match {
-			if !strings.Contains(k, s) {
-				ok = false
-			}
-		}
-		if ok {
-			total += v
-		}
-	}
-	return total
+	return e2eutil.SumMetric(m, name, match...)
 }
 
 // writes is the number of mutating requests the controller has made.

@@ -54,6 +54,8 @@ const converge = 3 * time.Minute
 var (
 	root     string
 	localDir string
+	// metricsAddress is where the suite's controller serves /metrics.
+	metricsAddress = "127.0.0.1:" + e2eutil.EnvOr("E2E_NODE_METRICS_PORT", "21080")
 	// controller is the suite's one controller process.
 	controller struct {
 		mu    sync.Mutex
@@ -164,7 +166,7 @@ func runSuite(m *testing.M) (code int) {
 	defer logFile.Close()
 	controller.start = func() (*exec.Cmd, error) {
 		ctrl := exec.Command(controllerBin, "--kubeconfig="+filepath.Join(localDir, "kubeconfig"),
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--tools-image="+controllerImage, "--tls-trust-period=2m", "-v=2")
+			"--metrics-bind-address="+metricsAddress, "--health-probe-bind-address=0", "--tools-image="+controllerImage, "--tls-trust-period=2m", "-v=2")
 		ctrl.Stdout, ctrl.Stderr = logFile, logFile
 		if err := ctrl.Start(); err != nil {
 			return ctrl, err

@@ -297,9 +297,11 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 		}
 	}
 	t.Logf("%s streams from %s %s after the delete", old, db.Status.Replication.Primary, time.Since(killed).Round(100*time.Millisecond))
+	checkStateMetrics(t, ns, "ha", 1, 0)
 
 	// 3. Switchover to a named replica, while the client writes.
 	asked := switchOver(t, ns, db)
+	checkStateMetrics(t, ns, "ha", 1, 1)
 
 	w := parseWrites(t, writer.wait(t))
 	from, until := w.outage(float64(killed.UnixNano()) / 1e9)
@@ -315,6 +317,48 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 	if len(lost) > 0 {
 		t.Errorf("acknowledged writes lost across a graceful failover and a switchover: %v", lost)
 	}
+}
+
+// checkStateMetrics waits until the controller's metrics say what the
+// status of the Database name says: each server's role, which replicas
+// stream, the lag of those that do, and the failovers and switchovers
+// counted.
+func checkStateMetrics(t *testing.T, ns, name string, failovers, switchovers int) {
+	t.Helper()
+	per := []string{`database="` + name + `"`, `namespace="` + ns + `"`}
+	with := func(more ...string) []string { return append(append([]string{}, per...), more...) }
+	e2eutil.Eventually(t, converge, "the controller's metrics to say what the status says", func() (bool, string) {
+		m, err := e2eutil.ScrapeMetrics(metricsAddress)
+		if err != nil {
+			return false, err.Error()
+		}
+		rs := e2eutil.GetDB(t, ns, name).Status.Replication
+		if rs == nil {
+			return false, "no status.replication"
+		}
+		var wrong []string
+		for _, i := range rs.Instances {
+			instance := `instance="` + i.Name + `"`
+			if i.Role != "" && e2eutil.SumMetric(m, "database_controller_instance_role", with(instance, `role="`+i.Role+`"`)...) != 1 {
+				wrong = append(wrong, i.Name+" not "+i.Role)
+			}
+			if i.Role != dbv1alpha1.RoleReplica {
+				continue
+			}
+			if streaming := e2eutil.SumMetric(m, "database_controller_instance_streaming", with(instance)...) == 1; streaming != i.Streaming {
+				wrong = append(wrong, fmt.Sprintf("%s streaming %v", i.Name, streaming))
+			}
+			if _, ok := m[fmt.Sprintf(`database_controller_replication_lag_bytes{database=%q,instance=%q,namespace=%q}`, name, i.Name, ns)]; ok != (i.LagBytes != nil) {
+				wrong = append(wrong, fmt.Sprintf("%s lag series %v", i.Name, ok))
+			}
+		}
+		for kind, want := range map[string]int{"failover": failovers, "switchover": switchovers} {
+			if got := e2eutil.SumMetric(m, "database_controller_primary_changes_total", with(`kind="`+kind+`"`)...); got != float64(want) {
+				wrong = append(wrong, fmt.Sprintf("%v %ss counted, want %d", got, kind, want))
+			}
+		}
+		return len(wrong) == 0, fmt.Sprintf("%v; status %+v", wrong, rs.Instances)
+	})
 }
 
 // writer is a client pod that runs a script through a Database's
