@@ -88,7 +88,8 @@ echo "$out"; exit 1`},
 var mariadbCatalog = engine.Catalog{Engine: "MariaDB", Repository: "mariadb", Versions: []string{"10.6", "10.11", "11.4", "11.8", "12.3"}}
 
 // IsMariaDB tells whether version is one of MariaDB's release series
-// (10.0 on) rather than MySQL's.
+// (10.0 on) rather than MySQL's (up to 9.7 so far). Should MySQL reach a
+// series 10, the family must come from the spec instead.
 func IsMariaDB(version string) bool {
 	major, err := strconv.Atoi(engine.Series(version, 1))
 	return err == nil && major >= 10
