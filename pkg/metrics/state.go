@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	listers "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
@@ -99,8 +100,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
 	}
+	exists := make(map[types.NamespacedName]bool, len(dbs))
 	for _, db := range dbs {
 		ns, name := db.Namespace, db.Name
+		exists[types.NamespacedName{Namespace: ns, Name: name}] = true
 		ready := 0.0
 		if meta.IsStatusConditionTrue(db.Status.Conditions, dbv1alpha1.ConditionReady) {
 			ready = 1
@@ -136,15 +139,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	c.collectBackups(ch)
-	c.collectPrimaryChanges(ch)
+	c.collectBackups(ch, exists)
+	c.collectPrimaryChanges(ch, exists)
 }
 
-func (c *stateCollector) collectPrimaryChanges(ch chan<- prometheus.Metric) {
+// collectPrimaryChanges counts the changes of the primary of each Database
+// that exists, and forgets those of the others.
+func (c *stateCollector) collectPrimaryChanges(ch chan<- prometheus.Metric, exists map[types.NamespacedName]bool) {
 	c.changes.mu.Lock()
 	defer c.changes.mu.Unlock()
 	for k, n := range c.changes.counts {
-		if _, err := c.dbs.Databases(k.namespace).Get(k.database); err != nil {
+		if !exists[types.NamespacedName{Namespace: k.namespace, Name: k.database}] {
 			delete(c.changes.counts, k) // deleted: its series goes
 			continue
 		}
@@ -156,28 +161,25 @@ func (c *stateCollector) collectPrimaryChanges(ch chan<- prometheus.Metric) {
 	}
 }
 
-// collectBackups gives each Database that has a completed backup the time
-// of its newest one.
-func (c *stateCollector) collectBackups(ch chan<- prometheus.Metric) {
+// collectBackups gives each Database that exists and has a completed
+// backup the time of its newest one.
+func (c *stateCollector) collectBackups(ch chan<- prometheus.Metric, exists map[types.NamespacedName]bool) {
 	backups, err := c.backups.List(labels.Everything())
 	if err != nil {
 		return
 	}
-	type key struct{ namespace, database string }
-	newest := map[key]int64{}
+	newest := map[types.NamespacedName]int64{}
 	for _, b := range backups {
-		if b.Status.Phase != dbv1alpha1.BackupCompleted || b.Status.CompletionTime == nil {
+		k := types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.Database}
+		// The backups of a deleted Database are no Database's state.
+		if b.Status.Phase != dbv1alpha1.BackupCompleted || b.Status.CompletionTime == nil || !exists[k] {
 			continue
 		}
-		k := key{b.Namespace, b.Spec.Database}
 		if t := b.Status.CompletionTime.Unix(); t > newest[k] {
 			newest[k] = t
 		}
 	}
 	for k, t := range newest {
-		if _, err := c.dbs.Databases(k.namespace).Get(k.database); err != nil {
-			continue // the backups of a deleted Database are no Database's state
-		}
-		ch <- prometheus.MustNewConstMetric(c.lastBackup, prometheus.GaugeValue, float64(t), k.namespace, k.database)
+		ch <- prometheus.MustNewConstMetric(c.lastBackup, prometheus.GaugeValue, float64(t), k.Namespace, k.Name)
 	}
 }

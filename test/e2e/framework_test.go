@@ -338,11 +338,11 @@ func (p *controllerProcess) get(path, addr string) (int, string) {
 // metrics scrapes /metrics into a map from "name{labels}" to value.
 func (p *controllerProcess) metrics() map[string]float64 {
 	p.t.Helper()
-	code, body := p.get("/metrics", p.metricsAddr)
-	if code != http.StatusOK {
-		p.t.Fatalf("GET /metrics: %d %s", code, body)
+	m, err := e2eutil.ScrapeMetrics(p.metricsAddr)
+	if err != nil {
+		p.t.Fatal(err)
 	}
-	return e2eutil.ParseMetrics(body)
+	return m
 }
 
 // sum adds every series of a metric whose labels contain all of match.

@@ -100,16 +100,18 @@ func (e Engine) Versions() []string {
 	return append(e.Base.Versions(), mariadbCatalog.Versions...)
 }
 
-// Image returns the official image of version, MySQL's or MariaDB's, or
-// override.
+// Image returns the official image of version, from MySQL's catalog or
+// MariaDB's, or override.
 func (e Engine) Image(version, override string) (string, error) {
-	switch {
-	case override != "":
+	if override != "" {
 		return override, nil
-	case IsMariaDB(version) && slices.Contains(mariadbCatalog.Versions, version):
-		return mariadbCatalog.Image(version, "")
-	case !IsMariaDB(version) && slices.Contains(base.Catalog.Versions, version):
-		return e.Base.Image(version, "")
+	}
+	c := base.Catalog
+	if IsMariaDB(version) {
+		c = mariadbCatalog
+	}
+	if slices.Contains(c.Versions, version) {
+		return c.Image(version, "")
 	}
 	return "", fmt.Errorf("version %q of %s is not in the catalog (known: MySQL %s; MariaDB %s); use one of those or set spec.image",
 		version, Name, strings.Join(base.Catalog.Versions, ", "), strings.Join(mariadbCatalog.Versions, ", "))

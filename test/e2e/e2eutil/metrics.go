@@ -4,6 +4,7 @@ package e2eutil
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -23,21 +24,14 @@ func ScrapeMetrics(addr string) (map[string]float64, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &httpError{code: resp.StatusCode, body: string(body)}
+		return nil, fmt.Errorf("GET /metrics: %d %s", resp.StatusCode, body)
 	}
-	return ParseMetrics(string(body)), nil
+	return parseMetrics(string(body)), nil
 }
 
-type httpError struct {
-	code int
-	body string
-}
-
-func (e *httpError) Error() string { return "GET /metrics: " + strconv.Itoa(e.code) + " " + e.body }
-
-// ParseMetrics reads Prometheus text into a map from "name{labels}" to
+// parseMetrics reads Prometheus text into a map from "name{labels}" to
 // value.
-func ParseMetrics(body string) map[string]float64 {
+func parseMetrics(body string) map[string]float64 {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

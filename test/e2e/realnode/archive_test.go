@@ -245,24 +245,10 @@ func archivesAcrossAFailover(t *testing.T, ns string, cfg objectstore.Config, pr
 	})
 	t.Logf("the last rows' file %s archived %s after they were written (archiveTimeoutSeconds 10)", last, time.Since(wrote).Round(time.Second))
 
-	// Both restores made at once, checked in this test (not in parallel
-	// subtests, which wait for a slot of the suite's -parallel).
-	restores := []struct{ name, restore, rows string }{
+	restoreAtOnce(t, ns, "before", false, wSum, []restoreCase{
 		{"after-the-failover", fmt.Sprintf("    database: ledger\n    targetTime: %s\n", target.Format(time.RFC3339)), afterFailover},
 		{"latest", "    database: ledger\n", latest},
-	}
-	for _, tc := range restores {
-		e2eutil.KubectlIn(t, dbYAML(tc.name, "postgresql", "15", postgresImage, 1)+"  restore:\n"+tc.restore, "-n", ns, "create", "-f", "-")
-	}
-	for _, tc := range restores {
-		restored := e2eutil.WaitRunning(t, ns, tc.name, converge)
-		if r := restored.Status.Restore; r == nil || r.Backup != "before" {
-			t.Errorf("%s: status.restore %+v, want the base backup before restored", tc.name, r)
-		}
-		if got := wSum(t, ns, tc.name); got != tc.rows {
-			t.Errorf("%s holds rows (count and checksum) %s, want %s", tc.name, got, tc.rows)
-		}
-	}
+	})
 }
 
 // wSum is the count of the Database's table w and a checksum of its rows,

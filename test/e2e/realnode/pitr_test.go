@@ -127,27 +127,13 @@ func TestPointInTimeRestore(t *testing.T) {
 	// in this test: parallel subtests would each wait for a free slot of
 	// the suite's -parallel, behind every other test (CI's run waited 12
 	// minutes for them).
-	restores := []struct {
-		name, restore, rows string
-	}{
+	// Each read with its own Secret's credentials and database name.
+	restoreAtOnce(t, ns, "base-1", true, entriesSum, []restoreCase{
 		{"consistent", "    backup: base-1\n", consistent},
 		{"at-a-time", fmt.Sprintf("    database: ledger\n    targetTime: %s\n", first.Format(time.RFC3339)), atFirst},
 		{"at-another", fmt.Sprintf("    database: ledger\n    targetTime: %s\n", second.Format(time.RFC3339)), atSecond},
 		{"latest", "    database: ledger\n", latest},
-	}
-	for _, tc := range restores {
-		e2eutil.KubectlIn(t, dbYAML(tc.name, "postgresql", "15", postgresImage, 1)+"  restore:\n"+tc.restore, "-n", ns, "create", "-f", "-")
-	}
-	for _, tc := range restores {
-		restored := e2eutil.WaitRunning(t, ns, tc.name, converge)
-		if r := restored.Status.Restore; r == nil || r.Backup != "base-1" || r.CompletionTime == nil {
-			t.Errorf("%s: status.restore %+v, want base-1 restored", tc.name, r)
-		}
-		// Its own Secret's credentials and database name.
-		if got := entriesSum(t, ns, tc.name); got != tc.rows {
-			t.Errorf("%s holds rows (count and checksum) %s, want %s", tc.name, got, tc.rows)
-		}
-	}
+	})
 
 	// The segment after the base backup's first, deleted: refused, naming it.
 	missing := wal.Segment{Timeline: 1, No: wal.SegmentOf(1, start, wal.DefaultSegmentSize).No + 1}.Name(wal.DefaultSegmentSize)
@@ -209,6 +195,31 @@ func TestPointInTimeRestore(t *testing.T) {
 
 // entriesSum is the count of the Database's table entries and a checksum
 // of its rows, read through its Secret's URI.
+// restoreCase is a PostgreSQL 15 Database name made with spec.restore
+// restore (its YAML), which must hold rows.
+type restoreCase struct{ name, restore, rows string }
+
+// restoreAtOnce makes the restores at once, then checks each, in the
+// test: once it runs, its status.restore names backup (with the time it
+// completed, when completed says so), and rows(its name) is its rows.
+// (Not parallel subtests: each would wait for a free slot of the suite's
+// -parallel, behind every other test.)
+func restoreAtOnce(t *testing.T, ns, backup string, completed bool, rows func(t *testing.T, ns, db string) string, restores []restoreCase) {
+	t.Helper()
+	for _, tc := range restores {
+		e2eutil.KubectlIn(t, dbYAML(tc.name, "postgresql", "15", postgresImage, 1)+"  restore:\n"+tc.restore, "-n", ns, "create", "-f", "-")
+	}
+	for _, tc := range restores {
+		restored := e2eutil.WaitRunning(t, ns, tc.name, converge)
+		if r := restored.Status.Restore; r == nil || r.Backup != backup || (completed && r.CompletionTime == nil) {
+			t.Errorf("%s: status.restore %+v, want %s restored", tc.name, r, backup)
+		}
+		if got := rows(t, ns, tc.name); got != tc.rows {
+			t.Errorf("%s holds rows (count and checksum) %s, want %s", tc.name, got, tc.rows)
+		}
+	}
+}
+
 func entriesSum(t *testing.T, ns, db string) string {
 	t.Helper()
 	return strings.TrimSpace(runClient(t, ns, db, postgresImage, psql+
