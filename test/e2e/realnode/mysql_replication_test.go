@@ -21,10 +21,10 @@ const mysqlWriterScript = `end=$(( $(date +%%s) + %d ))
 i=0
 while [ "$(date +%%s)" -lt "$end" ]; do
   i=$((i + 1))
-  if MYSQL_PWD="$PASSWORD" mysql ${TLS:-} -h "$HOST" -P "$PORT" -u "$USERNAME" --connect-timeout=1 "$DATABASE" -e "INSERT INTO w VALUES ($i)" >/dev/null 2>&1; then
+  if err=$(MYSQL_PWD="$PASSWORD" mysql ${TLS:-} -h "$HOST" -P "$PORT" -u "$USERNAME" --connect-timeout=${CONNECT_TIMEOUT:-1} "$DATABASE" -e "INSERT INTO w VALUES ($i)" 2>&1 >/dev/null); then
     echo "ok $i $(date +%%s.%%N)"
   else
-    echo "fail $i $(date +%%s.%%N)"; sleep 0.1
+    echo "fail $i $(date +%%s.%%N) $(printf '%%s' "$err" | tr '\n' ' ' | cut -c1-300)"; sleep 0.1
   fi
 done`
 

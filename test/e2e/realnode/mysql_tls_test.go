@@ -125,7 +125,7 @@ if (H=`+ip+`; `+mysqlTLSSQL+`"SELECT 1") 2>/tmp/err; then echo "unverified name 
 		writer: func(t *testing.T, ns, db string, seconds int) *writer {
 			runClient(t, ns, db, image, waitMySQL+mysqlSQL+`"CREATE TABLE IF NOT EXISTS w (n INT PRIMARY KEY)"`)
 			name := "tls-writer"
-			return startPod(t, ns, name, mysqlTLSClientPod(name, db, image, fmt.Sprintf(mysqlWriterScript, seconds)))
+			return startPod(t, ns, name, mysqlTLSClientPod(name, db, image, rotationTimeout+fmt.Sprintf(mysqlWriterScript, seconds)))
 		},
 	})
 }

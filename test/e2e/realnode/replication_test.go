@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,25 +21,29 @@ import (
 
 // writerScript inserts 1, 2, 3, ... through the Secret's URI, one
 // connection per row, for seconds, and prints each row's outcome with the
-// time: "ok N T" once the server acknowledged the commit, "fail N T"
-// otherwise. It is what a client that retries sees during a failover.
+// time: "ok N T" once the server acknowledged the commit, "fail N T E"
+// otherwise, E the client's error on one line. It is what a client that
+// retries sees during a failover: it gives up connecting after a second
+// ($CONNECT_TIMEOUT when set).
 const writerScript = `end=$(( $(date +%%s) + %d ))
 i=0
 while [ "$(date +%%s)" -lt "$end" ]; do
   i=$((i + 1))
-  if PGCONNECT_TIMEOUT=1 psql "$URI" -v ON_ERROR_STOP=1 -qtAc "INSERT INTO w VALUES ($i)" >/dev/null 2>&1; then
+  if err=$(PGCONNECT_TIMEOUT=${CONNECT_TIMEOUT:-1} psql "$URI" -v ON_ERROR_STOP=1 -qtAc "INSERT INTO w VALUES ($i)" 2>&1 >/dev/null); then
     echo "ok $i $(date +%%s.%%N)"
   else
-    echo "fail $i $(date +%%s.%%N)"; sleep 0.1
+    echo "fail $i $(date +%%s.%%N) $(printf '%%s' "$err" | tr '\n' ' ' | cut -c1-300)"; sleep 0.1
   fi
 done`
 
 // writeLog is what a writer printed.
 type writeLog struct {
 	acked []int
-	// at is when each row's attempt ended, and ok its outcome.
-	at []float64
-	ok []bool
+	// at is when each row's attempt ended, ok its outcome, and err the
+	// client's error when it failed.
+	at  []float64
+	ok  []bool
+	err []string
 }
 
 // report logs what the writer saw across what and the acknowledged writes
@@ -56,7 +61,7 @@ func parseWrites(t testing.TB, out string) writeLog {
 	var w writeLog
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 3 {
+		if len(f) < 3 || f[0] != "ok" && f[0] != "fail" {
 			continue
 		}
 		n, err1 := strconv.Atoi(f[1])
@@ -64,7 +69,7 @@ func parseWrites(t testing.TB, out string) writeLog {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("writer line %q", line)
 		}
-		w.at, w.ok = append(w.at, at), append(w.ok, f[0] == "ok")
+		w.at, w.ok, w.err = append(w.at, at), append(w.ok, f[0] == "ok"), append(w.err, strings.Join(f[3:], " "))
 		if f[0] == "ok" {
 			w.acked = append(w.acked, n)
 		}
@@ -118,7 +123,7 @@ func (w writeLog) across(t *testing.T, ns, db, what string, event time.Time) {
 	t.Helper()
 	since := float64(event.UnixNano()) / 1e9
 	from, until := w.outage(since)
-	t.Logf("%s: writes failed for %.1f s (%.1f s to %.1f s after it); failed attempts ended at %s s", what, until-from, from-since, until-since, w.failedAfter(since))
+	t.Logf("%s: writes failed for %.1f s (%.1f s to %.1f s after it); failed attempts ended at %s s%s", what, until-from, from-since, until-since, w.failedAfter(since), w.errors(since))
 	lost := w.lost(t, ns, db)
 	w.report(t, what, lost, 20)
 	if before, after := w.around(since); before == 0 || after == 0 {
@@ -139,6 +144,21 @@ func (w writeLog) failedAfter(since float64) string {
 		}
 	}
 	return strings.Join(at, " ")
+}
+
+// errors is, for the log, the distinct errors of the failed attempts after
+// since, the first three.
+func (w writeLog) errors(since float64) string {
+	var seen []string
+	for k := range w.at {
+		if !w.ok[k] && w.at[k] >= since && !slices.Contains(seen, w.err[k]) && len(seen) < 3 {
+			seen = append(seen, w.err[k])
+		}
+	}
+	if len(seen) == 0 {
+		return ""
+	}
+	return "; the clients said: " + strings.Join(seen, " | ")
 }
 
 // outage is the first run of failed writes after since: from the last
