@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/metrics"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/objectstore"
+	"github.com/dbcontroller/database-controller/pkg/podnet"
 	"github.com/dbcontroller/database-controller/pkg/podtools"
 	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/signals"
@@ -73,6 +75,7 @@ type options struct {
 	profiling          bool
 	toolsImage         string
 	watchNodes         bool
+	serverAccess       string
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -101,6 +104,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.profiling, "profiling", false, "Also serve Go's profiles (/debug/pprof/) at --metrics-bind-address.")
 	fs.BoolVar(&o.watchNodes, "watch-nodes", true,
 		"Watch nodes, so that the primary of a replicated Database whose node is cordoned (for a drain) is switched over to a replica on another node before it is evicted. Needs get, list and watch on nodes, which the namespace-scoped install does not grant: it sets false.")
+	fs.StringVar(&o.serverAccess, "server-access", string(podnet.AccessAuto),
+		"How the controller reaches each server's port at its pod's address, for replication, TLS and the credentials check: direct, port-forward (through the API server, as kubectl port-forward does; needs create on pods/portforward), or auto: direct in a cluster; out of one, direct, and through the API server when the pod's address is not routed from where the controller runs.")
 	fs.StringVar(&o.toolsImage, "tools-image", "",
 		"The controller's own image. The pods that back up to and restore from an object store (spec.backup.objectStore) run its binary, copied in by an init container. The default is the image of the container named controller of the pod $POD_NAME in $POD_NAMESPACE (the Deployment sets both); without either, those backups and restores are refused, saying why.")
 }
@@ -187,6 +192,11 @@ func run(ctx context.Context, o options) error {
 	logger.Info("Tools image of the pods that reach an object store", "image", toolsImage)
 
 	kubeInformerFactory, dbInformerFactory := newInformerFactories(kubeClient, dbClient, o.namespace, o.resync)
+	servers, err := serverDialer(ctx, o, cfg, kubeClient, kubeInformerFactory, m)
+	if err != nil {
+		return err
+	}
+	podnet.SetDefault(servers)
 	claimEventInformerFactory := newClaimEventInformerFactory(eventsClient, o.namespace)
 	configMapInformerFactory := newLabelledInformerFactory(kubeClient, o.namespace, dbv1alpha1.LabelParameters)
 	tlsSecretInformerFactory := newLabelledInformerFactory(kubeClient, o.namespace, dbv1alpha1.LabelTLS)
@@ -252,6 +262,35 @@ func run(ctx context.Context, o options) error {
 	return runWithLeaderElection(ctx, o, kubeClient, electionCheck, func(runCtx context.Context) error {
 		return controller.Run(runCtx, o.workers, o.drainTimeout)
 	})
+}
+
+// serverDialer is the podnet.Dialer of --server-access: its tunnels go
+// through the API server at cfg, to the pods its index of the pods'
+// informer finds by address. It logs the access chosen, and registers its
+// metrics.
+func serverDialer(ctx context.Context, o options, cfg *rest.Config, kubeClient kubernetes.Interface, informers kubeinformers.SharedInformerFactory,
+	m *metrics.Metrics) (*podnet.Dialer, error) {
+	access := podnet.Access(o.serverAccess)
+	if !slices.Contains(podnet.Accesses, access) {
+		return nil, fmt.Errorf("--server-access=%s: want one of %v", o.serverAccess, podnet.Accesses)
+	}
+	pods := informers.Core().V1().Pods().Informer()
+	if err := pods.AddIndexers(cache.Indexers{podnet.IndexPodIP: podnet.IndexByPodIP}); err != nil {
+		return nil, err
+	}
+	connect, err := podnet.ConnectThroughAPIServer(rest.CopyConfig(cfg), kubeClient.CoreV1().RESTClient())
+	if err != nil {
+		return nil, err
+	}
+	tunnels := podnet.NewTunnels(connect, nil)
+	// In a cluster when no kubeconfig or address was given and the
+	// service account's is there (clientcmd's own fallback).
+	_, inClusterErr := rest.InClusterConfig()
+	d := podnet.New(podnet.Config{Access: access, InCluster: o.kubeconfig == "" && o.masterURL == "" && inClusterErr == nil,
+		Tunnels: tunnels, PodOf: podnet.PodOfIndexer(pods.GetIndexer()), Observer: m})
+	m.RegisterServerAccess(access, d.Effective(), tunnels.Open)
+	klog.FromContext(ctx).Info("Servers reached", "access", access, "effective", d.Effective())
+	return d, nil
 }
 
 // runWithLeaderElection calls work while this process holds the Lease. On

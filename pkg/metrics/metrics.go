@@ -30,6 +30,8 @@ type Metrics struct {
 	// primaryChanges counts the changes of each Database's primary
 	// (state.go).
 	primaryChanges primaryChanges
+	// serverDials counts the connections to the servers (servers.go).
+	serverDials *prometheus.CounterVec
 }
 
 // New registers the controller's metrics, the workqueue provider and the

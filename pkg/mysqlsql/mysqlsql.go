@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/dbcontroller/database-controller/pkg/login"
+	"github.com/dbcontroller/database-controller/pkg/podnet"
 )
 
 // accessDenied is the error number of a refused user or password
@@ -34,6 +35,8 @@ func config(host string, port int32, user, password, database, authorities strin
 	cfg.User, cfg.Passwd, cfg.DBName = user, password, database
 	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(int(port)))
 	cfg.Timeout = Timeout
+	// Directly, or through the API server (the controller's --server-access).
+	cfg.DialFunc = podnet.DialContext
 	// The errors come back to the caller: the driver's own log of them
 	// would go to stderr, past klog.
 	cfg.Logger = &mysql.NopLogger{}

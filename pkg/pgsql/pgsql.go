@@ -26,6 +26,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/engine/postgresql"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/login"
+	"github.com/dbcontroller/database-controller/pkg/podnet"
 	"github.com/dbcontroller/database-controller/pkg/tlsconfig"
 )
 
@@ -109,6 +110,8 @@ func connectWith(ctx context.Context, host string, port int32, user, password, d
 	// short connection.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	cfg.TLSConfig = tlsConfig
+	// Directly, or through the API server (the controller's --server-access).
+	cfg.DialFunc = podnet.DialContext
 	return pgx.ConnectConfig(ctx, cfg)
 }
 

@@ -1,0 +1,44 @@
+package podnet
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// IndexPodIP is the name of the pods' index by their addresses.
+const IndexPodIP = "podIP"
+
+// IndexByPodIP is the index function of IndexPodIP: a pod's addresses.
+func IndexByPodIP(obj interface{}) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	ips := make([]string, 0, len(pod.Status.PodIPs)+1)
+	for _, ip := range pod.Status.PodIPs {
+		ips = append(ips, ip.IP)
+	}
+	if len(ips) == 0 && pod.Status.PodIP != "" {
+		ips = append(ips, pod.Status.PodIP)
+	}
+	return ips, nil
+}
+
+// PodOfIndexer finds a pod by its address in pods, an informer's indexer
+// with IndexPodIP: the one that is not finished (a finished pod's address
+// may be another's now), deleted or not.
+func PodOfIndexer(pods cache.Indexer) PodOf {
+	return func(ip string) (Pod, bool) {
+		objs, err := pods.ByIndex(IndexPodIP, ip)
+		if err != nil {
+			return Pod{}, false
+		}
+		for _, obj := range objs {
+			pod := obj.(*corev1.Pod)
+			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+				return Pod{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, true
+			}
+		}
+		return Pod{}, false
+	}
+}

@@ -1,0 +1,312 @@
+package podnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+)
+
+// ConnectFunc upgrades a connection to a pod's portforward subresource,
+// over which each dial is a pair of streams.
+type ConnectFunc func(pod Pod) (httpstream.Connection, error)
+
+// Tunnels keeps one upgraded connection per pod to its portforward
+// subresource, made at its first dial and reused by the next ones (each a
+// pair of streams over it), and made again once it breaks. A connection
+// not used for IdleAfter is closed, and one to a pod whose name a new pod
+// took (a StatefulSet's) at that pod's first dial.
+type Tunnels struct {
+	connect ConnectFunc
+	// IdleAfter is how long a pod's connection is kept unused (5 minutes
+	// when zero).
+	IdleAfter time.Duration
+	now       func() time.Time
+	requestID atomic.Int64
+
+	mu    sync.Mutex
+	byPod map[Pod]*tunnel
+}
+
+type tunnel struct {
+	// ready is closed once conn or err is set.
+	ready chan struct{}
+	conn  httpstream.Connection
+	err   error
+	used  time.Time
+}
+
+// NewTunnels returns Tunnels that connect with connect.
+func NewTunnels(connect ConnectFunc, now func() time.Time) *Tunnels {
+	if now == nil {
+		now = time.Now
+	}
+	return &Tunnels{connect: connect, now: now, byPod: map[Pod]*tunnel{}}
+}
+
+// ConnectThroughAPIServer is the ConnectFunc of the API server at cfg,
+// whose core/v1 REST client is core: over WebSocket, or SPDY where the API
+// server does not upgrade to it, as kubectl port-forward connects. It
+// needs create on pods/portforward.
+func ConnectThroughAPIServer(cfg *rest.Config, core rest.Interface) (ConnectFunc, error) {
+	spdyTransport, upgrader, err := spdy.RoundTripperFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Transport: spdyTransport}
+	return func(pod Pod) (httpstream.Connection, error) {
+		u := core.Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("portforward").URL()
+		websocket, err := portforward.NewSPDYOverWebsocketDialer(u, cfg)
+		if err != nil {
+			return nil, err
+		}
+		dialer := portforward.NewFallbackDialer(websocket, spdy.NewDialer(upgrader, client, http.MethodPost, u), func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
+		conn, _, err := dialer.Dial(portforward.PortForwardProtocolV1Name)
+		return conn, err
+	}, nil
+}
+
+// Dial opens a connection to port of pod through its tunnel. The server's
+// refusal, which the kubelet reports after the streams are open, is the
+// error of the connection's first read.
+func (t *Tunnels) Dial(ctx context.Context, pod Pod, port string) (net.Conn, error) {
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return nil, fmt.Errorf("port %q: %w", port, err)
+	}
+	tn, err := t.get(ctx, pod)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	c, err := t.open(ctx, tn.conn, port)
+	if err != nil {
+		// A connection that cannot open streams in time is broken: the
+		// next dial makes another.
+		t.drop(pod, tn)
+		return nil, fmt.Errorf("pod %s/%s port %s: %w", pod.Namespace, pod.Name, port, err)
+	}
+	return c, nil
+}
+
+// get returns pod's tunnel, made if there is none (one dial makes it, the
+// others wait for it).
+func (t *Tunnels) get(ctx context.Context, pod Pod) (*tunnel, error) {
+	idle := t.IdleAfter
+	if idle == 0 {
+		idle = 5 * time.Minute
+	}
+	now := t.now()
+	t.mu.Lock()
+	for p, other := range t.byPod {
+		// Unused for long, or a pod gone whose name pod took.
+		gone := p.Namespace == pod.Namespace && p.Name == pod.Name && p.UID != pod.UID
+		if p != pod && other.conn != nil && (gone || now.Sub(other.used) > idle) {
+			delete(t.byPod, p)
+			_ = other.conn.Close()
+		}
+	}
+	tn, ok := t.byPod[pod]
+	if ok && tn.conn != nil {
+		select {
+		case <-tn.conn.CloseChan():
+			delete(t.byPod, pod)
+			ok = false
+		default:
+		}
+	}
+	if !ok {
+		tn = &tunnel{ready: make(chan struct{})}
+		t.byPod[pod] = tn
+		go t.make(pod, tn)
+	}
+	tn.used = now
+	t.mu.Unlock()
+
+	select {
+	case <-tn.ready:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("connecting to its portforward subresource: %w", ctx.Err())
+	}
+	if tn.err != nil {
+		return nil, tn.err
+	}
+	return tn, nil
+}
+
+// make connects pod's tunnel; a failure is forgotten at once, so that the
+// next dial tries again.
+func (t *Tunnels) make(pod Pod, tn *tunnel) {
+	conn, err := t.connect(pod)
+	t.mu.Lock()
+	tn.conn, tn.err = conn, err
+	if err != nil {
+		tn.err = fmt.Errorf("connecting to its portforward subresource: %w", err)
+		if t.byPod[pod] == tn {
+			delete(t.byPod, pod)
+		}
+	}
+	t.mu.Unlock()
+	close(tn.ready)
+}
+
+func (t *Tunnels) drop(pod Pod, tn *tunnel) {
+	t.mu.Lock()
+	if t.byPod[pod] == tn {
+		delete(t.byPod, pod)
+	}
+	t.mu.Unlock()
+	_ = tn.conn.Close()
+}
+
+// Close closes every tunnel.
+func (t *Tunnels) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for p, tn := range t.byPod {
+		if tn.conn != nil {
+			_ = tn.conn.Close()
+		}
+		delete(t.byPod, p)
+	}
+}
+
+// Open is how many tunnels are open.
+func (t *Tunnels) Open() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, tn := range t.byPod {
+		if tn.conn != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// open makes the pair of streams of one connection to port (the kubelet's
+// port-forward protocol: an error stream, then a data stream, with one
+// request ID), within ctx.
+func (t *Tunnels) open(ctx context.Context, conn httpstream.Connection, port string) (net.Conn, error) {
+	type opened struct {
+		errorStream, dataStream httpstream.Stream
+		err                     error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		headers := http.Header{}
+		headers.Set(corev1.StreamType, corev1.StreamTypeError)
+		headers.Set(corev1.PortHeader, port)
+		headers.Set(corev1.PortForwardRequestIDHeader, strconv.FormatInt(t.requestID.Add(1), 10))
+		errorStream, err := conn.CreateStream(headers)
+		if err != nil {
+			done <- opened{err: fmt.Errorf("creating its error stream: %w", err)}
+			return
+		}
+		// Nothing is written to it.
+		_ = errorStream.Close()
+		headers.Set(corev1.StreamType, corev1.StreamTypeData)
+		dataStream, err := conn.CreateStream(headers)
+		if err != nil {
+			conn.RemoveStreams(errorStream)
+			done <- opened{err: fmt.Errorf("creating its data stream: %w", err)}
+			return
+		}
+		done <- opened{errorStream: errorStream, dataStream: dataStream}
+	}()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			return nil, o.err
+		}
+		return newStreamConn(conn, o.errorStream, o.dataStream), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("opening its streams: %w", ctx.Err())
+	}
+}
+
+// streamConn is one connection through a tunnel: the data stream, bridged
+// to one end of a net.Pipe (which keeps deadlines as a TCP connection
+// does), and the kubelet's error, which its reads return once the stream
+// ends.
+type streamConn struct {
+	net.Conn
+	mu     sync.Mutex
+	failed error
+	close  func()
+}
+
+func newStreamConn(conn httpstream.Connection, errorStream, dataStream httpstream.Stream) *streamConn {
+	local, remote := net.Pipe()
+	c := &streamConn{Conn: local}
+	var once sync.Once
+	c.close = func() {
+		once.Do(func() {
+			_ = remote.Close()
+			_ = dataStream.Reset()
+			conn.RemoveStreams(errorStream, dataStream)
+		})
+	}
+	errorRead := make(chan struct{})
+	go func() {
+		// The kubelet writes to the error stream only when it fails to
+		// forward (the server refused, the pod is gone), and closes it
+		// when the connection ends.
+		msg, _ := io.ReadAll(errorStream)
+		if len(msg) > 0 {
+			c.mu.Lock()
+			c.failed = errors.New(string(msg))
+			c.mu.Unlock()
+		}
+		close(errorRead)
+		if len(msg) > 0 {
+			c.close()
+		}
+	}()
+	go func() {
+		_, _ = io.Copy(remote, dataStream)
+		// The data stream ends before the error is read: the reads
+		// return the error, not the end of the stream.
+		select {
+		case <-errorRead:
+		case <-time.After(time.Second):
+		}
+		c.close()
+	}()
+	go func() {
+		_, _ = io.Copy(dataStream, remote)
+		_ = dataStream.Close()
+	}()
+	return c
+}
+
+func (c *streamConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.mu.Lock()
+		failed := c.failed
+		c.mu.Unlock()
+		if failed != nil {
+			return n, failed
+		}
+	}
+	return n, err
+}
+
+func (c *streamConn) Close() error {
+	err := c.Conn.Close()
+	c.close()
+	return err
+}
