@@ -118,6 +118,9 @@ type instance struct {
 	pod   *corev1.Pod
 	facts ha.Facts
 	ha    ha.Instance
+	// unreachable is why the server of a pod its kubelet reports ready
+	// did not answer the controller (the probe's error); nil otherwise.
+	unreachable error
 }
 
 // replicationFindings is what the replication step found of a replicated
@@ -729,13 +732,16 @@ func streamedLast(rs *dbv1alpha1.ReplicationStatus, name string) bool {
 // probe asks i's server what it is; a server that does not answer, or
 // answers as another pod, is not reachable.
 func (s *replicaSet) probe(ctx context.Context, i *instance) {
-	i.ha.Reachable = false
+	i.ha.Reachable, i.unreachable = false, nil
 	if i.pod.Status.PodIP == "" || i.pod.DeletionTimestamp != nil {
 		return
 	}
 	facts, err := s.client.Probe(ctx, i.pod.Status.PodIP, s.port, s.cred)
 	if err != nil {
 		klog.FromContext(ctx).V(4).Info("Server does not answer", "pod", klog.KObj(i.pod), "err", err)
+		if podReady(i.pod) {
+			i.unreachable = err
+		}
 		return
 	}
 	if facts.Name != "" && facts.Name != i.pod.Name {
@@ -812,10 +818,20 @@ func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string
 		if last.Reason != "" && last.Kind != ha.ActionRecordTarget {
 			c.Message += ": " + last.Reason
 		}
+		if target, ok := instances[rs.TargetPrimary]; ok && target.unreachable != nil {
+			c.Reason = status.ReasonServersUnreachable
+			c.Message += fmt.Sprintf(": the controller cannot reach %s, which its kubelet reports ready: %v", rs.TargetPrimary, target.unreachable)
+		}
 	case rs.Primary == "":
 		c.Reason, c.Message = status.ReasonNoPrimary, "no primary yet"
 		if last.Reason != "" {
 			c.Message += ": " + last.Reason
+		}
+	case exists && primary.unreachable != nil:
+		c.Reason = status.ReasonServersUnreachable
+		c.Message = fmt.Sprintf("the controller cannot reach the primary %s, which its kubelet reports ready: %v", rs.Primary, primary.unreachable)
+		if last.Kind == ha.ActionWait || last.Kind == ha.ActionNone && last.Reason != "" {
+			c.Message += "; " + last.Reason
 		}
 	case !exists || !primary.ha.Serving():
 		c.Reason = status.ReasonNoPrimary
@@ -834,6 +850,8 @@ func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string
 				streaming++
 			} else if i.facts.Broken != "" {
 				lagging = append(lagging, fmt.Sprintf("%s (it cannot replicate: %s)", name, i.facts.Broken))
+			} else if i.unreachable != nil {
+				lagging = append(lagging, fmt.Sprintf("%s (the controller cannot reach it: %v)", name, i.unreachable))
 			} else {
 				lagging = append(lagging, name)
 			}

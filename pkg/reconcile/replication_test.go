@@ -123,6 +123,24 @@ func (f *fixture) convergedReplicated(db *dbv1alpha1.Database) {
 	}
 }
 
+// newReplicated seeds a replicated Database as created, its pods ready and
+// their servers answering (convergedReplicated): no role labels, no
+// replication status yet, never Running; its children as the plan of the
+// first sync makes them, whose client Service selects every pod until a
+// primary is recorded.
+func (f *fixture) newReplicated(db *dbv1alpha1.Database) {
+	f.convergedReplicated(db)
+	db.Status.Replication = nil
+	db.Status.CurrentVersion = ""
+	db.Status.Conditions = db.Status.Conditions[:2]
+	for _, pod := range f.podLister {
+		delete(pod.Labels, dbv1alpha1.LabelRole)
+	}
+	f.serviceLister[1].Spec.Selector = names.SelectorLabels(db)
+	f.serviceLister[1].Annotations = expectedService(f.t, db).Annotations
+	f.statefulSetLister[0].Annotations = expectedStatefulSet(f.t, db).Annotations
+}
+
 // expectTargetRecorded expects the status write that records name as the
 // target of a failover or switchover, before anything is done for it, and
 // returns the replication status written.
@@ -171,19 +189,7 @@ func TestReplicationFirstPrimary(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
 	db := newDatabase("orders", "postgresql", "16", 3)
-	f.convergedReplicated(db)
-	// As created: no role labels, no replication status yet, never Running.
-	db.Status.Replication = nil
-	db.Status.CurrentVersion = ""
-	db.Status.Conditions = db.Status.Conditions[:2]
-	for _, pod := range f.podLister {
-		delete(pod.Labels, dbv1alpha1.LabelRole)
-	}
-	// The plan of the first sync: the client Service selects every pod
-	// until a primary is recorded; the children are as that plan makes them.
-	f.serviceLister[1].Spec.Selector = names.SelectorLabels(db)
-	f.serviceLister[1].Annotations = expectedService(t, db).Annotations
-	f.statefulSetLister[0].Annotations = expectedStatefulSet(t, db).Annotations
+	f.newReplicated(db)
 
 	f.expectGet(secretsResource, "default", "orders-credentials")
 	target := &dbv1alpha1.ReplicationStatus{TargetPrimary: "orders-0"}
@@ -1051,4 +1057,55 @@ but could not open file "/var/lib/postgresql/data/pgdata/global/pg_control": No 
 			f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 		})
 	}
+}
+
+// Servers that their kubelets report ready but that do not answer the
+// controller (out of the cluster, where the pods' addresses are not routed
+// and no tunnel goes through the API server) are a cause of their own,
+// with the address and the error: of the first primary chosen, and of a
+// primary. The Database is not Running.
+func TestReplicationServersUnreachable(t *testing.T) {
+	t.Run("the first primary", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 2)
+		f.newReplicated(db)
+		f.sql.Facts = map[string]*ha.Facts{}
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		// No server answers: orders-0 is taken to initialise the data, as
+		// a first primary's does, and named unreachable.
+		rs := &dbv1alpha1.ReplicationStatus{TargetPrimary: "orders-0"}
+		msg := "making orders-0 the first primary: the controller cannot reach orders-0, which its kubelet reports ready: " +
+			"dial tcp 192.0.2.10: connect: connection refused"
+		f.expectStatusUpdate(db, replicatedStatus(db, "Provisioning", rs,
+			"False", "ServersUnreachable", msg, "True", "ServersUnreachable", msg, "False", "ServersUnreachable", msg))
+		// Then it waits for the server to answer, and says why it does not.
+		waiting := rs.DeepCopy()
+		waiting.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1"}}
+		msg = "making orders-0 the first primary: waiting for the new primary orders-0 to answer: the controller cannot reach orders-0, " +
+			"which its kubelet reports ready: dial tcp 192.0.2.10: connect: connection refused"
+		f.expectStatusUpdate(db, replicatedStatus(db, "Updating", waiting,
+			"False", "ServersUnreachable", msg, "True", "ServersUnreachable", msg, "False", "ServersUnreachable", msg))
+		f.events = []string{"Normal PrimaryChosen first primary: orders-0 initialises the data"}
+		f.calls = probes(0, 1)
+		f.run(ctx, ref(db), pollServers)
+	})
+	t.Run("the primary", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 2)
+		f.convergedReplicated(db)
+		delete(f.sql.Facts, podIP(0))
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		now := metav1.NewTime(testNow)
+		rs := &dbv1alpha1.ReplicationStatus{Primary: "orders-0", PrimaryLostSince: &now, Instances: []dbv1alpha1.InstanceStatus{
+			{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}}}
+		msg := "the controller cannot reach the primary orders-0, which its kubelet reports ready: dial tcp 192.0.2.10: connect: connection refused; " +
+			"primary orders-0 does not serve; failing over if it does not serve again within 30s"
+		f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "ServersUnreachable", msg, "True", "ServersUnreachable", msg, "False", "ServersUnreachable", msg))
+		f.calls = probes(0, 1)
+		f.run(ctx, ref(db), pollServers)
+	})
 }

@@ -63,6 +63,12 @@ const (
 	ReasonNoPrimary            = "NoPrimary"
 	ReasonFailingOver          = "FailingOver"
 	ReasonReplicasNotStreaming = "ReplicasNotStreaming"
+	// ReasonServersUnreachable: no primary serves that the controller
+	// reaches, and servers their kubelets report ready do not answer it
+	// (the pods' addresses not routed from where it runs, and no tunnel
+	// through the API server: its --server-access). Also the Ready
+	// condition's.
+	ReasonServersUnreachable = "ServersUnreachable"
 	// ReasonSynchronousUnsupported: spec.replication.synchronous asks
 	// for more than the primary's server can wait for (MariaDB: one
 	// replica); its replication is left as it is.
@@ -169,7 +175,8 @@ type Input struct {
 	// Replication, for a replicated Database, is what the controller
 	// observed of its instances, and Replicating its condition (nil for a
 	// Database that is not replicated). While Replicating says that no
-	// primary serves (ReasonNoPrimary, ReasonFailingOver), the Database
+	// primary serves (ReasonNoPrimary, ReasonFailingOver,
+	// ReasonServersUnreachable), the Database
 	// is not Running, whatever its pods' readiness.
 	Replication *dbv1alpha1.ReplicationStatus
 	Replicating *metav1.Condition
@@ -421,7 +428,7 @@ func Compute(in Input) dbv1alpha1.DatabaseStatus {
 // noPrimary reports whether replicating says that no primary serves.
 func noPrimary(replicating *metav1.Condition) bool {
 	return replicating != nil && replicating.Status == metav1.ConditionFalse &&
-		(replicating.Reason == ReasonNoPrimary || replicating.Reason == ReasonFailingOver)
+		(replicating.Reason == ReasonNoPrimary || replicating.Reason == ReasonFailingOver || replicating.Reason == ReasonServersUnreachable)
 }
 
 // RolledOut reports whether sts has settled at the desired replica count
