@@ -88,6 +88,12 @@ if ((${#strays[@]} > 0)); then
   local::die "processes still running against $LOCAL_DIR: ${strays[*]}"
 fi
 
+# The route that kept kwok's pod addresses on this machine (local-up.sh).
+if [[ -f "$LOCAL_DIR/unreachable-route" ]]; then
+  ip route del unreachable "$(cat "$LOCAL_DIR/unreachable-route")" 2>/dev/null || true
+  rm -f "$LOCAL_DIR/unreachable-route"
+fi
+
 if ((stopped_any)); then
   # local-up.sh, restarting or cleaning up, does not need to wait for this.
   if [[ "${LOCAL_AWAIT_REAPED:-1}" == 1 ]]; then

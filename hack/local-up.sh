@@ -542,6 +542,19 @@ done_step kube-scheduler healthy
 
 if ((NODES > 0)); then
 begin kwok
+# kwok gives its pods addresses of POD_CIDR that nothing has, and the
+# controller dials them (replication, TLS, the credentials check): without a
+# route of their own they would go to the default route, off this machine.
+# An unreachable route refuses them here at once; local-down.sh removes it.
+# It needs root; a route to the range already there is left alone.
+if ((EUID == 0)); then
+  if [[ -z "$(ip route show "$POD_CIDR")" ]]; then
+    ip route add unreachable "$POD_CIDR"
+    printf '%s\n' "$POD_CIDR" > "$LOCAL_DIR/unreachable-route"
+  fi
+else
+  echo "[local-up] not root: kwok's pod addresses ($POD_CIDR) have no route of their own, and the controller's connections to them go to the default route" >&2
+fi
 # kwok provisions claims of the class kwok-volume only; the provision stage
 # also takes kwok-expandable, a second class that allows volume expansion.
 for f in "${STAGE_FILES[@]}"; do

@@ -113,7 +113,7 @@ func TestSchedulingAndDisruptionBudgets(t *testing.T) {
 
 	// Required, with one node: the second pod cannot be placed. (On kwok
 	// no server answers, so the Database's Ready condition names that
-	// first: NoPrimary.)
+	// first: ServersUnreachable.)
 	e2eutil.Eventually(t, converge, "strict-1 unschedulable for the anti-affinity", func() (bool, string) {
 		var pod corev1.Pod
 		if _, err := e2eutil.KubectlRun("", "-n", ns, "get", "pod", "strict-1"); err != nil {
