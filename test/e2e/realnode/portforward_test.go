@@ -1,0 +1,216 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
+)
+
+// unrouted makes the pods of one Database unreachable from the host, where
+// the suite's controller runs, as pods are from outside a cloud cluster:
+// a rule in the node's network namespace answers the host's packets to
+// their server port "no route to host" (the node forwards the host's
+// traffic to its pods). The kubelet's port-forward, which connects inside
+// each pod, and the other pods are not stopped. It follows the pods'
+// addresses as pods come and go, every 200 ms, until stop; the node's
+// network namespace goes with the node, rules and all.
+type unrouted struct {
+	netns, veth, port string
+	mu                sync.Mutex
+	rules             map[string]bool
+	stopped           chan struct{}
+	done              sync.WaitGroup
+}
+
+func unroute(t *testing.T, ns, db, port string) *unrouted {
+	// hack/lib/node.sh's names of the node's network namespace and of
+	// its end of the host's veth.
+	id := fmt.Sprintf("%x", sha256.Sum256([]byte(localDir)))[:8]
+	u := &unrouted{netns: filepath.Join("/run/netns", "dbc-"+id), veth: "dbc" + id + "n", port: port, rules: map[string]bool{}, stopped: make(chan struct{})}
+	u.done.Add(1)
+	go func() {
+		defer u.done.Done()
+		for {
+			out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db, "-o", "jsonpath={.items[*].status.podIP}")
+			if err == nil {
+				u.follow(t, strings.Fields(string(out)))
+			}
+			select {
+			case <-u.stopped:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(u.stop)
+	return u
+}
+
+func (u *unrouted) iptables(op, ip string) error {
+	out, err := exec.Command("nsenter", "--net="+u.netns, "--", "iptables", op, "FORWARD", "-i", u.veth, "-d", ip, "-p", "tcp", "--dport", u.port,
+		"-j", "REJECT", "--reject-with", "icmp-host-unreachable").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("iptables %s for %s: %v: %s", op, ip, err, out)
+	}
+	return nil
+}
+
+// follow keeps a rule for each of ips and for no other address: another
+// test's pod may take an address once this Database's pod left it.
+func (u *unrouted) follow(t *testing.T, ips []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	want := map[string]bool{}
+	for _, ip := range ips {
+		want[ip] = true
+		if !u.rules[ip] {
+			if err := u.iptables("-I", ip); err != nil {
+				t.Errorf("%v", err)
+				continue
+			}
+			u.rules[ip] = true
+		}
+	}
+	for ip := range u.rules {
+		if !want[ip] {
+			if err := u.iptables("-D", ip); err != nil {
+				t.Errorf("%v", err)
+			}
+			delete(u.rules, ip)
+		}
+	}
+}
+
+func (u *unrouted) stop() {
+	select {
+	case <-u.stopped:
+		return
+	default:
+	}
+	close(u.stopped)
+	u.done.Wait()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for ip := range u.rules {
+		_ = u.iptables("-D", ip)
+		delete(u.rules, ip)
+	}
+}
+
+// A 3-replica PostgreSQL Database whose pods' addresses are not routed
+// from where the controller runs (its default --server-access, auto, on
+// the host, as out of a cloud cluster): the controller reaches the servers
+// through the API server's port-forward, and the Database becomes Running
+// with its replicas streaming; the primary's pod is deleted under a writer,
+// and the failover goes through the tunnels too, no acknowledged write
+// lost. The failover delay is 0, as TestReplicationFailoverAndSwitchover's,
+// whose writer's outage is the direct path's figure. A 3-replica MariaDB
+// Database beside it, unrouted too, becomes Running and fails over the
+// same way. (The connections counted are the suite's controller's, for
+// every test: those through the API server are this test's alone.)
+func TestServersReachedThroughTheAPIServer(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	before := dialsByPath(t)
+	u := unroute(t, ns, "tunnel", "5432")
+	mu := unroute(t, ns, "mtunnel", "3306")
+	start := time.Now()
+	e2eutil.KubectlIn(t, dbYAML("tunnel", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, mysqlYAML("mtunnel", "10.11", mariadbImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
+	db := waitReplicating(t, ns, "tunnel", "three replicas, one primary and two streaming, reached through the API server")
+	t.Logf("Running and replicating through the API server after %s; primary %s", time.Since(start).Round(time.Second), db.Status.Replication.Primary)
+
+	// The pods are not reachable from here directly: the rule holds.
+	ip := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "get", "pod", db.Status.Replication.Primary, "-o", "jsonpath={.status.podIP}"))
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "5432"), 3*time.Second); err == nil {
+		c.Close()
+		t.Fatalf("the primary's address %s answers from the host: the test proves nothing", ip)
+	} else if !errors.Is(err, syscall.EHOSTUNREACH) {
+		t.Errorf("a direct dial of the primary %s: %v, want no route to host", ip, err)
+	}
+	after := dialsByPath(t)
+	t.Logf("the controller's connections since the test began: %s", after.since(before))
+	if after["port-forward/success"] <= before["port-forward/success"] {
+		t.Errorf("no connection through the API server counted: %s", after.since(before))
+	}
+	if m, err := e2eutil.ScrapeMetrics(metricsAddress); err != nil || e2eutil.SumMetric(m, "database_controller_server_tunnels") < 1 {
+		t.Errorf("tunnels open: %v (%v), want at least one", e2eutil.SumMetric(m, "database_controller_server_tunnels"), err)
+	}
+
+	// Failover through the tunnels: the primary's pod is deleted while a
+	// client writes.
+	runClient(t, ns, "tunnel", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
+	sampler := sampleLabels(ns, "tunnel")
+	defer sampler.finish(t)
+	writer := startWriter(t, ns, "tunnel", 45)
+	writer.waitAcknowledged(t, 3)
+	killed := deletePrimary(t, ns, "tunnel", db.Status.Replication.Primary)
+	parseWrites(t, writer.wait(t)).across(t, ns, "tunnel", "the failover through the API server", killed)
+	u.stop()
+
+	// MariaDB's replication the same way: Running through the API server,
+	// and a failover.
+	mdb := waitReplicating(t, ns, "mtunnel", "three MariaDB servers, one primary and two replicating, reached through the API server")
+	t.Logf("MariaDB: Running and replicating through the API server %s after it was created", time.Since(start).Round(time.Second))
+	deletePrimary(t, ns, "mtunnel", mdb.Status.Replication.Primary)
+	mu.stop()
+	after = dialsByPath(t)
+	t.Logf("the controller's connections since the test began: %s", after.since(before))
+}
+
+// deletePrimary deletes the pod of db's primary old, waits for another
+// primary, then for old to replicate from it, and logs how long each took;
+// it returns when the pod was deleted.
+func deletePrimary(t *testing.T, ns, db, old string) time.Time {
+	t.Helper()
+	killed := time.Now()
+	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
+	e2eutil.Eventually(t, converge, "a new primary of "+db, func() (bool, string) {
+		rs := e2eutil.GetDB(t, ns, db).Status.Replication
+		return rs != nil && rs.Primary != old && rs.Primary != "", fmt.Sprintf("%+v", rs)
+	})
+	t.Logf("%s: deleted the primary %s; %s is the primary %s later, through the API server", db, old, e2eutil.GetDB(t, ns, db).Status.Replication.Primary,
+		time.Since(killed).Round(100*time.Millisecond))
+	waitReplicating(t, ns, db, "the old primary of "+db+" to come back as a replica")
+	t.Logf("%s: %s replicates again %s after the delete", db, old, time.Since(killed).Round(100*time.Millisecond))
+	return killed
+}
+
+// dials are the controller's connections to the servers, by path and
+// result ("port-forward/success"), from its metrics.
+type dials map[string]float64
+
+func dialsByPath(t *testing.T) dials {
+	t.Helper()
+	m, err := e2eutil.ScrapeMetrics(metricsAddress)
+	if err != nil {
+		t.Fatalf("scraping the controller: %v", err)
+	}
+	out := dials{}
+	for _, path := range []string{"direct", "port-forward"} {
+		for _, result := range []string{"success", "error"} {
+			out[path+"/"+result] = e2eutil.SumMetric(m, "database_controller_server_dials_total", `path="`+path+`"`, `result="`+result+`"`)
+		}
+	}
+	return out
+}
+
+func (d dials) since(before dials) string {
+	var parts []string
+	for _, k := range []string{"direct/success", "direct/error", "port-forward/success", "port-forward/error"} {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, d[k]-before[k]))
+	}
+	return strings.Join(parts, ", ")
+}
