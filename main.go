@@ -288,7 +288,7 @@ func serverDialer(ctx context.Context, o options, cfg *rest.Config, kubeClient k
 	_, inClusterErr := rest.InClusterConfig()
 	d := podnet.New(podnet.Config{Access: access, InCluster: o.kubeconfig == "" && o.masterURL == "" && inClusterErr == nil,
 		Tunnels: tunnels, PodOf: podnet.PodOfIndexer(pods.GetIndexer()), Observer: m})
-	m.RegisterServerAccess(access, d.Effective(), tunnels.Open)
+	m.RegisterServerAccess(access, d.Effective(), tunnels)
 	klog.FromContext(ctx).Info("Servers reached", "access", access, "effective", d.Effective())
 	return d, nil
 }

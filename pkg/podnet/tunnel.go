@@ -35,6 +35,9 @@ type Tunnels struct {
 	IdleAfter time.Duration
 	now       func() time.Time
 	requestID atomic.Int64
+	// connects counts the upgraded connections made (each an API request),
+	// and bytes what went through the tunnels, both ways.
+	connects, bytes atomic.Int64
 
 	mu    sync.Mutex
 	byPod map[Pod]*tunnel
@@ -149,6 +152,7 @@ func (t *Tunnels) get(ctx context.Context, pod Pod) (*tunnel, error) {
 // make connects pod's tunnel; a failure is forgotten at once, so that the
 // next dial tries again.
 func (t *Tunnels) make(pod Pod, tn *tunnel) {
+	t.connects.Add(1)
 	conn, err := t.connect(pod)
 	t.mu.Lock()
 	tn.conn, tn.err = conn, err
@@ -182,6 +186,12 @@ func (t *Tunnels) Close() {
 		delete(t.byPod, p)
 	}
 }
+
+// Connects is how many upgraded connections were made to pods'
+// portforward subresources (one API request each), and Bytes how many
+// bytes went through them, both ways.
+func (t *Tunnels) Connects() int64 { return t.connects.Load() }
+func (t *Tunnels) Bytes() int64    { return t.bytes.Load() }
 
 // Open is how many tunnels are open.
 func (t *Tunnels) Open() int {
@@ -231,7 +241,7 @@ func (t *Tunnels) open(ctx context.Context, conn httpstream.Connection, port str
 		if o.err != nil {
 			return nil, o.err
 		}
-		return newStreamConn(conn, o.errorStream, o.dataStream), nil
+		return newStreamConn(conn, o.errorStream, o.dataStream, &t.bytes), nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("opening its streams: %w", ctx.Err())
 	}
@@ -248,7 +258,7 @@ type streamConn struct {
 	close  func()
 }
 
-func newStreamConn(conn httpstream.Connection, errorStream, dataStream httpstream.Stream) *streamConn {
+func newStreamConn(conn httpstream.Connection, errorStream, dataStream httpstream.Stream, bytes *atomic.Int64) *streamConn {
 	local, remote := net.Pipe()
 	c := &streamConn{Conn: local}
 	var once sync.Once
@@ -276,7 +286,8 @@ func newStreamConn(conn httpstream.Connection, errorStream, dataStream httpstrea
 		}
 	}()
 	go func() {
-		_, _ = io.Copy(remote, dataStream)
+		n, _ := io.Copy(remote, dataStream)
+		bytes.Add(n)
 		// The data stream ends before the error is read: the reads
 		// return the error, not the end of the stream.
 		select {
@@ -286,7 +297,8 @@ func newStreamConn(conn httpstream.Connection, errorStream, dataStream httpstrea
 		c.close()
 	}()
 	go func() {
-		_, _ = io.Copy(dataStream, remote)
+		n, _ := io.Copy(dataStream, remote)
+		bytes.Add(n)
 		_ = dataStream.Close()
 	}()
 	return c

@@ -163,6 +163,13 @@ func TestTunnels(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
+	// Each connection's bytes, both ways, once it ended: 8 each way.
+	for deadline := time.Now().Add(5 * time.Second); tunnels.Bytes() < 48 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if b, c := tunnels.Bytes(), tunnels.Connects(); b != 48 || c != 1 {
+		t.Errorf("%d bytes through %d tunnels made, want 48 through 1", b, c)
+	}
 
 	// A port that refuses.
 	l, _ := net.Listen("tcp", "127.0.0.1:0")

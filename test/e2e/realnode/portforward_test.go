@@ -168,6 +168,11 @@ func TestServersReachedThroughTheAPIServer(t *testing.T) {
 	mu.stop()
 	after = dialsByPath(t)
 	t.Logf("the controller's connections since the test began: %s", after.since(before))
+	// What the tunnels cost the API server, per replicated Database: the
+	// upgrade requests, and the bytes it relays.
+	minutes := time.Since(start).Minutes()
+	t.Logf("through the API server, per Database and minute: %.1f upgrade requests, %.0f bytes (%.1f min, two Databases of three servers)",
+		(after["tunnels made"]-before["tunnels made"])/2/minutes, (after["tunnel bytes"]-before["tunnel bytes"])/2/minutes, minutes)
 }
 
 // deletePrimary deletes the pod of db's primary old, waits for another
@@ -204,12 +209,14 @@ func dialsByPath(t *testing.T) dials {
 			out[path+"/"+result] = e2eutil.SumMetric(m, "database_controller_server_dials_total", `path="`+path+`"`, `result="`+result+`"`)
 		}
 	}
+	out["tunnels made"] = e2eutil.SumMetric(m, "database_controller_server_tunnel_connects_total")
+	out["tunnel bytes"] = e2eutil.SumMetric(m, "database_controller_server_tunnel_bytes_total")
 	return out
 }
 
 func (d dials) since(before dials) string {
 	var parts []string
-	for _, k := range []string{"direct/success", "direct/error", "port-forward/success", "port-forward/error"} {
+	for _, k := range []string{"direct/success", "direct/error", "port-forward/success", "port-forward/error", "tunnels made", "tunnel bytes"} {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, d[k]-before[k]))
 	}
 	return strings.Join(parts, ", ")
