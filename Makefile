@@ -8,7 +8,7 @@ BIN := $(ROOT)/_output/bin
 LOCAL_DIR ?= $(ROOT)/_output/local
 KUBECTL := $(BIN)/kubectl
 
-.PHONY: all build tools node test test-unit test-image test-bench test-tools verify lint test-e2e run-local local-up local-down bench clean
+.PHONY: all build tools node e2e-deps test test-unit test-image test-bench test-tools verify lint test-e2e run-local local-up local-down bench clean
 
 all: build
 
@@ -19,6 +19,10 @@ build:
 ## tools: the local control plane (etcd, kube-*, kubectl, kwok) into _output/bin
 tools:
 	./hack/tools/build.sh
+
+## e2e-deps: tools and node at once (hack/tools/build-e2e.sh); what test-e2e needs
+e2e-deps:
+	./hack/tools/build-e2e.sh
 
 ## node: the real node (containerd, runc shim, pause, CoreDNS, kubelet's helpers) and its images
 ##   (PostgreSQL 15 and 17, MariaDB 10.11 and 11.8, MySQL 9.7 from Debian) into _output/bin and _output/images; needs root
@@ -60,10 +64,15 @@ test-tools:
 ##   wait on servers, so four at once on two cores took 1,656 s where two took 2,130 s.
 ##   The whole text goes to _output/e2e.log; the output ends with the failed tests' last
 ##   messages (hack/testsummary), since CI's record of a run is its last lines.
+##   The two suites run at once (-p 2): their control planes have ports, directories
+##   and pod ranges of their own, and the kwok suite (about 200 s) fits in the real-node
+##   suite's start and its first tests, which run alone.
+##   Its dependencies build side by side (hack/tools/build-e2e.sh: the images download
+##   while the control plane compiles).
 E2E_PARALLEL ?= 4
-test-e2e: build tools node
+test-e2e: build e2e-deps
 	go build -o _output/bin/testsummary ./hack/testsummary
-	go test -json -count=1 -p 1 -parallel $(E2E_PARALLEL) -tags e2e -timeout 45m ./test/e2e/ ./test/e2e/realnode/ 2>&1 | _output/bin/testsummary _output/e2e.log ; \
+	go test -json -count=1 -p 2 -parallel $(E2E_PARALLEL) -tags e2e -timeout 45m ./test/e2e/ ./test/e2e/realnode/ 2>&1 | _output/bin/testsummary _output/e2e.log ; \
 	  exit $${PIPESTATUS[0]}
 
 ## run-local: start a local control plane, run the controller on it and create the examples
