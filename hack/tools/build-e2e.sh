@@ -16,16 +16,18 @@ mkdir -p "$ROOT/_output"
 
 # shellcheck source=hack/lib/node-packages.sh
 source "$ROOT/hack/lib/node-packages.sh"
-"$ROOT/hack/tools/debian-deps.sh" "${NODE_DEBIAN_PACKAGES[@]}" mmdebstrap:mmdebstrap
+# (The node's, the images' builder's, and the pause binary's compiler.)
+"$ROOT/hack/tools/debian-deps.sh" "${NODE_DEBIAN_PACKAGES[@]}" mmdebstrap:mmdebstrap gcc:gcc libc6-dev:/usr/include/stdio.h
 
+# The images need the node's helpers and the pause binary (its image).
 log="$ROOT/_output/build-images.log"
-"$BUILD" node-tools images > "$log" 2>&1 &
+"$BUILD" node-tools pause images > "$log" 2>&1 &
 images=$!
 # Stopped with this script, whichever way it ends.
 trap 'kill "$images" 2>/dev/null || true' EXIT
 
 rc=0
-"$BUILD" etcd kube kwok kwok-stage versitygw containerd pause coredns || rc=$?
+"$BUILD" etcd kube kwok kwok-stage versitygw containerd coredns || rc=$?
 images_rc=0
 wait "$images" || images_rc=$?
 trap - EXIT
