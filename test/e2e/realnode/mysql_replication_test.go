@@ -43,8 +43,8 @@ const mysqlSQL = `MYSQL_PWD="$PASSWORD" mysql -h "${H:-$HOST}" -P "$PORT" -u "$U
 // SIGKILL: a replica is promoted, and the old primary, restarted by the
 // kubelet as the primary it was, is fenced and rejoins. No two pods are
 // ever labelled primary at once, and at the end every pod has every row.
-// (TestMySQLReplication, declared in a_longest_first_test.go.)
-func checkMySQLReplication(t *testing.T) {
+func TestMySQLReplication(t *testing.T) {
+	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
 	yaml := mysqlYAML("shelf", "9.7", mysqlImage, 3) +
 		"  replication:\n    failoverDelaySeconds: 0\n"
