@@ -264,30 +264,35 @@ func run(ctx context.Context, o options) error {
 	})
 }
 
-// serverDialer is the podnet.Dialer of --server-access: its tunnels go
-// through the API server at cfg, to the pods its index of the pods'
-// informer finds by address. It logs the access chosen, and registers its
-// metrics.
+// serverDialer is the podnet.Dialer of --server-access. Where it may go
+// through the API server (not direct), its tunnels go to the API server at
+// cfg, to the pods an index of the pods' informer finds by address; a
+// direct one (the in-cluster default) adds no index and no tunnels. It
+// logs the access chosen, and registers its metrics.
 func serverDialer(ctx context.Context, o options, cfg *rest.Config, kubeClient kubernetes.Interface, informers kubeinformers.SharedInformerFactory,
 	m *metrics.Metrics) (*podnet.Dialer, error) {
 	access := podnet.Access(o.serverAccess)
 	if !slices.Contains(podnet.Accesses, access) {
 		return nil, fmt.Errorf("--server-access=%s: want one of %v", o.serverAccess, podnet.Accesses)
 	}
-	pods := informers.Core().V1().Pods().Informer()
-	if err := pods.AddIndexers(cache.Indexers{podnet.IndexPodIP: podnet.IndexByPodIP}); err != nil {
-		return nil, err
-	}
-	connect, err := podnet.ConnectThroughAPIServer(rest.CopyConfig(cfg), kubeClient.CoreV1().RESTClient())
-	if err != nil {
-		return nil, err
-	}
-	tunnels := podnet.NewTunnels(connect, nil)
 	// In a cluster when no kubeconfig or address was given and the
 	// service account's is there (clientcmd's own fallback).
 	_, inClusterErr := rest.InClusterConfig()
-	d := podnet.New(podnet.Config{Access: access, InCluster: o.kubeconfig == "" && o.masterURL == "" && inClusterErr == nil,
-		Tunnels: tunnels, PodOf: podnet.PodOfIndexer(pods.GetIndexer()), Observer: m})
+	dc := podnet.Config{Access: access, InCluster: o.kubeconfig == "" && o.masterURL == "" && inClusterErr == nil, Observer: m}
+	var tunnels *podnet.Tunnels
+	if podnet.Effective(dc.Access, dc.InCluster) != podnet.AccessDirect {
+		pods := informers.Core().V1().Pods().Informer()
+		if err := pods.AddIndexers(cache.Indexers{podnet.IndexPodIP: podnet.IndexByPodIP}); err != nil {
+			return nil, err
+		}
+		connect, err := podnet.ConnectThroughAPIServer(rest.CopyConfig(cfg), kubeClient.CoreV1().RESTClient())
+		if err != nil {
+			return nil, err
+		}
+		tunnels = podnet.NewTunnels(connect, nil)
+		dc.Tunnels, dc.PodOf = tunnels, podnet.PodOfIndexer(pods.GetIndexer())
+	}
+	d := podnet.New(dc)
 	m.RegisterServerAccess(access, d.Effective(), tunnels)
 	klog.FromContext(ctx).Info("Servers reached", "access", access, "effective", d.Effective())
 	return d, nil

@@ -10,8 +10,8 @@ import (
 // their pods' addresses (package podnet): the --server-access flag's
 // value and the access it practises (auto is direct in a cluster), the
 // connections opened by path and result (ObserveDial), and of the tunnels
-// through the API server: how many are open, how many were made, and the
-// bytes through them.
+// through the API server, when it has any (tunnels not nil): how many are
+// open, how many were made, and the bytes through them.
 func (m *Metrics) RegisterServerAccess(access, effective podnet.Access, tunnels *podnet.Tunnels) {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "server_access_info",
@@ -23,7 +23,11 @@ func (m *Metrics) RegisterServerAccess(access, effective podnet.Access, tunnels 
 		Namespace: namespace, Name: "server_dials_total",
 		Help: "Connections the controller opened to the servers, by path (direct, port-forward: through the API server) and result (success, error).",
 	}, []string{"path", "result"})
-	m.Registry.MustRegister(info, m.serverDials, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.Registry.MustRegister(info, m.serverDials)
+	if tunnels == nil {
+		return
+	}
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "server_tunnels",
 		Help: "Connections to pods' portforward subresources open, one per pod reached through the API server.",
 	}, func() float64 { return float64(tunnels.Open()) }),

@@ -129,11 +129,15 @@ func New(cfg Config) *Dialer {
 
 // Effective is the access the Dialer practises: auto in a cluster is
 // direct.
-func (d *Dialer) Effective() Access {
-	if d.cfg.Access == AccessAuto && d.cfg.InCluster {
+func (d *Dialer) Effective() Access { return Effective(d.cfg.Access, d.cfg.InCluster) }
+
+// Effective is the access practised for access, in a cluster or not: auto
+// in a cluster is direct, and needs no tunnel.
+func Effective(access Access, inCluster bool) Access {
+	if access == AccessAuto && inCluster {
 		return AccessDirect
 	}
-	return d.cfg.Access
+	return access
 }
 
 var (
