@@ -112,6 +112,30 @@ type Runtime struct {
 	// whose server cannot read it as it is; nil for an engine whose
 	// version changes all roll out (or are refused).
 	MajorUpgrade *MajorUpgrade
+	// Exporter is the Prometheus exporter run beside each server of a
+	// Database with spec.monitoring; nil for an engine without one.
+	Exporter *Exporter
+}
+
+// MonitoringUser is the server account an exporter logs in as: made by
+// the controller, with the engine's monitoring privileges and no
+// password, allowed to log in over the pod's loopback only.
+const MonitoringUser = "dbcontroller_monitor"
+
+// MetricsPortName names the exporter's port in the pods.
+const MetricsPortName = "metrics"
+
+// Exporter is the Prometheus exporter of an engine's servers: it runs in
+// the server's pod, reaches the server over the pod's loopback as
+// MonitoringUser, and serves /metrics on Port.
+type Exporter struct {
+	// Image is the exporter's image when spec.monitoring.image is empty.
+	Image string
+	// Port is where it serves /metrics.
+	Port int32
+	// Config is its arguments and environment for the servers of a
+	// Database whose database is named database, of TLS mode tlsMode.
+	Config func(database, tlsMode string) (args []string, env []EnvValue)
 }
 
 // MajorUpgradeDir is where a major upgrade's Job keeps what it copied of

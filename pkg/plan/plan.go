@@ -253,6 +253,7 @@ func compute(db *dbv1alpha1.Database, observed Observed) *Plan {
 		builder.WithCertificateSerial(sts, e, observed.CertificateSerial)
 	}
 	builder.WithParameters(sts, e, p.StartParameters)
+	builder.WithExporter(sts, db, e)
 	p.StatefulSet = stamp(sts)
 	p.Grow = claimsToGrow(db, observed.Claims)
 	return p

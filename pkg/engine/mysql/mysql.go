@@ -80,6 +80,7 @@ echo "$out"; exit 1`},
 		Replication: &replication,
 		Parameters:  &parameters,
 		TLS:         &tls,
+		Exporter:    &exporter,
 	},
 }
 

@@ -69,6 +69,7 @@ echo "$out"; exit 1`},
 		MajorUpgrade: &majorUpgrade,
 		Parameters:   &parameters,
 		TLS:          &tls,
+		Exporter:     &exporter,
 		// archive_mode=on: the primary archives; a replica does not, until
 		// it is promoted, when it archives its new timeline's segments and
 		// history file. The command runs in the data directory.

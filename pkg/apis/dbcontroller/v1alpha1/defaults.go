@@ -103,3 +103,8 @@ func (s *DatabaseSpec) TLSMode() TLSMode {
 	}
 	return s.TLS.Mode
 }
+
+// Monitored reports whether spec.monitoring runs an exporter beside each server.
+func (s *DatabaseSpec) Monitored() bool {
+	return s.Monitoring != nil && s.Monitoring.Enabled
+}

@@ -177,6 +177,7 @@ type Database struct {
 // server checks a rule again only where the value it applies to changed.
 
 // DatabaseSpec is what the user asks for.
+// +kubebuilder:validation:XValidation:rule="!has(self.monitoring) || !self.monitoring.enabled || self.engine != 'mongodb'",message="spec.monitoring is for PostgreSQL and MySQL: the controller runs no MongoDB exporter yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.parameters) || self.engine == 'mongodb' || self.parameters.all(k, k.matches('^[a-z_][a-z0-9_]*([.][a-z_][a-z0-9_]*)?$'))",message="parameters are named as the server names them, in lower case: letters, digits and '_', with one '.' for an extension's (pg_stat_statements.max)"
 // +kubebuilder:validation:XValidation:rule="!has(self.parameters) || self.engine != 'mongodb' || self.parameters.all(k, k.matches('^[A-Za-z][A-Za-z0-9_]*$'))",message="MongoDB's parameters are named as mongod names them: letters, digits and '_', starting with a letter (ttlMonitorSleepSecs)"
 // +kubebuilder:validation:XValidation:rule="self.engine != 'mongodb' || !has(self.parameters) || !('authenticationMechanisms' in self.parameters)",message="parameters may not set authenticationMechanisms on MongoDB: the controller logs in with SCRAM"
@@ -422,6 +423,41 @@ type DatabaseSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// Monitoring runs a Prometheus exporter beside each server, which a
+	// Prometheus server scrapes at the pods' port named metrics:
+	// PostgreSQL's postgres_exporter (port 9187) and MySQL's
+	// mysqld_exporter (port 9104), the Prometheus community's. The
+	// exporter logs in over the pod's loopback as a monitoring user the
+	// controller creates (dbcontroller_monitor: PostgreSQL's pg_monitor
+	// role; MySQL's PROCESS and REPLICATION CLIENT), which reads the
+	// server's statistics, not the data. Turning it on or off restarts the
+	// pods, a replicated Database's replicas first and its primary last,
+	// after a switchover. Not for MongoDB.
+	// +optional
+	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
+}
+
+// MonitoringSpec is the exporter of a Database's servers.
+type MonitoringSpec struct {
+	// Enabled runs the exporter. Off by default: it is a container more
+	// in every pod, with an image to pull, and a scrape that no one reads
+	// costs the server queries for nothing.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// Image overrides the exporter's image (by default the Prometheus
+	// community's, of a version the controller was tested with), for
+	// mirrors and air-gapped registries: a well-formed image reference.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^((localhost(:[0-9]+)?|[a-zA-Z0-9-]+(\.[a-zA-Z0-9-]+)+(:[0-9]+)?|[a-zA-Z0-9-]+:[0-9]+|\[[0-9a-fA-F:]+\](:[0-9]+)?)/)?[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`
+	Image string `json:"image,omitempty"`
+	// Resources are the exporter container's compute requests and limits;
+	// by default it requests 10m of CPU and 32Mi of memory, and is limited
+	// to 128Mi.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // TLSMode says whether the servers take TLS connections.

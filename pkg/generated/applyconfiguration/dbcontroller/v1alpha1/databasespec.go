@@ -116,6 +116,17 @@ type DatabaseSpecApplyConfiguration struct {
 	// verify the server (PostgreSQL's sslmode=verify-full, MySQL's
 	// VERIFY_IDENTITY).
 	TLS *TLSSpecApplyConfiguration `json:"tls,omitempty"`
+	// Monitoring runs a Prometheus exporter beside each server, which a
+	// Prometheus server scrapes at the pods' port named metrics:
+	// PostgreSQL's postgres_exporter (port 9187) and MySQL's
+	// mysqld_exporter (port 9104), the Prometheus community's. The
+	// exporter logs in over the pod's loopback as a monitoring user the
+	// controller creates (dbcontroller_monitor: PostgreSQL's pg_monitor
+	// role; MySQL's PROCESS and REPLICATION CLIENT), which reads the
+	// server's statistics, not the data. Turning it on or off restarts the
+	// pods, a replicated Database's replicas first and its primary last,
+	// after a switchover. Not for MongoDB.
+	Monitoring *MonitoringSpecApplyConfiguration `json:"monitoring,omitempty"`
 }
 
 // DatabaseSpecApplyConfiguration constructs a declarative configuration of the DatabaseSpec type for use with
@@ -255,5 +266,13 @@ func (b *DatabaseSpecApplyConfiguration) WithReplication(value *ReplicationSpecA
 // If called multiple times, the TLS field is set to the value of the last call.
 func (b *DatabaseSpecApplyConfiguration) WithTLS(value *TLSSpecApplyConfiguration) *DatabaseSpecApplyConfiguration {
 	b.TLS = value
+	return b
+}
+
+// WithMonitoring sets the Monitoring field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Monitoring field is set to the value of the last call.
+func (b *DatabaseSpecApplyConfiguration) WithMonitoring(value *MonitoringSpecApplyConfiguration) *DatabaseSpecApplyConfiguration {
+	b.Monitoring = value
 	return b
 }

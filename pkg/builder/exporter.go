@@ -1,0 +1,77 @@
+package builder
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/engine"
+)
+
+// ExporterContainer names the exporter's container in the servers' pods.
+const ExporterContainer = "exporter"
+
+// ExporterImage is the exporter image of db's servers: spec.monitoring's,
+// else the engine's; "" when db is not monitored or its engine has none.
+func ExporterImage(db *dbv1alpha1.Database, e engine.Engine) string {
+	x := e.Runtime().Exporter
+	if x == nil || !db.Spec.Monitored() {
+		return ""
+	}
+	if db.Spec.Monitoring.Image != "" {
+		return db.Spec.Monitoring.Image
+	}
+	return x.Image
+}
+
+// WithExporter adds the engine's exporter beside the server of sts, a
+// StatefulSet of NewStatefulSet, when db asks for monitoring. It has no
+// probes: a scrape that fails is the exporter's to report (its up
+// metric), and must never take the server out of its Services.
+func WithExporter(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.Database, e engine.Engine) {
+	image := ExporterImage(db, e)
+	if image == "" {
+		return
+	}
+	x := e.Runtime().Exporter
+	args, env := x.Config(engine.DatabaseName(db.Name), string(db.Spec.TLSMode()))
+	c := corev1ac.Container().
+		WithName(ExporterContainer).
+		WithImage(image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithArgs(args...).
+		WithPorts(corev1ac.ContainerPort().WithName(engine.MetricsPortName).WithContainerPort(x.Port).WithProtocol(corev1.ProtocolTCP)).
+		WithResources(exporterResources(db.Spec.Monitoring.Resources)).
+		WithSecurityContext(containerSecurity())
+	for _, v := range env {
+		c.WithEnv(corev1ac.EnvVar().WithName(v.Name).WithValue(v.Value))
+	}
+	sts.Spec.Template.Spec.WithContainers(c)
+	// kubectl logs and exec pick the server, not the first container
+	// they find, with a note on every call.
+	sts.Spec.Template.WithAnnotations(map[string]string{AnnotationDefaultContainer: e.Name()})
+}
+
+// AnnotationDefaultContainer names the container kubectl logs and exec
+// pick in a pod of several.
+const AnnotationDefaultContainer = "kubectl.kubernetes.io/default-container"
+
+// exporterResources are spec.monitoring.resources, or by default a small
+// request and a memory limit: an exporter holds little but one scrape.
+func exporterResources(r *corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApplyConfiguration {
+	res := corev1ac.ResourceRequirements()
+	if r == nil {
+		return res.
+			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}).
+			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")})
+	}
+	if len(r.Requests) > 0 {
+		res.WithRequests(r.Requests)
+	}
+	if len(r.Limits) > 0 {
+		res.WithLimits(r.Limits)
+	}
+	return res
+}
