@@ -36,6 +36,9 @@ type Servers struct {
 	// server presents, and Files the one its files hold, which it presents
 	// after a reload (PresentCertificate).
 	Presents, Files map[string]string
+	// MonitoringUsers are the hosts that have the monitoring user
+	// (EnsureUser makes it).
+	MonitoringUsers map[string]bool
 
 	mu    sync.Mutex
 	calls []string
@@ -52,6 +55,7 @@ var _ ha.Client = (*Servers)(nil)
 //	check parameters on <host>: <name>=<value> ...
 //	set parameters on <host>: <name>=<value> ...; reset <name> ...
 //	present certificate <serial> on <host>
+//	ensure monitoring user on <host>
 func (s *Servers) Calls() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,4 +205,22 @@ func (s *Servers) PresentCertificate(_ context.Context, host string, _ int32, _ 
 		s.Presents[host] = f
 	}
 	return presented, true, nil
+}
+
+// EnsureUser makes the monitoring user on host, unless it has it
+// (MonitoringUsers).
+func (s *Servers) EnsureUser(_ context.Context, host string, _ int32, _ ha.Credentials) (bool, error) {
+	if _, err := s.call(host, "ensure monitoring user on "+host); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.MonitoringUsers[host] {
+		return false, nil
+	}
+	if s.MonitoringUsers == nil {
+		s.MonitoringUsers = map[string]bool{}
+	}
+	s.MonitoringUsers[host] = true
+	return true, nil
 }

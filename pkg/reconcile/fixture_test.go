@@ -244,6 +244,7 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		Parameters:     map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: f.sql, dbv1alpha1.EngineMySQL: f.sql, dbv1alpha1.EngineMongoDB: AtStartOnly{}},
 		Certificates:   map[dbv1alpha1.Engine]CertificatePresenter{dbv1alpha1.EnginePostgreSQL: f.sql.PresentCertificate},
 		PrimaryChanges: f,
+		Monitoring:     map[dbv1alpha1.Engine]MonitoringClient{dbv1alpha1.EnginePostgreSQL: f.sql, dbv1alpha1.EngineMySQL: f.sql},
 		Archiver: func(_ context.Context, host string, _ int32, _ ha.Credentials) (*dbv1alpha1.ArchiveStatus, error) {
 			f.archived = append(f.archived, host)
 			return f.archive.DeepCopy(), f.archiveErr

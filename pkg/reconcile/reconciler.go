@@ -13,6 +13,7 @@
 //   - storage.go: the data volume claims, grown to spec.storage.size;
 //   - feature_compatibility.go: MongoDB's featureCompatibilityVersion,
 //     set by a Job after an upgrade;
+//   - monitoring.go: the account the exporters log in as, on the primary;
 //   - deletion.go: the finalizer, and a deletion the controller holds;
 //   - status_writer.go: the status, from what the steps found, written only
 //     when it changed; with credentials_check.go, whether the servers take
@@ -112,6 +113,10 @@ type Config struct {
 	// PrimaryChanges is told each change of a replicated Database's
 	// primary (the metrics count them); nothing when nil.
 	PrimaryChanges PrimaryChangeObserver
+	// Monitoring makes the monitoring user on the primaries of monitored
+	// Databases, by engine; {postgresql: pgsql.NewMonitoring(), mysql:
+	// mysqlsql.NewMonitoring()} when nil.
+	Monitoring map[dbv1alpha1.Engine]MonitoringClient
 }
 
 // PrimaryChangeObserver is told that the primary of a replicated Database
@@ -181,6 +186,12 @@ type Reconciler struct {
 	trustPeriod time.Duration
 	// primaryChanges is Config.PrimaryChanges, or nil.
 	primaryChanges PrimaryChangeObserver
+	// monitoring is Config.Monitoring; monitoringUsers remembers the
+	// Databases (by UID) whose primary has the monitoring user, and
+	// monitoringFailures the last failure said of each in an event.
+	monitoring         map[dbv1alpha1.Engine]MonitoringClient
+	monitoringUsers    *ttlSet[types.UID, struct{}]
+	monitoringFailures *ttlSet[types.UID, string]
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -204,6 +215,9 @@ func New(cfg Config) *Reconciler {
 	}
 	if cfg.Archiver == nil {
 		cfg.Archiver = pgsql.Archiver
+	}
+	if cfg.Monitoring == nil {
+		cfg.Monitoring = map[dbv1alpha1.Engine]MonitoringClient{dbv1alpha1.EnginePostgreSQL: pgsql.NewMonitoring(), dbv1alpha1.EngineMySQL: mysqlsql.NewMonitoring()}
 	}
 	return &Reconciler{
 		kube:         cfg.KubeClient,
@@ -234,6 +248,10 @@ func New(cfg Config) *Reconciler {
 		parameters:    cfg.Parameters,
 
 		primaryChanges: cfg.PrimaryChanges,
+
+		monitoring:         cfg.Monitoring,
+		monitoringUsers:    newTTLSet[types.UID, struct{}](cfg.Clock, memoryTTL),
+		monitoringFailures: newTTLSet[types.UID, string](cfg.Clock, memoryTTL),
 	}
 }
 
@@ -277,6 +295,8 @@ type findings struct {
 	parameters parameterFindings
 	// tls is what the TLS step found.
 	tls tlsFindings
+	// monitoring is what the monitoring user's step found.
+	monitoring monitoringFindings
 	// upgrade is what the major upgrade step decided.
 	upgrade upgradeFindings
 	// featureCompatibility is what the featureCompatibilityVersion step did.
@@ -355,6 +375,7 @@ func (p *pass) converge(ctx context.Context) error {
 		{Why: "asking the primary how its archiving goes", After: f.archive.pollAfter},
 		{Why: "asking the servers again to take spec.parameters", After: f.parameters.pollAfter},
 		{Why: "asking the servers again to present the TLS Secret's certificate", After: f.tls.pollAfter},
+		{Why: "asking the primary again to make the monitoring user", After: f.monitoring.pollAfter},
 	} {
 		if step.After > 0 && (poll == nil || step.After < poll.After) {
 			poll = &step
@@ -487,6 +508,7 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	if f.parameters, err = p.ensureParameters(ctx, sts, f.pods, f.replication); err != nil {
 		return f, err
 	}
+	f.monitoring = p.ensureMonitoringUser(ctx, f.pods, f.replication)
 	poll, err := p.presentCertificates(ctx, f.pods, f.tls)
 	if poll > 0 && (f.tls.pollAfter == 0 || poll < f.tls.pollAfter) {
 		f.tls.pollAfter = poll
