@@ -19,13 +19,21 @@
 #                   the in-place series upgrade (10.11 -> 11.8)
 #   mysql.tar       Debian sid's mysql-server-core (Oracle's MySQL 9.7) with
 #                   hack/images/mysql/docker-entrypoint.sh and mysqld.cnf
+#   postgres-exporter.tar, mysqld-exporter.tar
+#                   Debian trixie's prometheus-postgres-exporter (0.17.1) and
+#                   prometheus-mysqld-exporter (0.17.2), the versions of the
+#                   upstream images the controller runs by default
+#                   (spec.monitoring): one root filesystem with both, each
+#                   image's entrypoint its exporter
 # The Debian root filesystems are made with mmdebstrap (--mode=root
 # --variant=minbase) from Debian's mirror. Each image is rebuilt only when a
 # stamp of its inputs changes: the suite, the mirror, the package list, the
 # files copied in, the image config and ociarchive.
 #
-# Usage: hack/images/build.sh [IMAGE...]   (pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql; default all)
-# Environment: DEBIAN_SUITE [bookworm], MYSQL_SUITE [sid], PG17_SUITE [trixie], MARIADB118_SUITE [trixie], DEBIAN_MIRROR [http://deb.debian.org/debian],
+# Usage: hack/images/build.sh [IMAGE...]   (pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql
+#   postgres-exporter mysqld-exporter; default all)
+# Environment: DEBIAN_SUITE [bookworm], MYSQL_SUITE [sid], PG17_SUITE [trixie], MARIADB118_SUITE [trixie],
+#   EXPORTERS_SUITE [trixie], DEBIAN_MIRROR [http://deb.debian.org/debian],
 #   BIN_DIR [_output/bin], IMAGES_DIR [_output/images]
 set -euo pipefail
 
@@ -40,6 +48,8 @@ MYSQL_SUITE=${MYSQL_SUITE:-sid}
 PG17_SUITE=${PG17_SUITE:-trixie}
 # MariaDB 11.8 is in Debian's trixie suite.
 MARIADB118_SUITE=${MARIADB118_SUITE:-trixie}
+# The exporters of the upstream images' versions are in Debian's trixie suite.
+EXPORTERS_SUITE=${EXPORTERS_SUITE:-trixie}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # shellcheck source=names.sh
 source "$HERE/names.sh"
@@ -115,6 +125,13 @@ MARIADB118_CONFIG=("${MARIADB_CONFIG[@]}" -name "$DBC_MARIADB118_IMAGE")
 MYSQL_CONFIG=(-name "$DBC_MYSQL_IMAGE" -user 999:999 -port 3306/tcp
   -entrypoint /usr/local/bin/docker-entrypoint.sh -cmd mysqld
   -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env LANG=C.UTF-8)
+# The exporters run as nobody, as the upstream images do (the pods run
+# them as the server's user).
+POSTGRES_EXPORTER_CONFIG=(-name "$DBC_POSTGRES_EXPORTER_IMAGE" -user 65534:65534 -port 9187/tcp
+  -entrypoint /usr/bin/prometheus-postgres-exporter -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+MYSQLD_EXPORTER_CONFIG=(-name "$DBC_MYSQLD_EXPORTER_IMAGE" -user 65534:65534 -port 9104/tcp
+  -entrypoint /usr/bin/prometheus-mysqld-exporter -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+EXPORTER_PACKAGES=prometheus-postgres-exporter,prometheus-mysqld-exporter
 PAUSE_CONFIG=(-name "$DBC_PAUSE_IMAGE" -user 65535:65535 -entrypoint /pause)
 CONTROLLER_CONFIG=(-name "$DBC_CONTROLLER_IMAGE" -user 65532:65532 -entrypoint /controller)
 
@@ -212,9 +229,24 @@ MYSQL_APTOPT='Acquire::Check-Valid-Until "false"'
 build_mysql() {
   IMAGE_SUITE=$MYSQL_SUITE IMAGE_APTOPT=$MYSQL_APTOPT debian_image mysql "$MYSQL_PACKAGES" "$MYSQL_HOOK" "${MYSQL_CONFIG[@]}"
 }
+# The exporters' images share one root filesystem (the node stores its
+# layer once): postgres-exporter's, kept for mysqld-exporter's.
+build_postgres_exporter() {
+  IMAGE_SUITE=$EXPORTERS_SUITE KEEP_ROOTFS=1 debian_image postgres-exporter "$EXPORTER_PACKAGES" 'true' "${POSTGRES_EXPORTER_CONFIG[@]}"
+}
+postgres_exporter_stamp() {
+  stamp_of postgres-exporter "$EXPORTERS_SUITE" "$MIRROR" "$EXPORTER_PACKAGES" "${POSTGRES_EXPORTER_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" keep-rootfs
+}
+build_mysqld_exporter() {
+  if [[ ! -f "$OUT/postgres-exporter.rootfs.tar" ]]; then
+    rm -f "$OUT/.postgres-exporter.stamp"
+    build postgres-exporter "$(postgres_exporter_stamp)" build_postgres_exporter
+  fi
+  "$BIN/ociarchive" -rootfs "$OUT/postgres-exporter.rootfs.tar" -o "$OUT/mysqld-exporter.tar" "${MYSQLD_EXPORTER_CONFIG[@]}"
+}
 
 wanted=("$@")
-((${#wanted[@]} > 0)) || wanted=(pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql)
+((${#wanted[@]} > 0)) || wanted=(pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql postgres-exporter mysqld-exporter)
 for image in "${wanted[@]}"; do
   case "$image" in
     pause)
@@ -240,6 +272,10 @@ for image in "${wanted[@]}"; do
       build mysql "$(stamp_of mysql "$MYSQL_SUITE" "$MIRROR" "$MYSQL_PACKAGES" "$MYSQL_APTOPT" "$MYSQL_HOOK" \
         "${MYSQL_CONFIG[*]}" "${DPKG_EXCLUDES[*]}" "$(cat "$HERE/mysql/docker-entrypoint.sh" \
         "$HERE/mysql/mysqld.cnf" "$HERE/mysql-init.sh")")" build_mysql ;;
-    *) echo "build-images: unknown image '$image' (pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql)" >&2; exit 2 ;;
+    postgres-exporter)
+      build postgres-exporter "$(postgres_exporter_stamp)" build_postgres_exporter ;;
+    mysqld-exporter)
+      build mysqld-exporter "$(stamp_of mysqld-exporter "$(postgres_exporter_stamp)" "${MYSQLD_EXPORTER_CONFIG[*]}")" build_mysqld_exporter ;;
+    *) echo "build-images: unknown image '$image' (pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql postgres-exporter mysqld-exporter)" >&2; exit 2 ;;
   esac
 done

@@ -17,3 +17,7 @@ DBC_MARIADB_IMAGE=localhost/dbc/mariadb:10.11
 DBC_MARIADB118_IMAGE=localhost/dbc/mariadb:11.8
 # shellcheck disable=SC2034
 DBC_MYSQL_IMAGE=localhost/dbc/mysql:9.7
+# shellcheck disable=SC2034
+DBC_POSTGRES_EXPORTER_IMAGE=localhost/dbc/postgres-exporter:0.17.1
+# shellcheck disable=SC2034
+DBC_MYSQLD_EXPORTER_IMAGE=localhost/dbc/mysqld-exporter:0.17.2

@@ -393,11 +393,12 @@ node::up() {
   start containerd nsenter --net="$NODE_NETNS_PATH" -- "$LOCAL_BIN/containerd" \
     --config="$NODE_DIR/config/containerd.toml"
   wait_for containerd "serving on $NODE_SOCK" node::ctr version
-  for b in pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql; do
+  for b in pause controller postgresql postgresql-slowinit postgresql17 mariadb mariadb118 mysql postgres-exporter mysqld-exporter; do
     node::ctr images import "$IMAGES_DIR/$b.tar" > /dev/null 2>>"$(local::logfile containerd)" ||
       fail containerd "could not import $IMAGES_DIR/$b.tar"
   done
-  for b in "$DBC_PAUSE_IMAGE" "$DBC_CONTROLLER_IMAGE" "$DBC_POSTGRESQL_IMAGE" "$DBC_POSTGRESQL_SLOWINIT_IMAGE" "$DBC_POSTGRESQL17_IMAGE" "$DBC_MARIADB_IMAGE" "$DBC_MARIADB118_IMAGE" "$DBC_MYSQL_IMAGE"; do
+  for b in "$DBC_PAUSE_IMAGE" "$DBC_CONTROLLER_IMAGE" "$DBC_POSTGRESQL_IMAGE" "$DBC_POSTGRESQL_SLOWINIT_IMAGE" "$DBC_POSTGRESQL17_IMAGE" "$DBC_MARIADB_IMAGE" "$DBC_MARIADB118_IMAGE" "$DBC_MYSQL_IMAGE" \
+    "$DBC_POSTGRES_EXPORTER_IMAGE" "$DBC_MYSQLD_EXPORTER_IMAGE"; do
     node::ctr images label "$b" io.cri-containerd.pinned=pinned > /dev/null 2>>"$(local::logfile containerd)" ||
       fail containerd "could not pin $b"
   done
