@@ -55,7 +55,7 @@ type stateCollector struct {
 	backups listers.DatabaseBackupLister
 	changes *primaryChanges
 
-	ready, role, streaming, lag, lastBackup, lastArchived, tlsNotAfter, primaryChanged *prometheus.Desc
+	ready, readyReason, role, streaming, lag, lastBackup, lastFailedBackup, lastArchived, lastFailedArchive, tlsNotAfter, primaryChanged *prometheus.Desc
 }
 
 func newStateCollector(dbs listers.DatabaseLister, backups listers.DatabaseBackupLister, changes *primaryChanges) *stateCollector {
@@ -68,6 +68,9 @@ func newStateCollector(dbs listers.DatabaseLister, backups listers.DatabaseBacku
 			[]string{"namespace", "database", "kind"}, nil),
 		ready: prometheus.NewDesc(namespace+"_database_ready",
 			"1 when the Database's Ready condition is True (its servers serve), else 0.", perDatabase, nil),
+		readyReason: prometheus.NewDesc(namespace+"_database_ready_reason",
+			"1 for each Database, labelled with the reason of its Ready condition: what it waits for or what went wrong (CrashLooping, ImagePullFailed, NoPrimary, ...), or why it is ready.",
+			[]string{"namespace", "database", "reason"}, nil),
 		role: prometheus.NewDesc(namespace+"_instance_role",
 			"1 for each server of a replicated Database, with its role (primary or replica) as the controller last saw it.",
 			[]string{"namespace", "database", "instance", "role"}, nil),
@@ -78,8 +81,12 @@ func newStateCollector(dbs listers.DatabaseLister, backups listers.DatabaseBacku
 			perInstance, nil),
 		lastBackup: prometheus.NewDesc(namespace+"_last_backup_timestamp_seconds",
 			"When the Database's newest completed DatabaseBackup completed, in seconds since the epoch.", perDatabase, nil),
+		lastFailedBackup: prometheus.NewDesc(namespace+"_last_failed_backup_timestamp_seconds",
+			"When the Database's newest failed DatabaseBackup failed, in seconds since the epoch.", perDatabase, nil),
 		lastArchived: prometheus.NewDesc(namespace+"_last_archived_wal_timestamp_seconds",
 			"When the Database's primary last archived a WAL file to the object store, in seconds since the epoch.", perDatabase, nil),
+		lastFailedArchive: prometheus.NewDesc(namespace+"_last_failed_archive_timestamp_seconds",
+			"When the Database's primary last failed to archive a WAL file, in seconds since the epoch.", perDatabase, nil),
 		tlsNotAfter: prometheus.NewDesc(namespace+"_tls_not_after_timestamp_seconds",
 			"When the Database's TLS certificate (certificate=\"server\") or its authority (certificate=\"authority\") expires, in seconds since the epoch.",
 			[]string{"namespace", "database", "certificate"}, nil),
@@ -87,7 +94,8 @@ func newStateCollector(dbs listers.DatabaseLister, backups listers.DatabaseBacku
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.ready, c.role, c.streaming, c.lag, c.lastBackup, c.lastArchived, c.tlsNotAfter, c.primaryChanged} {
+	for _, d := range []*prometheus.Desc{c.ready, c.readyReason, c.role, c.streaming, c.lag, c.lastBackup, c.lastFailedBackup, c.lastArchived, c.lastFailedArchive,
+		c.tlsNotAfter, c.primaryChanged} {
 		ch <- d
 	}
 }
@@ -109,6 +117,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ready = 1
 		}
 		gauge(c.ready, ready, ns, name)
+		if r := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady); r != nil && r.Reason != "" {
+			gauge(c.readyReason, 1, ns, name, r.Reason)
+		}
 		if rs := db.Status.Replication; rs != nil {
 			for _, i := range rs.Instances {
 				if i.Role != "" {
@@ -127,8 +138,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 			}
 		}
-		if a := db.Status.Archive; a != nil && a.LastArchivedTime != nil {
-			gauge(c.lastArchived, float64(a.LastArchivedTime.Unix()), ns, name)
+		if a := db.Status.Archive; a != nil {
+			if a.LastArchivedTime != nil {
+				gauge(c.lastArchived, float64(a.LastArchivedTime.Unix()), ns, name)
+			}
+			if a.LastFailedTime != nil {
+				gauge(c.lastFailedArchive, float64(a.LastFailedTime.Unix()), ns, name)
+			}
 		}
 		if t := db.Status.TLS; t != nil {
 			if t.NotAfter != nil {
@@ -161,25 +177,28 @@ func (c *stateCollector) collectPrimaryChanges(ch chan<- prometheus.Metric, exis
 	}
 }
 
-// collectBackups gives each Database that exists and has a completed
-// backup the time of its newest one.
+// collectBackups gives each Database that exists the time of its newest
+// completed backup, and of its newest failed one.
 func (c *stateCollector) collectBackups(ch chan<- prometheus.Metric, exists map[types.NamespacedName]bool) {
 	backups, err := c.backups.List(labels.Everything())
 	if err != nil {
 		return
 	}
-	newest := map[types.NamespacedName]int64{}
+	newest := map[dbv1alpha1.BackupPhase]map[types.NamespacedName]int64{dbv1alpha1.BackupCompleted: {}, dbv1alpha1.BackupFailed: {}}
 	for _, b := range backups {
 		k := types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.Database}
+		of, ended := newest[b.Status.Phase]
 		// The backups of a deleted Database are no Database's state.
-		if b.Status.Phase != dbv1alpha1.BackupCompleted || b.Status.CompletionTime == nil || !exists[k] {
+		if !ended || b.Status.CompletionTime == nil || !exists[k] {
 			continue
 		}
-		if t := b.Status.CompletionTime.Unix(); t > newest[k] {
-			newest[k] = t
+		if t := b.Status.CompletionTime.Unix(); t > of[k] {
+			of[k] = t
 		}
 	}
-	for k, t := range newest {
-		ch <- prometheus.MustNewConstMetric(c.lastBackup, prometheus.GaugeValue, float64(t), k.Namespace, k.Name)
+	for phase, d := range map[dbv1alpha1.BackupPhase]*prometheus.Desc{dbv1alpha1.BackupCompleted: c.lastBackup, dbv1alpha1.BackupFailed: c.lastFailedBackup} {
+		for k, t := range newest[phase] {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(t), k.Namespace, k.Name)
+		}
 	}
 }

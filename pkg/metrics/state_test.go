@@ -22,14 +22,14 @@ func at(s string) *metav1.Time {
 	return &metav1.Time{Time: t}
 }
 
-// A replicated PostgreSQL Database that archives and has TLS, a single
-// MySQL Database that is not ready, and backups: completed ones of each
-// (the newest counts), a failed newer one, and one of a Database that is
-// gone (no series).
+// A replicated PostgreSQL Database that archives (after a failure) and
+// has TLS, a single MySQL Database that is not ready (crash looping), and
+// backups: completed ones of each (the newest counts), a failed newer
+// one, and one of a Database that is gone (no series).
 func TestStateCollector(t *testing.T) {
 	dbIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	backupIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	ready := []metav1.Condition{{Type: dbv1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+	ready := []metav1.Condition{{Type: dbv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "AllReplicasReady"}}
 	for _, db := range []*dbv1alpha1.Database{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}, Status: dbv1alpha1.DatabaseStatus{
 			Conditions: ready,
@@ -39,11 +39,11 @@ func TestStateCollector(t *testing.T) {
 				{Name: "orders-2", Role: dbv1alpha1.RoleReplica},
 				{Name: "orders-3"}, // does not answer: no role
 			}},
-			Archive: &dbv1alpha1.ArchiveStatus{LastArchivedTime: at("2026-11-27T10:00:00Z")},
+			Archive: &dbv1alpha1.ArchiveStatus{LastArchivedTime: at("2026-11-27T10:00:00Z"), LastFailedTime: at("2026-11-27T09:30:00Z")},
 			TLS:     &dbv1alpha1.TLSStatus{NotAfter: at("2027-02-25T00:00:00Z"), AuthorityNotAfter: at("2036-11-25T00:00:00Z")},
 		}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "carts"}, Status: dbv1alpha1.DatabaseStatus{
-			Conditions: []metav1.Condition{{Type: dbv1alpha1.ConditionReady, Status: metav1.ConditionFalse}}}},
+			Conditions: []metav1.Condition{{Type: dbv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "CrashLooping"}}}},
 	} {
 		if err := dbIndex.Add(db); err != nil {
 			t.Fatal(err)
@@ -75,6 +75,10 @@ func TestStateCollector(t *testing.T) {
 # TYPE database_controller_database_ready gauge
 database_controller_database_ready{database="carts",namespace="shop"} 0
 database_controller_database_ready{database="orders",namespace="shop"} 1
+# HELP database_controller_database_ready_reason 1 for each Database, labelled with the reason of its Ready condition: what it waits for or what went wrong (CrashLooping, ImagePullFailed, NoPrimary, ...), or why it is ready.
+# TYPE database_controller_database_ready_reason gauge
+database_controller_database_ready_reason{database="carts",namespace="shop",reason="CrashLooping"} 1
+database_controller_database_ready_reason{database="orders",namespace="shop",reason="AllReplicasReady"} 1
 # HELP database_controller_instance_role 1 for each server of a replicated Database, with its role (primary or replica) as the controller last saw it.
 # TYPE database_controller_instance_role gauge
 database_controller_instance_role{database="orders",instance="orders-0",namespace="shop",role="replica"} 1
@@ -90,6 +94,12 @@ database_controller_last_archived_wal_timestamp_seconds{database="orders",namesp
 # HELP database_controller_last_backup_timestamp_seconds When the Database's newest completed DatabaseBackup completed, in seconds since the epoch.
 # TYPE database_controller_last_backup_timestamp_seconds gauge
 database_controller_last_backup_timestamp_seconds{database="orders",namespace="shop"} 1.7957484e+09
+# HELP database_controller_last_failed_archive_timestamp_seconds When the Database's primary last failed to archive a WAL file, in seconds since the epoch.
+# TYPE database_controller_last_failed_archive_timestamp_seconds gauge
+database_controller_last_failed_archive_timestamp_seconds{database="orders",namespace="shop"} 1.7957718e+09
+# HELP database_controller_last_failed_backup_timestamp_seconds When the Database's newest failed DatabaseBackup failed, in seconds since the epoch.
+# TYPE database_controller_last_failed_backup_timestamp_seconds gauge
+database_controller_last_failed_backup_timestamp_seconds{database="orders",namespace="shop"} 1.79577e+09
 # HELP database_controller_primary_changes_total Changes of a replicated Database's primary since the controller started, by kind: failover (the primary was lost) or switchover.
 # TYPE database_controller_primary_changes_total counter
 database_controller_primary_changes_total{database="orders",kind="failover",namespace="shop"} 2
