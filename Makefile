@@ -8,7 +8,7 @@ BIN := $(ROOT)/_output/bin
 LOCAL_DIR ?= $(ROOT)/_output/local
 KUBECTL := $(BIN)/kubectl
 
-.PHONY: all build tools node e2e-deps test test-unit test-image test-bench test-tools verify lint test-e2e run-local local-up local-down bench clean
+.PHONY: all build tools node e2e-deps test test-unit test-image test-bench test-tools test-monitoring verify lint test-e2e run-local local-up local-down bench clean
 
 all: build
 
@@ -25,12 +25,12 @@ e2e-deps:
 	./hack/tools/build-e2e.sh
 
 ## node: the real node (containerd, runc shim, pause, CoreDNS, kubelet's helpers) and its images
-##   (PostgreSQL 15 and 17, MariaDB 10.11 and 11.8, MySQL 9.7 from Debian) into _output/bin and _output/images; needs root
+##   (PostgreSQL 15 and 17, MariaDB 10.11 and 11.8, MySQL 9.7, the exporters, from Debian) into _output/bin and _output/images; needs root
 node:
 	./hack/tools/build.sh node
 
 ## test: everything CI checks: lint, generated code, unit tests, the image and benchmark tests, and the e2e suite
-test: lint verify test-unit test-image test-bench test-tools test-e2e
+test: lint verify test-unit test-image test-bench test-tools test-monitoring test-e2e
 
 ## lint: gofmt and go vet
 lint:
@@ -57,6 +57,13 @@ test-bench:
 ## test-tools: the real node's helper programs (hack/tools/node, its own module)
 test-tools:
 	cd hack/tools/node && go vet ./... && go test -count=1 ./...
+
+## test-monitoring: artifacts/monitoring's alerts against their unit tests, and the dashboard's
+##   queries, with promtool (hack/tools/promtool.sh takes it out of Debian's prometheus package)
+test-monitoring:
+	./hack/tools/promtool.sh
+	go vet -tags promtool ./test/monitoring/
+	go test -count=1 -tags promtool ./test/monitoring/
 
 ## test-e2e: the real controller against a real local control plane: on kwok nodes
 ##   (test/e2e), then on a real node running real servers (test/e2e/realnode, needs root)
