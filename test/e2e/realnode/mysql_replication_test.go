@@ -19,7 +19,7 @@ import (
 // through the Secret's host, one connection per row, for seconds.
 const mysqlWriterScript = `end=$(( $(date +%%s) + %d ))
 i=0
-while [ "$(date +%%s)" -lt "$end" ]; do
+while [ "$(date +%%s)" -lt "$end" ] && [ ! -e /tmp/stop ]; do
   i=$((i + 1))
   if err=$(MYSQL_PWD="$PASSWORD" mysql ${TLS:-} -h "$HOST" -P "$PORT" -u "$USERNAME" --connect-timeout=${CONNECT_TIMEOUT:-1} "$DATABASE" -e "INSERT INTO w VALUES ($i)" 2>&1 >/dev/null); then
     echo "ok $i $(date +%%s.%%N)"

@@ -24,10 +24,11 @@ import (
 // time: "ok N T" once the server acknowledged the commit, "fail N T E"
 // otherwise, E the client's error on one line. It is what a client that
 // retries sees during a failover: it gives up connecting after a second
-// ($CONNECT_TIMEOUT when set).
+// ($CONNECT_TIMEOUT when set). It ends early once /tmp/stop exists
+// (writer.stop).
 const writerScript = `end=$(( $(date +%%s) + %d ))
 i=0
-while [ "$(date +%%s)" -lt "$end" ]; do
+while [ "$(date +%%s)" -lt "$end" ] && [ ! -e /tmp/stop ]; do
   i=$((i + 1))
   if err=$(PGCONNECT_TIMEOUT=${CONNECT_TIMEOUT:-1} psql "$URI" -v ON_ERROR_STOP=1 -qtAc "INSERT INTO w VALUES ($i)" 2>&1 >/dev/null); then
     echo "ok $i $(date +%%s.%%N)"
@@ -423,6 +424,13 @@ func (w *writer) waitAcknowledged(t testing.TB, n int) {
 		acked := len(parseWrites(t, string(out)).acked)
 		return acked >= n, fmt.Sprintf("%d acknowledged", acked)
 	})
+}
+
+// stop has the writer end after its current write (its script checks
+// for /tmp/stop before each).
+func (w *writer) stop(t testing.TB) {
+	t.Helper()
+	e2eutil.Kubectl(t, "-n", w.ns, "exec", w.pod, "--", "touch", "/tmp/stop")
 }
 
 // wait waits for the writer to end and returns what it printed.

@@ -191,7 +191,9 @@ const rotationTimeout = "CONNECT_TIMEOUT=5\n"
 // write: the new authority is trusted beside the old one for the suite's
 // --tls-trust-period (2m), then signs a new server certificate, which
 // every server presents by a reload, with no pod restarted; then the old
-// authority is dropped from the bundle. No connection of the writer fails.
+// authority is dropped from the bundle; the writer writes on until its
+// own mounted ca.crt holds the new authority alone. No connection of the
+// writer fails.
 func rotateUnderAWriter(t *testing.T, ns, db string, e rotation) {
 	var oldCA corev1.Secret
 	e2eutil.GetJSON(t, &oldCA, "-n", ns, "get", "secret", db+"-ca")
@@ -233,6 +235,30 @@ func rotateUnderAWriter(t *testing.T, ns, db string, e rotation) {
 	})
 	t.Logf("Secret %s-ca deleted: the servers presented the new authority's certificate %s later, and the old authority was dropped %s later",
 		db, presentedAt.Round(time.Second), time.Since(deleted).Round(time.Second))
+	// A client's own copy of ca.crt (the kubelet refreshes the writer's
+	// mounted Secret within its sync period) comes to hold the new
+	// authority alone; the writer connects with it ten times, then stops:
+	// the rotation is over for a client.
+	e2eutil.Eventually(t, 3*converge, "the writer's mounted ca.crt to hold the new authority alone", func() (bool, string) {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "exec", w.pod, "--", "grep", "-c", "BEGIN CERTIFICATE", "/etc/db/ca.crt")
+		return err == nil && strings.TrimSpace(string(out)) == "1", fmt.Sprintf("%v %s", err, out)
+	})
+	alone := float64(time.Now().UnixNano()) / 1e9
+	t.Logf("the writer's ca.crt held the new authority alone %s after the delete", time.Since(deleted).Round(time.Second))
+	e2eutil.Eventually(t, converge, "ten writes with the new authority alone", func() (bool, string) {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "logs", w.pod)
+		if err != nil {
+			return false, err.Error()
+		}
+		ws, n := parseWrites(t, string(out)), 0
+		for k, at := range ws.at {
+			if ws.ok[k] && at > alone {
+				n++
+			}
+		}
+		return n >= 10, fmt.Sprintf("%d acknowledged since", n)
+	})
+	w.stop(t)
 	if after := podStarts(t, ns, db, e.container); !maps.Equal(after, pods) {
 		t.Errorf("pods and their servers' starts %v, then %v: a rotation restarts nothing", pods, after)
 	}
