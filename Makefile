@@ -59,9 +59,9 @@ test-tools:
 	cd hack/tools/node && go vet ./... && go test -count=1 ./...
 
 ## test-monitoring: artifacts/monitoring's alerts against their unit tests, and the dashboard's
-##   queries, with promtool (hack/tools/promtool.sh takes it out of Debian's prometheus package)
+##   queries, with promtool (hack/tools/prometheus.sh takes it out of Debian's prometheus package)
 test-monitoring:
-	./hack/tools/promtool.sh
+	./hack/tools/prometheus.sh
 	go vet -tags promtool ./test/monitoring/
 	go test -count=1 -tags promtool ./test/monitoring/
 

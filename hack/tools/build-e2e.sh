@@ -18,6 +18,8 @@ mkdir -p "$ROOT/_output"
 source "$ROOT/hack/lib/node-packages.sh"
 # (The node's, the images' builder's, and the pause binary's compiler.)
 "$ROOT/hack/tools/debian-deps.sh" "${NODE_DEBIAN_PACKAGES[@]}" mmdebstrap:mmdebstrap gcc:gcc libc6-dev:/usr/include/stdio.h
+# The real-node suite's Prometheus server (and promtool), out of Debian's package.
+"$ROOT/hack/tools/prometheus.sh"
 
 # The images need the node's helpers and the pause binary (its image).
 log="$ROOT/_output/build-images.log"

@@ -181,6 +181,7 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 	ns := e2eutil.NewNamespace(t)
 	createDB(t, ns, dbYAML("valid", "postgresql", "16", 1, "  storage:\n    size: 2Gi\n"))
 	createDB(t, ns, dbYAML("one-mongo", "mongodb", "7.0", 1, ""))
+	createDB(t, ns, dbYAML("mongo-unmonitored", "mongodb", "7.0", 1, "  monitoring:\n    enabled: false\n"))
 	createDB(t, ns, dbYAML("chosen", "postgresql", "16", 3, "  replication:\n    primary: chosen-2\n"))
 	createDB(t, ns, dbYAML("restoring", "postgresql", "16", 1, "  restore:\n    database: orders\n    targetLSN: 0/3000060\n"))
 	createDB(t, ns, dbYAML("stored", "postgresql", "16", 1,
@@ -243,6 +244,12 @@ func TestInvalidSpecsAreRejectedByTheAPIServer(t *testing.T) {
 		{name: "a certificate Secret of no valid name", args: []string{"create", "-f", "-"},
 			stdin:   dbYAML("bad-cert-name", "postgresql", "16", 1, "  tls:\n    secretName: Shop_Cert\n"),
 			wantErr: "spec.tls.secretName in body should match"},
+		{name: "a MongoDB exporter", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("mongo-exporter", "mongodb", "7.0", 1, "  monitoring:\n    enabled: true\n"),
+			wantErr: "spec.monitoring is for PostgreSQL and MySQL"},
+		{name: "an exporter image of no valid reference", args: []string{"create", "-f", "-"},
+			stdin:   dbYAML("bad-exporter", "postgresql", "16", 1, "  monitoring:\n    enabled: true\n    image: Exporter:latest\n"),
+			wantErr: "spec.monitoring.image in body should match"},
 		{name: "a restore of a backup and of a Database", args: []string{"create", "-f", "-"},
 			stdin:   dbYAML("restore-both", "postgresql", "16", 1, "  restore:\n    backup: nightly\n    database: orders\n"),
 			wantErr: "spec.restore names one of backup and database"},

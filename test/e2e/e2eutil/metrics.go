@@ -26,12 +26,12 @@ func ScrapeMetrics(addr string) (map[string]float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /metrics: %d %s", resp.StatusCode, body)
 	}
-	return parseMetrics(string(body)), nil
+	return ParseMetrics(string(body)), nil
 }
 
-// parseMetrics reads Prometheus text into a map from "name{labels}" to
+// ParseMetrics reads Prometheus text into a map from "name{labels}" to
 // value.
-func parseMetrics(body string) map[string]float64 {
+func ParseMetrics(body string) map[string]float64 {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
