@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -92,6 +93,12 @@ type Config struct {
 	// dbcontroller.io/tls: "true" (newLabelledInformerFactory), which
 	// Databases name in spec.tls.secretName. Without it, none is found.
 	TLSSecretInformers kubeinformers.SharedInformerFactory
+	// PodMonitors, when set, watches the Prometheus Operator's PodMonitors
+	// labelled as managed by this controller (newPodMonitorInformer), and
+	// Dynamic writes them: each monitored Database gets one. Without it
+	// (the cluster has not their API), none is made.
+	PodMonitors cache.SharedIndexInformer
+	Dynamic     dynamic.Interface
 	// Recorder emits events on Databases; when nil, one that writes through
 	// EventsClient.
 	Recorder record.EventRecorder
@@ -194,7 +201,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 
 	caches, cachesSynced, err := reconcile.NewCaches(cfg.KubeInformers, cfg.DBInformers, cfg.ClaimEventInformers, cfg.NodeInformers,
-		cfg.ParametersConfigMapInformers, cfg.TLSSecretInformers)
+		cfg.ParametersConfigMapInformers, cfg.TLSSecretInformers, cfg.PodMonitors)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +242,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
 		reconciler: reconcile.New(reconcile.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Caches: caches,
 			Recorder: cfg.Recorder, Clock: cfg.Clock, Random: cfg.Random, Replication: cfg.Replication, Logins: logins, ToolsImage: cfg.ToolsImage,
-			TrustPeriod: cfg.TLSTrustPeriod, PrimaryChanges: cfg.PrimaryChanges}),
+			TrustPeriod: cfg.TLSTrustPeriod, PrimaryChanges: cfg.PrimaryChanges, Dynamic: cfg.Dynamic}),
 		logins: logins,
 		backups: backup.New(backup.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Backups: caches.Backups,
 			Jobs: batchlisters.NewJobLister(caches.Jobs), Pods: corelisters.NewPodLister(caches.Pods), Claims: claims.Lister(),
@@ -265,7 +272,11 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	jobs := cfg.KubeInformers.Batch().V1().Jobs().Informer()
 	budgets := cfg.KubeInformers.Policy().V1().PodDisruptionBudgets().Informer()
 	// Children lead to the Database that owns them.
-	for _, inf := range []cache.SharedIndexInformer{statefulSets, services, secrets, jobs, budgets} {
+	children := []cache.SharedIndexInformer{statefulSets, services, secrets, jobs, budgets}
+	if cfg.PodMonitors != nil {
+		children = append(children, cfg.PodMonitors)
+	}
+	for _, inf := range children {
 		if _, err := inf.AddEventHandler(onChange(c.handleObject)); err != nil {
 			return nil, err
 		}

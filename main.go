@@ -20,10 +20,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -34,6 +37,7 @@ import (
 	"k8s.io/klog/v2"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/builder"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/metrics"
@@ -204,6 +208,10 @@ func run(ctx context.Context, o options) error {
 	if o.watchNodes {
 		nodeInformerFactory = newNodeInformerFactory(kubeClient)
 	}
+	podMonitorFactory, podMonitorInformer, dynamicClient, err := newPodMonitorInformer(ctx, cfg, kubeClient, o.namespace, o.resync)
+	if err != nil {
+		return err
+	}
 	controller, err := NewController(ctx, Config{
 		KubeClient:          kubeClient,
 		EventsClient:        eventsClient,
@@ -217,6 +225,8 @@ func run(ctx context.Context, o options) error {
 
 		ParametersConfigMapInformers: configMapInformerFactory,
 		TLSSecretInformers:           tlsSecretInformerFactory,
+		PodMonitors:                  podMonitorInformer,
+		Dynamic:                      dynamicClient,
 
 		CredentialsCheckInterval: o.credentialsCheck,
 		TLSTrustPeriod:           o.tlsTrustPeriod,
@@ -244,6 +254,10 @@ func run(ctx context.Context, o options) error {
 	if nodeInformerFactory != nil {
 		nodeInformerFactory.Start(ctx.Done())
 		defer nodeInformerFactory.Shutdown()
+	}
+	if podMonitorFactory != nil {
+		podMonitorFactory.Start(ctx.Done())
+		defer podMonitorFactory.Shutdown()
 	}
 	defer cancel() // runs before the Shutdowns above
 
@@ -554,6 +568,43 @@ func newLabelledInformerFactory(kubeClient kubernetes.Interface, namespace, labe
 		kubeinformers.WithNamespace(namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = labelled }),
 		kubeinformers.WithTransform(stripForCache))
+}
+
+// newPodMonitorInformer returns the informer of the Prometheus Operator's
+// PodMonitors labelled as managed by this controller, its factory, and a
+// client that writes them, when the API server serves their API; nils
+// when it does not, or does not say (said once in the log: monitored
+// Databases get no PodMonitor until the controller restarts with it). The
+// PodMonitors are unstructured: the controller does not import the
+// operator's API.
+func newPodMonitorInformer(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.Interface, namespace string, resync time.Duration) (
+	dynamicinformer.DynamicSharedInformerFactory, cache.SharedIndexInformer, dynamic.Interface, error) {
+	logger := klog.FromContext(ctx)
+	gv := builder.PodMonitorGVR.GroupVersion().String()
+	resources, err := kubeClient.Discovery().ServerResourcesForGroupVersion(gv)
+	served := err == nil && slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == builder.PodMonitorGVR.Resource })
+	if !served {
+		why := "not served"
+		if err != nil && !apierrors.IsNotFound(err) {
+			why = err.Error()
+		}
+		logger.Info("Monitored Databases get no PodMonitor: the Prometheus Operator's API is not there; restart the controller once it is, or apply artifacts/monitoring/podmonitors.yaml",
+			"groupVersion", gv, "why", why)
+		return nil, nil, nil, nil
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("building the PodMonitors' client: %w", err)
+	}
+	managed := names.ManagedSelector()
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, resync, namespace,
+		func(lo *metav1.ListOptions) { lo.LabelSelector = managed })
+	informer := factory.ForResource(builder.PodMonitorGVR).Informer()
+	if err := informer.SetTransform(stripForCache); err != nil {
+		return nil, nil, nil, err
+	}
+	logger.Info("Monitored Databases get a PodMonitor each: the Prometheus Operator's API is served", "groupVersion", gv)
+	return factory, informer, client, nil
 }
 
 // newNodeInformerFactory returns the informer factory of the nodes, which

@@ -16,7 +16,8 @@ import (
 // TestExporterGolden renders a monitored replicated PostgreSQL Database's
 // StatefulSet with TLS (postgres_exporter beside the server, in plain text
 // over the trusted loopback) and a monitored MySQL one of TLS Required
-// (mysqld_exporter with TLS) with its own image and resources.
+// (mysqld_exporter with TLS) with its own image and resources; and the
+// PodMonitor of the first.
 func TestExporterGolden(t *testing.T) {
 	pg := newDatabase(dbv1alpha1.EnginePostgreSQL, "16")
 	pg.Spec.Replicas = ptr.To[int32](3)
@@ -38,6 +39,7 @@ func TestExporterGolden(t *testing.T) {
 	for name, ac := range map[string]any{
 		"statefulset-monitored-postgresql": pgSts,
 		"statefulset-monitored-mysql":      mySts,
+		"podmonitor-postgresql":            NewPodMonitor(pg),
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := yaml.Marshal(ac)

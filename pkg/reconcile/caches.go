@@ -17,9 +17,10 @@ import (
 // not nil, watches the nodes, to see the primaries' nodes cordoned;
 // configMaps, when not nil, the ConfigMaps labelled
 // dbcontroller.io/parameters: "true"; tlsSecrets, when not nil, the
-// Secrets labelled dbcontroller.io/tls: "true".
+// Secrets labelled dbcontroller.io/tls: "true"; podMonitors, when not
+// nil, the PodMonitors labelled as managed by this controller.
 func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedInformerFactory,
-	claimEvents, nodes, configMaps, tlsSecrets kubeinformers.SharedInformerFactory) (Caches, []cache.InformerSynced, error) {
+	claimEvents, nodes, configMaps, tlsSecrets kubeinformers.SharedInformerFactory, podMonitors cache.SharedIndexInformer) (Caches, []cache.InformerSynced, error) {
 	if claimEvents == nil {
 		return Caches{}, nil, errors.New("no informer factory for the events about claims")
 	}
@@ -49,6 +50,9 @@ func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedI
 	}
 	if tlsSecrets != nil {
 		informers = append(informers, source{tlsSecrets.Core().V1().Secrets().Informer(), nil, &c.TLSSecrets})
+	}
+	if podMonitors != nil {
+		informers = append(informers, source{podMonitors, nil, &c.PodMonitors})
 	}
 	synced := make([]cache.InformerSynced, 0, len(informers))
 	for _, inf := range informers {

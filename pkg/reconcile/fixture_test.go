@@ -15,9 +15,12 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -27,6 +30,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/backup"
+	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/engine/postgresql"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/dbcontroller/database-controller/pkg/ha"
@@ -61,6 +65,13 @@ type fixture struct {
 	nodeLister        []*corev1.Node
 	configMapLister   []*corev1.ConfigMap
 	tlsSecretLister   []*corev1.Secret
+	// podMonitors makes the cluster one with the Prometheus Operator's
+	// API: the PodMonitors' cache (podMonitorLister) and a dynamic client,
+	// whose actions are dynamicActions.
+	podMonitors      bool
+	podMonitorLister []*unstructured.Unstructured
+	dynamicActions   []core.Action
+	dynamic          *dynamicfake.FakeDynamicClient
 
 	// Objects in the fake clientsets at start.
 	kubeobjects []runtime.Object
@@ -145,7 +156,7 @@ func (f *fixture) converged(db *dbv1alpha1.Database) (*appsv1.StatefulSet, *core
 func (f *fixture) seed(objs ...runtime.Object) {
 	for _, o := range objs {
 		switch o.(type) {
-		case *dbv1alpha1.Database, *dbv1alpha1.DatabaseBackup:
+		case *dbv1alpha1.Database, *dbv1alpha1.DatabaseBackup, *unstructured.Unstructured:
 		default:
 			o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 		}
@@ -191,6 +202,8 @@ func (f *fixture) seed(objs ...runtime.Object) {
 		case *corev1.ConfigMap:
 			f.configMapLister = append(f.configMapLister, o)
 			f.kubeobjects = append(f.kubeobjects, o)
+		case *unstructured.Unstructured:
+			f.podMonitorLister = append(f.podMonitorLister, o)
 		default:
 			f.t.Fatalf("cannot seed %T", o)
 		}
@@ -226,6 +239,26 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		ConfigMaps:   f.cache(srcConfigMaps, nil, f.configMapLister),
 		TLSSecrets:   f.cache(srcTLSSecrets, nil, f.tlsSecretLister),
 	}
+	var dynamicClient dynamic.Interface
+	if f.podMonitors {
+		objs := make([]runtime.Object, len(f.podMonitorLister))
+		for i, o := range f.podMonitorLister {
+			objs[i] = o.DeepCopy()
+		}
+		f.dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{builder.PodMonitorGVR: "PodMonitorList"}, objs...)
+		// The tracker applies no apply patch: the object applied is the answer.
+		f.dynamic.PrependReactor("patch", "podmonitors", func(a core.Action) (bool, runtime.Object, error) {
+			p := a.(core.PatchAction)
+			if p.GetPatchType() != types.ApplyPatchType {
+				return false, nil, nil
+			}
+			obj := &unstructured.Unstructured{}
+			return true, obj, obj.UnmarshalJSON(p.GetPatch())
+		})
+		f.caches.PodMonitors = f.cache(srcPodMonitors, nil, f.podMonitorLister)
+		dynamicClient = f.dynamic
+	}
 	recorder := record.NewFakeRecorder(100)
 	toolsImage := actiontest.ToolsImage
 	if f.noToolsImage {
@@ -244,6 +277,7 @@ func (f *fixture) newReconciler() (*Reconciler, *record.FakeRecorder) {
 		Parameters:     map[dbv1alpha1.Engine]ParameterClient{dbv1alpha1.EnginePostgreSQL: f.sql, dbv1alpha1.EngineMySQL: f.sql, dbv1alpha1.EngineMongoDB: AtStartOnly{}},
 		Certificates:   map[dbv1alpha1.Engine]CertificatePresenter{dbv1alpha1.EnginePostgreSQL: f.sql.PresentCertificate},
 		PrimaryChanges: f,
+		Dynamic:        dynamicClient,
 		Monitoring:     map[dbv1alpha1.Engine]MonitoringClient{dbv1alpha1.EnginePostgreSQL: f.sql, dbv1alpha1.EngineMySQL: f.sql},
 		Archiver: func(_ context.Context, host string, _ int32, _ ha.Credentials) (*dbv1alpha1.ArchiveStatus, error) {
 			f.archived = append(f.archived, host)
@@ -402,6 +436,9 @@ func (f *fixture) syncAndCheck(ctx context.Context, r *Reconciler, recorder *rec
 	f.t.Helper()
 	f.client.ClearActions()
 	f.kubeclient.ClearActions()
+	if f.dynamic != nil {
+		f.dynamic.ClearActions()
+	}
 	obj, exists, err := f.databases.GetByKey(ref.String())
 	if err != nil || !exists {
 		f.t.Fatalf("no Database %s in the cache: %v", ref, err)
@@ -420,6 +457,9 @@ func (f *fixture) syncAndCheck(ctx context.Context, r *Reconciler, recorder *rec
 	// No informer reads these clientsets: every list is the pass's own.
 	actiontest.CheckAllActions(f.t, "database clientset", f.actions, f.client.Actions())
 	actiontest.CheckAllActions(f.t, "kube clientset", f.kubeactions, f.kubeclient.Actions())
+	if f.dynamic != nil {
+		actiontest.CheckAllActions(f.t, "dynamic client", f.dynamicActions, f.dynamic.Actions())
+	}
 	actiontest.CheckEvents(f.t, f.events, recorder)
 	actiontest.CheckCalls(f.t, "calls to the servers", f.calls, f.sql.Calls())
 	if !slices.Equal(f.changed, f.primaryChanges) {

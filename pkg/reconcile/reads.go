@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -42,6 +43,7 @@ const (
 	srcNodes
 	srcConfigMaps
 	srcTLSSecrets
+	srcPodMonitors
 	numSources
 )
 
@@ -59,6 +61,7 @@ var resources = [numSources]schema.GroupResource{
 	srcNodes:        {Resource: "nodes"},
 	srcConfigMaps:   {Resource: "configmaps"},
 	srcTLSSecrets:   {Resource: "secrets"},
+	srcPodMonitors:  {Group: "monitoring.coreos.com", Resource: "podmonitors"},
 }
 
 // Caches are the indexers of the informers a pass reads, each limited to
@@ -69,9 +72,11 @@ var resources = [numSources]schema.GroupResource{
 // controller does not watch nodes: no node reads as cordoned then.
 // ConfigMaps are those labelled dbcontroller.io/parameters: "true" (nil: no
 // ConfigMap is found), and TLSSecrets those labelled dbcontroller.io/tls:
-// "true" (nil: none is found).
+// "true" (nil: none is found). PodMonitors are the Prometheus Operator's,
+// as unstructured objects, labelled as managed by this controller: nil
+// when the cluster has not their API, and the Databases get none.
 type Caches struct {
-	StatefulSets, Services, Secrets, Jobs, Backups, Claims, Pods, ClaimEvents, Budgets, Nodes, ConfigMaps, TLSSecrets cache.Indexer
+	StatefulSets, Services, Secrets, Jobs, Backups, Claims, Pods, ClaimEvents, Budgets, Nodes, ConfigMaps, TLSSecrets, PodMonitors cache.Indexer
 }
 
 func (c Caches) indexers() [numSources]cache.Indexer {
@@ -79,6 +84,7 @@ func (c Caches) indexers() [numSources]cache.Indexer {
 		srcStatefulSets: c.StatefulSets, srcServices: c.Services, srcSecrets: c.Secrets, srcJobs: c.Jobs,
 		srcBackups: c.Backups, srcClaims: c.Claims, srcPods: c.Pods, srcClaimEvents: c.ClaimEvents,
 		srcBudgets: c.Budgets, srcNodes: c.Nodes, srcConfigMaps: c.ConfigMaps, srcTLSSecrets: c.TLSSecrets,
+		srcPodMonitors: c.PodMonitors,
 	}
 }
 
@@ -272,6 +278,11 @@ func (r *reader) parametersConfigMap(namespace, name string) (*corev1.ConfigMap,
 // data.
 func (r *reader) userTLSSecret(namespace, name string) (*corev1.Secret, error) {
 	return getAs[*corev1.Secret](r, srcTLSSecrets, namespace, name)
+}
+
+// podMonitor reads a PodMonitor labelled as managed by this controller.
+func (r *reader) podMonitor(namespace, name string) (*unstructured.Unstructured, error) {
+	return getAs[*unstructured.Unstructured](r, srcPodMonitors, namespace, name)
 }
 
 func (r *reader) job(namespace, name string) (*batchv1.Job, error) {

@@ -7,6 +7,8 @@
 //   - credentials.go: the credentials Secret, made once, never rewritten;
 //   - children.go: the Services, the StatefulSet and a replicated
 //     Database's PodDisruptionBudgets, created or repaired;
+//   - podmonitor.go: a monitored Database's PodMonitor, where the cluster
+//     has the Prometheus Operator's API;
 //   - replication.go: a replicated Database's roles (package ha decides);
 //   - pods.go: pods of an earlier revision that were never scheduled,
 //     replaced so that a rolling update can go on;
@@ -42,6 +44,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -113,6 +116,9 @@ type Config struct {
 	// PrimaryChanges is told each change of a replicated Database's
 	// primary (the metrics count them); nothing when nil.
 	PrimaryChanges PrimaryChangeObserver
+	// Dynamic writes the Prometheus Operator's PodMonitors, when
+	// Caches.PodMonitors is set.
+	Dynamic dynamic.Interface
 	// Monitoring makes the monitoring user on the primaries of monitored
 	// Databases, by engine; {postgresql: pgsql.NewMonitoring(), mysql:
 	// mysqlsql.NewMonitoring()} when nil.
@@ -190,6 +196,7 @@ type Reconciler struct {
 	// Databases (by UID) whose primary has the monitoring user, and
 	// monitoringFailures the last failure said of each in an event.
 	monitoring         map[dbv1alpha1.Engine]MonitoringClient
+	dynamic            dynamic.Interface
 	monitoringUsers    *ttlSet[types.UID, struct{}]
 	monitoringFailures *ttlSet[types.UID, string]
 }
@@ -250,6 +257,7 @@ func New(cfg Config) *Reconciler {
 		primaryChanges: cfg.PrimaryChanges,
 
 		monitoring:         cfg.Monitoring,
+		dynamic:            cfg.Dynamic,
 		monitoringUsers:    newTTLSet[types.UID, struct{}](cfg.Clock, memoryTTL),
 		monitoringFailures: newTTLSet[types.UID, string](cfg.Clock, memoryTTL),
 	}
@@ -479,6 +487,11 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	}
 	f.statefulSet = sts
 	created, err = p.ensureDisruptionBudgets(ctx)
+	f.created = append(f.created, created...)
+	if err != nil {
+		return f, err
+	}
+	created, err = p.ensurePodMonitor(ctx)
 	f.created = append(f.created, created...)
 	if err != nil {
 		return f, err

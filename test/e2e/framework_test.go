@@ -126,8 +126,14 @@ func install() int {
 		e2eutil.Logf("kubectl apply -k artifacts/deploy: %v\n%s", err, out)
 		return 1
 	}
+	// The Prometheus Operator's PodMonitor API, which the controllers
+	// discover at start: a monitored Database gets a PodMonitor.
+	if out, err := e2eutil.KubectlRun("", "apply", "-f", filepath.Join(root, "test", "e2e", "testdata", "podmonitor-crd.yaml")); err != nil {
+		e2eutil.Logf("kubectl apply the PodMonitor CRD: %v\n%s", err, out)
+		return 1
+	}
 	if out, err := e2eutil.KubectlRun("", "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/databases.dbcontroller.io", "crd/databasebackups.dbcontroller.io"); err != nil {
+		"crd/databases.dbcontroller.io", "crd/databasebackups.dbcontroller.io", "crd/podmonitors.monitoring.coreos.com"); err != nil {
 		e2eutil.Logf("CRD not established: %v\n%s", err, out)
 		return 1
 	}

@@ -104,6 +104,10 @@ func TestLeastPrivilege(t *testing.T) {
 		{[]string{"delete", "poddisruptionbudgets.policy", "-n", "default"}, "yes"},
 		{[]string{"update", "poddisruptionbudgets.policy", "-n", "default"}, "no"},
 		{[]string{"create", "pods/eviction", "-n", "default"}, "no"},
+		// A monitored Database's PodMonitor; never another's changed by update.
+		{[]string{"patch", "podmonitors.monitoring.coreos.com", "-n", "default"}, "yes"},
+		{[]string{"update", "podmonitors.monitoring.coreos.com", "-n", "default"}, "no"},
+		{[]string{"create", "servicemonitors.monitoring.coreos.com", "-n", "default"}, "no"},
 	}
 	for _, tt := range tests {
 		out, _ := e2eutil.KubectlRun("", append([]string{"auth", "can-i", as}, tt.args...)...)

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
@@ -178,4 +179,70 @@ func TestConflictClearsPromptly(t *testing.T) {
 	e2eutil.Kubectl(t, "-n", ns, "delete", "service", "blocked")
 	e2eutil.WaitRunning(t, ns, "blocked", 75*time.Second)
 	t.Logf("Running %s after the foreign Service was deleted", time.Since(deleted).Round(time.Second))
+}
+
+// Where the cluster serves the Prometheus Operator's PodMonitor API (the
+// suite installs a stand-in CRD), a monitored Database gets a PodMonitor
+// of its own: named as it, owned by it, selecting its servers' pods and
+// their port named metrics, which the StatefulSet's exporter container
+// has. A PodMonitor changed by hand is put back; one whose Database's
+// monitoring is turned off goes; an unmonitored Database has none.
+func TestPodMonitorPerDatabase(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	startController(t, controllerOptions{namespace: ns})
+	createDB(t, ns, dbYAML("watched", "postgresql", "16", 1, "  monitoring:\n    enabled: true\n"))
+	createDB(t, ns, dbYAML("unwatched", "postgresql", "16", 1, ""))
+	e2eutil.WaitRunning(t, ns, "watched", converge)
+	e2eutil.WaitRunning(t, ns, "unwatched", converge)
+
+	var pm struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+		Spec     struct {
+			Selector            metav1.LabelSelector `json:"selector"`
+			PodMetricsEndpoints []struct {
+				Port string `json:"port"`
+			} `json:"podMetricsEndpoints"`
+		} `json:"spec"`
+	}
+	e2eutil.Eventually(t, converge, "the PodMonitor of watched", func() (bool, string) {
+		err := e2eutil.TryGetJSON(&pm, "-n", ns, "get", "podmonitor", "watched")
+		return err == nil, fmt.Sprint(err)
+	})
+	db := e2eutil.GetDB(t, ns, "watched")
+	if owner := metav1.GetControllerOf(&pm.Metadata); owner == nil || owner.UID != db.UID {
+		t.Errorf("PodMonitor watched's controller %+v, want Database watched (%s)", owner, db.UID)
+	}
+	var pods corev1.PodList
+	e2eutil.GetJSON(t, &pods, "-n", ns, "get", "pods", "-l", metav1.FormatLabelSelector(&pm.Spec.Selector))
+	if len(pods.Items) != 1 || pods.Items[0].Name != "watched-0" || len(pm.Spec.PodMetricsEndpoints) != 1 {
+		t.Fatalf("the PodMonitor selects %d pods, endpoints %+v; want watched-0 and one endpoint", len(pods.Items), pm.Spec.PodMetricsEndpoints)
+	}
+	port := pm.Spec.PodMetricsEndpoints[0].Port
+	var named []string
+	for _, c := range pods.Items[0].Spec.Containers {
+		for _, p := range c.Ports {
+			named = append(named, c.Name+"/"+p.Name)
+		}
+	}
+	if port != "metrics" || !slices.Contains(named, "exporter/metrics") {
+		t.Errorf("the PodMonitor scrapes port %q; the pod's ports: %v", port, named)
+	}
+	if out, err := e2eutil.KubectlRun("", "-n", ns, "get", "podmonitor", "unwatched", "-o", "name"); err == nil {
+		t.Errorf("an unmonitored Database has a PodMonitor: %s", out)
+	}
+
+	// Changed by hand: put back.
+	e2eutil.Kubectl(t, "-n", ns, "patch", "podmonitor", "watched", "--type=merge", "-p", `{"spec":{"podMetricsEndpoints":[{"port":"postgresql"}]}}`)
+	e2eutil.Eventually(t, converge, "the PodMonitor repaired", func() (bool, string) {
+		e2eutil.GetJSON(t, &pm, "-n", ns, "get", "podmonitor", "watched")
+		return len(pm.Spec.PodMetricsEndpoints) == 1 && pm.Spec.PodMetricsEndpoints[0].Port == "metrics", fmt.Sprintf("%+v", pm.Spec.PodMetricsEndpoints)
+	})
+
+	// Monitoring off: the PodMonitor goes.
+	e2eutil.Kubectl(t, "-n", ns, "patch", "db", "watched", "--type=merge", "-p", `{"spec":{"monitoring":{"enabled":false}}}`)
+	e2eutil.Eventually(t, converge, "the PodMonitor deleted", func() (bool, string) {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "get", "podmonitor", "watched", "-o", "name")
+		return err != nil && strings.Contains(string(out), "NotFound"), string(out)
+	})
 }
