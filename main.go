@@ -597,6 +597,14 @@ func newPodMonitorInformer(ctx context.Context, cfg *rest.Config, kubeClient kub
 		return nil, nil, nil, fmt.Errorf("building the PodMonitors' client: %w", err)
 	}
 	managed := names.ManagedSelector()
+	// A role from before PodMonitors (an install not updated with the
+	// binary) would leave the informer unsynced, and the controller waiting
+	// for it: a list it is refused makes none instead, said once.
+	if _, err := client.Resource(builder.PodMonitorGVR).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: managed, Limit: 1}); apierrors.IsForbidden(err) {
+		logger.Info("Monitored Databases get no PodMonitor: the controller may not list them; grant it podmonitors (artifacts/deploy) and restart it",
+			"groupVersion", gv, "err", err)
+		return nil, nil, nil, nil
+	}
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, resync, namespace,
 		func(lo *metav1.ListOptions) { lo.LabelSelector = managed })
 	informer := factory.ForResource(builder.PodMonitorGVR).Informer()

@@ -60,7 +60,7 @@ type monitoredCase struct {
 // another pod.
 func TestPostgreSQLMonitoring(t *testing.T) {
 	t.Parallel()
-	checkMonitoring(t, monitoredCase{
+	ns, replica := checkMonitoring(t, monitoredCase{
 		name: "watched", engine: "postgresql", version: "15", image: postgresImage, exporterImage: postgresExporterImage, port: 9187,
 		table:   psql + `-c 'CREATE TABLE m (i int PRIMARY KEY)'`,
 		write:   `PGCONNECT_TIMEOUT=5 psql "$URI" -qtAc "INSERT INTO m VALUES ($i)"`,
@@ -74,6 +74,39 @@ func TestPostgreSQLMonitoring(t *testing.T) {
 		refusedWrite:  []string{"permission denied for table m", "permission denied for schema public"},
 		refusedLogin:  []string{"no password supplied"},
 	})
+	checkLagMoves(t, ns, "watched", replica)
+}
+
+// checkLagMoves pauses the replay of PostgreSQL replica, writes on the
+// primary, and sees the controller's replication_lag_bytes of it grow,
+// then fall back to 0 once the replay resumes: the metric follows the
+// state.
+func checkLagMoves(t *testing.T, ns, db, replica string) {
+	lag := func() (float64, bool) {
+		m, err := e2eutil.ScrapeMetrics(metricsAddress)
+		if err != nil {
+			return 0, false
+		}
+		v, ok := m[fmt.Sprintf(`database_controller_replication_lag_bytes{database=%q,instance=%q,namespace=%q}`, db, replica, ns)]
+		return v, ok
+	}
+	replay := func(fn string) {
+		e2eutil.Kubectl(t, "-n", ns, "exec", replica, "-c", "postgresql", "--", "psql", "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-tAc", "SELECT "+fn+"()")
+	}
+	replay("pg_wal_replay_pause")
+	runClient(t, ns, db, postgresImage, psql+`-c 'INSERT INTO m SELECT generate_series(1000, 20000)'`)
+	var paused float64
+	e2eutil.Eventually(t, converge, "the controller's lag of "+replica+" to grow while its replay is paused", func() (bool, string) {
+		v, ok := lag()
+		paused = v
+		return ok && v > 100000, fmt.Sprintf("lag %v (series %v)", v, ok)
+	})
+	replay("pg_wal_replay_resume")
+	e2eutil.Eventually(t, converge, "the controller's lag of "+replica+" to fall once its replay resumes", func() (bool, string) {
+		v, ok := lag()
+		return ok && v == 0, fmt.Sprintf("lag %v (series %v)", v, ok)
+	})
+	t.Logf("replay of %s paused: the controller's replication_lag_bytes reached %.0f; resumed: 0", replica, paused)
 }
 
 // The same of a monitored MariaDB Database and mysqld_exporter: up, the
@@ -96,6 +129,24 @@ func TestMariaDBMonitoring(t *testing.T) {
 	})
 }
 
+// The same of Oracle's MySQL 9.7, TLS Required.
+func TestMySQLMonitoring(t *testing.T) {
+	t.Parallel()
+	checkMonitoring(t, monitoredCase{
+		name: "watched", engine: "mysql", version: "9.7", image: mysqlImage, exporterImage: mysqldExporterImage, port: 9104,
+		table:   waitMySQL + `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED "$DATABASE" -e 'CREATE TABLE m (i int PRIMARY KEY)'`,
+		write:   `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED --connect-timeout=5 "$DATABASE" -e "INSERT INTO m VALUES ($i)"`,
+		up:      "mysql_up",
+		commits: `mysql_global_status_commands_total{command="insert"}`,
+		replica: map[string]string{"mysql_slave_status_slave_sql_running": "1", "mysql_slave_status_seconds_behind_master": ""},
+		asMonitor: `mysql -h 127.0.0.1 -u dbcontroller_monitor --ssl-mode=REQUIRED -N -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST; INSERT INTO watched.m VALUES (0)" 2>&1; ` +
+			`mysql -h 127.0.0.1 -u dbcontroller_monitor --ssl-mode=REQUIRED -N -e "SELECT COUNT(*) FROM watched.m" 2>&1`,
+		fromElsewhere: `mysql -h "$IP" -u dbcontroller_monitor --ssl-mode=REQUIRED --connect-timeout=5 -e 'SELECT 1' 2>&1`,
+		refusedWrite:  []string{"INSERT command denied", "SELECT command denied"},
+		refusedLogin:  []string{"Access denied for user 'dbcontroller_monitor'"},
+	})
+}
+
 // scrapeScript prints, for each address of $IPS, "### <address> <ms>"
 // (how long the scrape took) and the exporter's /metrics, fetched with
 // bash alone (the server's image has no HTTP client).
@@ -109,9 +160,15 @@ const scrapeScript = `scrape() {
 }
 `
 
-func checkMonitoring(t *testing.T, c monitoredCase) {
-	ns := e2eutil.NewNamespace(t)
-	yaml := dbYAML(c.name, c.engine, c.version, c.image, 2) + "  monitoring:\n    enabled: true\n    image: " + c.exporterImage + "\n"
+// checkMonitoring checks c's Database, and returns its namespace and its
+// replica's name.
+func checkMonitoring(t *testing.T, c monitoredCase) (ns, replica string) {
+	ns = e2eutil.NewNamespace(t)
+	yaml := dbYAML(c.name, c.engine, c.version, c.image, 2)
+	if c.image == mysqlImage {
+		yaml = mysqlYAML(c.name, c.version, c.image, 2)
+	}
+	yaml += "  monitoring:\n    enabled: true\n    image: " + c.exporterImage + "\n"
 	if c.engine == "mysql" {
 		yaml += "  tls:\n    mode: Required\n"
 	}
@@ -120,7 +177,7 @@ func checkMonitoring(t *testing.T, c monitoredCase) {
 	db := waitReplicating(t, ns, c.name, "two monitored servers, one primary and one replica")
 	t.Logf("2 monitored servers Running and replicating after %s", time.Since(start).Round(time.Second))
 	primary := db.Status.Replication.Primary
-	replica := c.name + "-1"
+	replica = c.name + "-1"
 	if primary == replica {
 		replica = c.name + "-0"
 	}
@@ -205,6 +262,7 @@ echo "=== after"; scrape
 		}
 	}
 	logExporterCost(t, ns, c.name)
+	return ns, replica
 }
 
 // scraped is one exporter's scrape: its series and how long it took.
