@@ -121,7 +121,7 @@ if (H=`+ip+`; `+mysqlTLSSQL+`"SELECT 1") 2>/tmp/err; then echo "unverified name 
 	// The authority replaced under a writer that verifies for every write:
 	// every server presents the new one's certificate after a reload.
 	rotateUnderAWriter(t, ns, name, rotation{
-		container: "mysql", port: 3306, presented: mysqlsql.Presented, seconds: 300,
+		container: "mysql", port: 3306, presented: mysqlsql.Presented, seconds: 480,
 		writer: func(t *testing.T, ns, db string, seconds int) *writer {
 			runClient(t, ns, db, image, waitMySQL+mysqlSQL+`"CREATE TABLE IF NOT EXISTS w (n INT PRIMARY KEY)"`)
 			name := "tls-writer"

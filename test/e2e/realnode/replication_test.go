@@ -427,10 +427,14 @@ func (w *writer) waitAcknowledged(t testing.TB, n int) {
 }
 
 // stop has the writer end after its current write (its script checks
-// for /tmp/stop before each).
+// for /tmp/stop before each). It only saves time: when the file cannot be
+// made (the writer ended, or the exec failed: a CI run once saw exit 137
+// on a busy node), the writer ends at its own bound, and that is said.
 func (w *writer) stop(t testing.TB) {
 	t.Helper()
-	e2eutil.Kubectl(t, "-n", w.ns, "exec", w.pod, "--", "touch", "/tmp/stop")
+	if out, err := e2eutil.KubectlRun("", "-n", w.ns, "exec", w.pod, "--", "touch", "/tmp/stop"); err != nil {
+		t.Logf("the writer %s was not stopped early (%v: %s); it ends at its bound", w.pod, err, strings.TrimSpace(string(out)))
+	}
 }
 
 // wait waits for the writer to end and returns what it printed.
