@@ -140,8 +140,8 @@ func TestMySQLMonitoring(t *testing.T) {
 	t.Parallel()
 	checkMonitoring(t, monitoredCase{
 		name: "watched", engine: "mysql", version: "9.7", image: mysqlImage, exporterImage: mysqldExporterImage, port: 9104,
-		table:   waitMySQL + `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED "$DATABASE" -e 'CREATE TABLE m (i int PRIMARY KEY)'`,
-		write:   `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED --connect-timeout=5 "$DATABASE" -e "INSERT INTO m VALUES ($i)"`,
+		table:     waitMySQL + `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED "$DATABASE" -e 'CREATE TABLE m (i int PRIMARY KEY)'`,
+		write:     `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED --connect-timeout=5 "$DATABASE" -e "INSERT INTO m VALUES ($i)"`,
 		up:        "mysql_up",
 		commits:   `mysql_global_status_commands_total{command="insert"}`,
 		noReplica: map[string]string{"mysql_slave_status_slave_sql_running": "mysqld_exporter 0.17.2 asks MySQL 9.7 SHOW SLAVE STATUS, which it no longer has"},
