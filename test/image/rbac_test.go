@@ -58,6 +58,9 @@ var controllerPermissions = map[grant][]string{
 	{Group: "", Resource: "events"}:                                    verbs("create", "patch", "list", "watch"),
 	{Group: "policy", Resource: "poddisruptionbudgets"}:                verbs("get", "list", "watch", "create", "patch", "delete"),
 	{Group: "", Resource: "configmaps"}:                                verbs("list", "watch"),
+	// A monitored Database's PodMonitor, where the Prometheus Operator's
+	// API is served.
+	{Group: "monitoring.coreos.com", Resource: "podmonitors"}: verbs("get", "list", "watch", "create", "patch", "delete"),
 }
 
 // clusterPermissions are controllerPermissions and, cluster-scoped, the
