@@ -43,8 +43,12 @@ func WithExporter(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.Da
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithArgs(args...).
 		WithPorts(corev1ac.ContainerPort().WithName(engine.MetricsPortName).WithContainerPort(x.Port).WithProtocol(corev1.ProtocolTCP)).
-		WithResources(exporterResources(db.Spec.Monitoring.Resources)).
 		WithSecurityContext(containerSecurity())
+	if r := db.Spec.Monitoring.Resources; r == nil {
+		c.WithResources(defaultExporterResources())
+	} else if res := resourceRequirements(r); res != nil {
+		c.WithResources(res)
+	}
 	for _, v := range env {
 		c.WithEnv(corev1ac.EnvVar().WithName(v.Name).WithValue(v.Value))
 	}
@@ -58,20 +62,11 @@ func WithExporter(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.Da
 // pick in a pod of several.
 const AnnotationDefaultContainer = "kubectl.kubernetes.io/default-container"
 
-// exporterResources are spec.monitoring.resources, or by default a small
-// request and a memory limit: an exporter holds little but one scrape.
-func exporterResources(r *corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApplyConfiguration {
-	res := corev1ac.ResourceRequirements()
-	if r == nil {
-		return res.
-			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}).
-			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")})
-	}
-	if len(r.Requests) > 0 {
-		res.WithRequests(r.Requests)
-	}
-	if len(r.Limits) > 0 {
-		res.WithLimits(r.Limits)
-	}
-	return res
+// defaultExporterResources are the exporter's without
+// spec.monitoring.resources: a small request and a memory limit, as an
+// exporter holds little but one scrape.
+func defaultExporterResources() *corev1ac.ResourceRequirementsApplyConfiguration {
+	return corev1ac.ResourceRequirements().
+		WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}).
+		WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")})
 }

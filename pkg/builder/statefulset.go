@@ -59,6 +59,22 @@ func serverEnv(db *dbv1alpha1.Database, p *engine.Runtime) []*corev1ac.EnvVarApp
 	return env
 }
 
+// resourceRequirements is r as an apply configuration: nil when r asks
+// for nothing.
+func resourceRequirements(r *corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApplyConfiguration {
+	if r == nil || (len(r.Requests) == 0 && len(r.Limits) == 0) {
+		return nil
+	}
+	res := corev1ac.ResourceRequirements()
+	if len(r.Requests) > 0 {
+		res.WithRequests(r.Requests)
+	}
+	if len(r.Limits) > 0 {
+		res.WithLimits(r.Limits)
+	}
+	return res
+}
+
 // startupPeriodSeconds is how often the startup probe runs.
 const startupPeriodSeconds = 10
 
@@ -120,14 +136,7 @@ func NewStatefulSet(db *dbv1alpha1.Database, e engine.Engine, image string, stor
 			WithSuccessThreshold(1).
 			WithFailureThreshold(6)).
 		WithSecurityContext(containerSecurity())
-	if r := db.Spec.Resources; r != nil && (len(r.Requests) > 0 || len(r.Limits) > 0) {
-		res := corev1ac.ResourceRequirements()
-		if len(r.Requests) > 0 {
-			res.WithRequests(r.Requests)
-		}
-		if len(r.Limits) > 0 {
-			res.WithLimits(r.Limits)
-		}
+	if res := resourceRequirements(db.Spec.Resources); res != nil {
 		container.WithResources(res)
 	}
 

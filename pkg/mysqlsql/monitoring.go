@@ -31,15 +31,10 @@ const monitoringUserQuery = `SELECT Process_priv AS process, Repl_client_priv AS
 // pod's loopback only), at most three sessions, and the privileges to
 // read the server's state and statistics, not its data. MariaDB asks for
 // SLAVE MONITOR to show a replica's status.
-var (
-	monitoringUserStatements = []string{
-		`CREATE USER IF NOT EXISTS ` + monitoringAccount + ` WITH MAX_USER_CONNECTIONS 3`,
-		`GRANT PROCESS, REPLICATION CLIENT ON *.* TO ` + monitoringAccount,
-	}
-	mariadbMonitoringUserStatements = []string{
-		`CREATE USER IF NOT EXISTS ` + monitoringAccount + ` WITH MAX_USER_CONNECTIONS 3`,
-		`GRANT PROCESS, REPLICATION CLIENT, SLAVE MONITOR ON *.* TO ` + monitoringAccount,
-	}
+const (
+	createMonitoringUser = `CREATE USER IF NOT EXISTS ` + monitoringAccount + ` WITH MAX_USER_CONNECTIONS 3`
+	grantMonitoring      = `GRANT PROCESS, REPLICATION CLIENT ON *.* TO ` + monitoringAccount
+	grantMariaDBMonitor  = `GRANT PROCESS, REPLICATION CLIENT, SLAVE MONITOR ON *.* TO ` + monitoringAccount
 )
 
 // EnsureUser makes the monitoring account on the primary at host, or
@@ -61,11 +56,11 @@ func (m Monitoring) EnsureUser(ctx context.Context, host string, port int32, cre
 	if len(rows) == 1 && rows[0]["process"] == "Y" && rows[0]["replication_client"] == "Y" {
 		return false, nil
 	}
-	stmts := monitoringUserStatements
+	grant := grantMonitoring
 	if s.mariadb {
-		stmts = mariadbMonitoringUserStatements
+		grant = grantMariaDBMonitor
 	}
-	for _, stmt := range stmts {
+	for _, stmt := range []string{createMonitoringUser, grant} {
 		if err := s.conn.Exec(ctx, stmt); err != nil {
 			return false, fmt.Errorf("making the monitoring user on %s: %w", host, err)
 		}

@@ -41,7 +41,7 @@ func TestEnsureMonitoringUser(t *testing.T) {
 	}
 
 	failing := mysqlServer("orders-0", nil)
-	failing.fail[monitoringUserStatements[1]] = errors.New("Error 1227 (42000): Access denied")
+	failing.fail[grantMonitoring] = errors.New("Error 1227 (42000): Access denied")
 	_, err = Monitoring{client: failing.client()}.EnsureUser(context.Background(), "10.0.0.5", 3306, ha.Credentials{})
 	if err == nil || !strings.Contains(err.Error(), "making the monitoring user on 10.0.0.5: Error 1227") {
 		t.Fatalf("EnsureUser's error %v, want the server named and its words", err)

@@ -34,14 +34,15 @@ const (
 type monitoredCase struct {
 	name, engine, version, image, exporterImage string
 	port                                        int
-	// table makes the table the writes go to; write is one write, of $i;
-	// clientEnv are the Secret's keys the client needs.
+	// table makes the table the writes go to; write is one write, of $i.
 	table, write string
 	// up is the exporter's up metric; commits counts the primary's
-	// writes, by series prefix; replica names series a replica's exporter
-	// has of its replication, with the value each must have ("" for any).
-	up, commits string
-	replica     map[string]string
+	// writes: a metric's name, then what its series' labels must hold
+	// (e2eutil.SumMetric); replica names series a replica's exporter has
+	// of its replication, with the value each must have ("" for any).
+	up      string
+	commits []string
+	replica map[string]string
 	// noReplica names series the replica's exporter is known not to
 	// have, and why: the test fails once an exporter brings them.
 	noReplica map[string]string
@@ -68,7 +69,7 @@ func TestPostgreSQLMonitoring(t *testing.T) {
 		table:   psql + `-c 'CREATE TABLE m (i int PRIMARY KEY)'`,
 		write:   `PGCONNECT_TIMEOUT=5 psql "$URI" -qtAc "INSERT INTO m VALUES ($i)"`,
 		up:      "pg_up",
-		commits: `pg_stat_database_xact_commit{datid="`,
+		commits: []string{"pg_stat_database_xact_commit"},
 		replica: map[string]string{"pg_replication_is_replica": "1", "pg_replication_lag_seconds": ""},
 		primary: []string{"pg_stat_replication_pg_wal_lsn_diff"},
 		asMonitor: `psql -h 127.0.0.1 -U dbcontroller_monitor -d watched -v ON_ERROR_STOP=1 -tAc "SELECT count(*) FROM pg_stat_activity" ` +
@@ -122,7 +123,7 @@ func TestMariaDBMonitoring(t *testing.T) {
 		table:   waitMariaDB + `MYSQL_PWD="$PASSWORD" mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl "$DATABASE" -e 'CREATE TABLE m (i int PRIMARY KEY)'`,
 		write:   `MYSQL_PWD="$PASSWORD" mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl --connect-timeout=5 "$DATABASE" -e "INSERT INTO m VALUES ($i)"`,
 		up:      "mysql_up",
-		commits: `mysql_global_status_commands_total{command="insert"}`,
+		commits: []string{"mysql_global_status_commands_total", `command="insert"`},
 		replica: map[string]string{"mysql_slave_status_slave_sql_running": "1", "mysql_slave_status_seconds_behind_master": ""},
 		asMonitor: `mariadb -h 127.0.0.1 -u dbcontroller_monitor --ssl -N -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST; INSERT INTO watched.m VALUES (0)" 2>&1; ` +
 			`mariadb -h 127.0.0.1 -u dbcontroller_monitor --ssl -N -e "SELECT COUNT(*) FROM watched.m" 2>&1`,
@@ -143,7 +144,7 @@ func TestMySQLMonitoring(t *testing.T) {
 		table:     waitMySQL + `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED "$DATABASE" -e 'CREATE TABLE m (i int PRIMARY KEY)'`,
 		write:     `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED --connect-timeout=5 "$DATABASE" -e "INSERT INTO m VALUES ($i)"`,
 		up:        "mysql_up",
-		commits:   `mysql_global_status_commands_total{command="insert"}`,
+		commits:   []string{"mysql_global_status_commands_total", `command="insert"`},
 		noReplica: map[string]string{"mysql_slave_status_slave_sql_running": "mysqld_exporter 0.17.2 asks MySQL 9.7 SHOW SLAVE STATUS, which it no longer has"},
 		asMonitor: `mysql -h 127.0.0.1 -u dbcontroller_monitor --ssl-mode=REQUIRED -N -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST; INSERT INTO watched.m VALUES (0)" 2>&1; ` +
 			`mysql -h 127.0.0.1 -u dbcontroller_monitor --ssl-mode=REQUIRED -N -e "SELECT COUNT(*) FROM watched.m" 2>&1`,
@@ -223,11 +224,11 @@ echo "=== after"; scrape
 		t.Logf("%s's exporter: %d series, scraped in %d ms", pod, len(m.metrics), m.ms)
 	}
 	pm, pb := after[ips[primary]].metrics, before[ips[primary]].metrics
-	moved := sumPrefix(pm, c.commits) - sumPrefix(pb, c.commits)
+	moved := e2eutil.SumMetric(pm, c.commits[0], c.commits[1:]...) - e2eutil.SumMetric(pb, c.commits[0], c.commits[1:]...)
 	if moved < 100 {
-		t.Errorf("the primary's %s moved by %v across 100 writes, want at least 100", c.commits, moved)
+		t.Errorf("the primary's %s moved by %v across 100 writes, want at least 100", strings.Join(c.commits, " "), moved)
 	}
-	t.Logf("the primary's %s moved by %v across 100 writes", c.commits, moved)
+	t.Logf("the primary's %s moved by %v across 100 writes", strings.Join(c.commits, " "), moved)
 	for _, name := range c.primary {
 		if !hasSeries(pm, name) {
 			t.Errorf("the primary's exporter has no %s series (its replicas)", name)
@@ -306,17 +307,6 @@ func scrapes(t *testing.T, out, when string) map[string]*scraped {
 		res[addr] = &scraped{metrics: e2eutil.ParseMetrics(body), ms: n}
 	}
 	return res
-}
-
-// sumPrefix adds the series whose "name{labels" starts with prefix.
-func sumPrefix(m map[string]float64, prefix string) float64 {
-	var total float64
-	for k, v := range m {
-		if strings.HasPrefix(k, prefix) {
-			total += v
-		}
-	}
-	return total
 }
 
 func hasSeries(m map[string]float64, name string) bool {
