@@ -93,8 +93,16 @@ type Facts struct {
 	// until it rejoins or is seeded again, in the server's words: the
 	// primary no longer has the changes it needs (purged from its log),
 	// or refuses its position (diverged). No retry of the server's cures
-	// it. Empty while it can, and for engines that do not tell (PostgreSQL).
+	// it. Empty while it can. PostgreSQL does not tell: the controller
+	// finds a replica that diverged from the Timelines (Diverged).
 	Broken string
+	// Timeline is PostgreSQL's: on a primary, the timeline it writes; on a
+	// replica, the newest timeline it holds WAL of. 0 for engines without.
+	Timeline uint32
+	// TimelineEnds are, on a PostgreSQL primary, where each earlier
+	// timeline of its history ended, the next one beginning there (its
+	// timeline history file): by timeline.
+	TimelineEnds map[uint32]uint64
 }
 
 // Standby is a replica that a primary sends changes to.

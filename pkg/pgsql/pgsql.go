@@ -200,7 +200,12 @@ const (
   COALESCE(pg_wal_lsn_diff(pg_last_wal_replay_lsn(), '0/0'), 0)::bigint,
   CASE WHEN pg_is_in_recovery() THEN 0 ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0') END::bigint,
   NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'on',
-  current_setting('synchronous_standby_names')`
+  current_setting('synchronous_standby_names'),
+  CASE WHEN pg_is_in_recovery()
+    THEN (SELECT COALESCE(max(left(name, 8)), '') FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$')
+    ELSE left(pg_walfile_name(pg_current_wal_lsn()), 8) END,
+  CASE WHEN pg_is_in_recovery() THEN ''
+    ELSE COALESCE(pg_read_file('pg_wal/' || left(pg_walfile_name(pg_current_wal_lsn()), 8) || '.history', 0, 65536, true), '') END`
 	standbysQuery = `SELECT application_name, state = 'streaming',
   COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn), 0)::bigint
 FROM pg_stat_replication ORDER BY application_name`
@@ -225,13 +230,14 @@ func (c client) Probe(ctx context.Context, host string, port int32, cred ha.Cred
 	var f ha.Facts
 	err := c.dial.session(ctx, host, port, cred, Timeout, func(ctx context.Context, conn conn) error {
 		var received, replayed, written int64
-		var synchronous string
-		err := conn.QueryRow(ctx, probeQuery).Scan(&f.Name, &f.Replica, &received, &replayed, &written, &f.Fenced, &synchronous)
+		var synchronous, timeline, history string
+		err := conn.QueryRow(ctx, probeQuery).Scan(&f.Name, &f.Replica, &received, &replayed, &written, &f.Fenced, &synchronous, &timeline, &history)
 		if err != nil {
 			return fmt.Errorf("asking %s what it is: %w", host, err)
 		}
 		f.Received, f.Applied, f.Written = uint64(received), uint64(replayed), uint64(written)
 		f.Synchronous = parseSynchronous(synchronous)
+		f.Timeline, f.TimelineEnds = parseTimeline(timeline), parseHistory(history)
 		if f.Replica {
 			return nil
 		}
@@ -255,6 +261,46 @@ func (c client) Probe(ctx context.Context, host string, port int32, cred ha.Cred
 		return ha.Facts{}, err
 	}
 	return f, nil
+}
+
+// parseTimeline is the timeline of a WAL file's name's first eight
+// digits; 0 when there is none (a replica that holds no WAL yet).
+func parseTimeline(hex string) uint32 {
+	n, err := strconv.ParseUint(hex, 16, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(n)
+}
+
+// parseHistory reads a timeline history file: a line per earlier
+// timeline, its number and the position where it ended ("1\t0/3027AC0\t
+// no recovery target specified"). A line it cannot read is left out: the
+// timelines serve to find a replica that diverged, never to decide a
+// failover, and a timeline missing finds none.
+func parseHistory(history string) map[uint32]uint64 {
+	var ends map[uint32]uint64
+	for line := range strings.Lines(history) {
+		f := strings.Fields(line)
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		tli, err := strconv.ParseUint(f[0], 10, 32)
+		if err != nil {
+			continue
+		}
+		hi, lo, ok := strings.Cut(f[1], "/")
+		h, err1 := strconv.ParseUint(hi, 16, 32)
+		l, err2 := strconv.ParseUint(lo, 16, 32)
+		if !ok || err1 != nil || err2 != nil {
+			continue
+		}
+		if ends == nil {
+			ends = map[uint32]uint64{}
+		}
+		ends[uint32(tli)] = h<<32 | l
+	}
+	return ends
 }
 
 func (c client) Promote(ctx context.Context, host string, port int32, cred ha.Credentials) error {

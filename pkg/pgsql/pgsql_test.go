@@ -197,7 +197,8 @@ func TestSetSynchronous(t *testing.T) {
 func TestProbe(t *testing.T) {
 	t.Run("a primary", func(t *testing.T) {
 		s := &server{rows: map[string][][]any{
-			probeQuery:    {{"db-0", false, int64(0), int64(0), int64(0x3000060), true, "ANY 1 (*)"}},
+			probeQuery: {{"db-0", false, int64(0), int64(0), int64(0x3000060), true, "ANY 1 (*)", "00000003",
+				"1\t0/3027AC0\tno recovery target specified\n\n2\t1/A0\tno recovery target specified\n"}},
 			standbysQuery: {{"db-1", true, int64(0)}, {"db-2", false, int64(4096)}},
 		}}
 		got, err := s.client().Probe(context.Background(), "10.0.0.1", 5432, ha.Credentials{})
@@ -205,6 +206,7 @@ func TestProbe(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := ha.Facts{Name: "db-0", Written: 0x3000060, Fenced: true, Synchronous: 1,
+			Timeline: 3, TimelineEnds: map[uint32]uint64{1: 0x3027AC0, 2: 1<<32 | 0xA0},
 			Standbys: []ha.Standby{{Name: "db-1", Streaming: true, LagBytes: ptr.To[int64](0)}, {Name: "db-2", LagBytes: ptr.To[int64](4096)}}}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Probe = %+v, want %+v", got, want)
@@ -213,17 +215,37 @@ func TestProbe(t *testing.T) {
 	})
 	t.Run("a replica: no standbys asked", func(t *testing.T) {
 		s := &server{rows: map[string][][]any{
-			probeQuery: {{"db-1", true, int64(120), int64(80), int64(0), false, ""}},
+			probeQuery: {{"db-1", true, int64(120), int64(80), int64(0), false, "", "0000000A", ""}},
 		}}
 		got, err := s.client().Probe(context.Background(), "10.0.0.2", 5432, ha.Credentials{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := (ha.Facts{Name: "db-1", Replica: true, Received: 120, Applied: 80}); !reflect.DeepEqual(got, want) {
+		if want := (ha.Facts{Name: "db-1", Replica: true, Received: 120, Applied: 80, Timeline: 10}); !reflect.DeepEqual(got, want) {
 			t.Errorf("Probe = %+v, want %+v", got, want)
 		}
 		checkSent(t, s, "dial", probeQuery, "close")
 	})
+}
+
+// A history file's lines that cannot be read are left out, never an error:
+// a probe that failed would take the primary for lost.
+func TestParseHistory(t *testing.T) {
+	for _, tt := range []struct {
+		history string
+		want    map[uint32]uint64
+	}{
+		{"", nil},
+		{"1\t0/3027AC0\tno recovery target specified\n", map[uint32]uint64{1: 0x3027AC0}},
+		{"# a comment\n1\t0/10\tx\nnonsense\n2 zz/10 x\n3\t2/20\n", map[uint32]uint64{1: 0x10, 3: 2<<32 | 0x20}},
+	} {
+		if got := parseHistory(tt.history); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parseHistory(%q) = %v, want %v", tt.history, got, tt.want)
+		}
+	}
+	if got := parseTimeline(""); got != 0 {
+		t.Errorf(`parseTimeline("") = %d, want 0`, got)
+	}
 }
 
 func TestSynchronousSetting(t *testing.T) {

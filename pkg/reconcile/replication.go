@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -171,6 +172,9 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 	s := &replicaSet{p: p, sts: sts, client: client, cred: cred, port: p.plan.Engine.Runtime().Port}
 	p.reportDivergences(rs, pods)
 	instances := s.probeAll(ctx, pods, rs)
+	if err := s.confirmPrimaryPod(ctx, rs, instances); err != nil {
+		return found, err
+	}
 	desired := db.Spec.DesiredReplicas()
 	if desired == 0 {
 		// Stopping, or stopped: the servers go down on purpose, and the
@@ -690,7 +694,49 @@ func (s *replicaSet) probeAll(ctx context.Context, pods []*corev1.Pod, rs *dbv1a
 			}
 		}
 	}
+	// A replica that does not stream from the primary because it diverged
+	// from the primary's history cannot until it is rewound; its server
+	// does not say so (PostgreSQL), the timelines do.
+	if primary, ok := instances[rs.Primary]; ok && primary.ha.Reachable && !primary.ha.Replica {
+		for _, i := range instances {
+			if i.ha.Reachable && i.ha.Replica && i.ha.Upstream != primary.ha.Name && i.facts.Broken == "" {
+				i.facts.Broken = ha.Diverged(primary.facts, i.facts, s.client.Terms())
+			}
+		}
+	}
 	return instances
+}
+
+// confirmPrimaryPod reads the primary's pod from the API server when its
+// server does not answer though the cache has its pod ready and not being
+// deleted. A pod deleted a moment ago shuts its server down before the
+// cache shows the deletion; a failover decided then promotes a replica
+// before the old primary has sent its last WAL to the others, and a
+// replica that receives it after the promotion has diverged from the new
+// primary (seen in CI, with failoverDelaySeconds 0: the other replica got
+// the old primary's shutdown checkpoint 18 ms after the promotion). Read
+// live, a pod being deleted is handed over from as it shuts down, as it
+// would be had the cache been current; so is a switchover's old primary,
+// stopped by the pass before, whose shutdown must end before the target is
+// promoted. One read, only while the cache and the server disagree.
+func (s *replicaSet) confirmPrimaryPod(ctx context.Context, rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) error {
+	i, ok := instances[rs.Primary]
+	if !ok || i.ha.Reachable || !i.ha.Ready {
+		return nil
+	}
+	live, err := s.p.r.kube.CoreV1().Pods(i.pod.Namespace).Get(ctx, i.pod.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the pod of the primary %s, whose server does not answer: %w", i.pod.Name, err)
+	case live.UID != i.pod.UID || live.DeletionTimestamp == nil:
+		return nil
+	}
+	klog.FromContext(ctx).V(2).Info("The primary's pod is being deleted; the cache does not show it yet", "pod", klog.KObj(live))
+	i.pod = live
+	i.ha.Ready, i.ha.Terminating = false, terminating(live, s.p.r.clock.Now())
+	return nil
 }
 
 // stranded reports whether the primary's node is cordoned, no other pod

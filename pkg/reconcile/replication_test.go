@@ -226,6 +226,30 @@ func (f *fixture) primaryDown(db *dbv1alpha1.Database) {
 	f.sql.Facts[podIP(2)] = replicaFacts("orders-2", 120)
 }
 
+// switchoverUnderway is a 2-pod Database switching over to orders-1, its
+// target recorded.
+func switchoverUnderway(t *testing.T) (*fixture, *dbv1alpha1.Database) {
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 2)
+	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Primary: "orders-1"}
+	f.convergedReplicated(db)
+	db.Status.Replication.TargetPrimary = "orders-1"
+	return f, db
+}
+
+// deletingLive makes the API server's copy of the pod name one being
+// deleted, its grace period ending at end, while the cache's is not: the
+// cache has not shown the delete yet.
+func (f *fixture) deletingLive(name string, end time.Time) {
+	for k, o := range f.kubeobjects {
+		if pod, ok := o.(*corev1.Pod); ok && pod.Name == name {
+			live := pod.DeepCopy()
+			live.DeletionTimestamp = ptr.To(metav1.NewTime(end))
+			f.kubeobjects[k] = live
+		}
+	}
+}
+
 // expectFailover expects the failover of primaryDown, after the calls
 // asked: the replica with the most WAL received, orders-2, is recorded as
 // the target, the old primary loses its label before anything is promoted,
@@ -271,24 +295,37 @@ func TestReplicationFailover(t *testing.T) {
 // target (a switchover, not a failover), and the old primary loses its
 // label. With no replica that streamed at the last look, it is only
 // waited for. A pod whose grace period ran out (its node is gone) is not
-// waited for.
+// waited for. A pod deleted a moment ago, whose server stopped answering
+// before the cache showed the deletion, is read live and handed over from
+// alike, not failed over from at once (failoverDelaySeconds 0).
 func TestReplicationPrimaryBeingDeleted(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		deletion time.Duration // from now, when its grace period ends
 		streamed bool          // the status says the replicas streamed
+		stale    bool          // the cache does not show the deletion yet
 		want     string        // handover, wait or failover
 	}{
-		{"its grace period lasts: handed over to the replica that streamed with the most WAL, after its shutdown", 25 * time.Second, true, "handover"},
-		{"its grace period lasts, no replica streamed: waited for", 25 * time.Second, false, "wait"},
-		{"its grace period ran out: failed over", -10 * time.Second, true, "failover"},
+		{"its grace period lasts: handed over to the replica that streamed with the most WAL, after its shutdown", 25 * time.Second, true, false, "handover"},
+		{"its grace period lasts, no replica streamed: waited for", 25 * time.Second, false, false, "wait"},
+		{"its grace period ran out: failed over", -10 * time.Second, true, false, "failover"},
+		{"the cache does not show the deletion yet: read live, handed over", 25 * time.Second, true, true, "handover"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t)
 			db := newDatabase("orders", "postgresql", "16", 3)
+			if tt.stale {
+				db.Spec.Replication = &dbv1alpha1.ReplicationSpec{FailoverDelaySeconds: ptr.To[int32](0)}
+			}
 			f.primaryDown(db)
-			f.podLister[0].DeletionTimestamp = ptr.To(metav1.NewTime(testNow.Add(tt.deletion)))
+			if tt.stale {
+				// Its server stopped answering just now.
+				db.Status.Replication.PrimaryLostSince = ptr.To(metav1.NewTime(testNow))
+				f.deletingLive("orders-0", testNow.Add(tt.deletion))
+			} else {
+				f.podLister[0].DeletionTimestamp = ptr.To(metav1.NewTime(testNow.Add(tt.deletion)))
+			}
 			if !tt.streamed {
 				for k := range db.Status.Replication.Instances {
 					db.Status.Replication.Instances[k].Streaming = false
@@ -302,6 +339,9 @@ func TestReplicationPrimaryBeingDeleted(t *testing.T) {
 				return
 			case "handover":
 				f.expectGet(secretsResource, "default", "orders-credentials")
+				if tt.stale {
+					f.expectGet(podsResource, "default", "orders-0")
+				}
 				target := f.expectTargetRecorded(db, "orders-2")
 				f.expectPodRole(db, 0, "")
 				target.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "replica"}}
@@ -316,6 +356,9 @@ func TestReplicationPrimaryBeingDeleted(t *testing.T) {
 				f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
 			}
 			f.calls = probes(1, 2)
+			if tt.stale {
+				f.calls = probes(0, 1, 2)
+			}
 			f.run(ctx, ref(db), pollServers)
 			var recheck *RecheckError
 			if errors.As(f.err, &recheck); recheck.After != time.Second {
@@ -444,13 +487,27 @@ func TestReplicationSwitchover(t *testing.T) {
 		f.calls = probes(1)
 		f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 	})
+	t.Run("the pass after the stop, before the cache shows it: the old primary's pod is read live, and its shutdown waited for", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f, db := switchoverUnderway(t)
+		delete(f.podLister[0].Labels, dbv1alpha1.LabelRole)
+		// Shutting down: it no longer answers, and the API server's pod
+		// is being deleted.
+		delete(f.sql.Facts, podIP(0))
+		f.deletingLive("orders-0", testNow.Add(25*time.Second))
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		f.expectGet(podsResource, "default", "orders-0")
+		rs := db.Status.Replication.DeepCopy()
+		rs.Instances = []dbv1alpha1.InstanceStatus{{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}}
+		msg := "making orders-1 the primary: waiting for the former primary orders-0 to shut down cleanly, sending its last WAL to the replicas"
+		f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "FailingOver", msg, "True", "FailingOver", msg, "False", "FailingOver", msg))
+		f.calls = probes(0, 1)
+		f.run(ctx, ref(db), pollServers)
+	})
 	t.Run("the old primary has shut down", func(t *testing.T) {
 		_, ctx := ktesting.NewTestContext(t)
-		f := newFixture(t)
-		db := newDatabase("orders", "postgresql", "16", 2)
-		db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Primary: "orders-1"}
-		f.convergedReplicated(db)
-		db.Status.Replication.TargetPrimary = "orders-1"
+		f, db := switchoverUnderway(t)
 		f.podLister = f.podLister[1:]
 		delete(f.sql.Facts, podIP(0))
 
@@ -549,27 +606,55 @@ func TestReplicationRollout(t *testing.T) {
 	}
 }
 
-// A replica whose server says it cannot replicate until it is seeded
-// again (the primary purged what it lacks): the controller restarts its
-// pod, with one Warning, so that its init container seeds it again; a pod
-// younger than brokenRestartAge (restarted for it already) is left as it
-// is, and the condition says why it does not stream.
+// A replica that cannot replicate until it rejoins or is seeded again:
+// its server says so (MySQL: the primary purged what it lacks), or the
+// timelines do (PostgreSQL: it applied WAL of the old primary's timeline
+// past where the promoted replica's history left it, and its server
+// retries for ever without a word over SQL). The controller restarts its
+// pod, with one Warning, so that its init container rewinds it or seeds it
+// again; a pod younger than brokenRestartAge (restarted for it already) is
+// left as it is, and the condition says why it does not stream.
 func TestReplicationRestartsABrokenReplica(t *testing.T) {
-	const why = "error 13114 from the primary: Cannot replicate because the source purged required binary logs."
-	for _, tt := range []struct {
+	const purged = "error 13114 from the primary: Cannot replicate because the source purged required binary logs."
+	causes := []struct {
+		name, why string
+		facts     func(primary, replica *ha.Facts)
+	}{
+		{"its server says why", purged, func(_, replica *ha.Facts) { replica.Broken = purged }},
+		{"it diverged from the primary's timeline",
+			"it applied WAL of timeline 1 up to 0/3000001, past 0/3000000 where the primary's history left that timeline: it diverged",
+			func(primary, replica *ha.Facts) {
+				primary.Timeline, primary.TimelineEnds = 2, map[uint32]uint64{1: 0x3000000}
+				replica.Timeline, replica.Applied = 1, 0x3000001
+			}},
+		{"its timeline's end not passed: it follows, and is left as it is", "", func(primary, replica *ha.Facts) {
+			primary.Timeline, primary.TimelineEnds = 2, map[uint32]uint64{1: 0x3000000}
+			replica.Timeline, replica.Applied = 1, 0x3000000
+		}},
+	}
+	type testCase struct {
 		name   string
+		why    string
+		facts  func(primary, replica *ha.Facts)
 		age    time.Duration
 		expect func(f *fixture, db *dbv1alpha1.Database)
-	}{
-		{name: "restarted", age: brokenRestartAge,
-			expect: func(f *fixture, db *dbv1alpha1.Database) {
+	}
+	var cases []testCase
+	for _, c := range causes {
+		restarted := func(f *fixture, db *dbv1alpha1.Database) {}
+		if c.why != "" {
+			restarted = func(f *fixture, db *dbv1alpha1.Database) {
 				f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-2",
 					metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-2-uid"))}}))
-				f.events = []string{"Warning ReplicaBroken Restarting orders-2: it cannot replicate from orders-0 (" + why + "); as it starts, it rejoins, or is seeded again from orders-0"}
-			}},
-		{name: "restarted less than brokenRestartAge ago: left as it is", age: brokenRestartAge - time.Second,
-			expect: func(f *fixture, db *dbv1alpha1.Database) {}},
-	} {
+				f.events = []string{"Warning ReplicaBroken Restarting orders-2: it cannot replicate from orders-0 (" + c.why + "); as it starts, it rejoins, or is seeded again from orders-0"}
+			}
+		}
+		cases = append(cases,
+			testCase{c.name + ": restarted", c.why, c.facts, brokenRestartAge, restarted},
+			testCase{c.name + ": restarted less than brokenRestartAge ago: left as it is", c.why, c.facts, brokenRestartAge - time.Second,
+				func(f *fixture, db *dbv1alpha1.Database) {}})
+	}
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t)
@@ -577,14 +662,18 @@ func TestReplicationRestartsABrokenReplica(t *testing.T) {
 			f.convergedReplicated(db)
 			f.podLister[2].CreationTimestamp = metav1.NewTime(testNow.Add(-tt.age))
 			f.sql.Facts[podIP(0)].Standbys = f.sql.Facts[podIP(0)].Standbys[:1]
-			f.sql.Facts[podIP(2)].Broken = why
+			tt.facts(f.sql.Facts[podIP(0)], f.sql.Facts[podIP(2)])
+			notStreaming := "orders-2"
+			if tt.why != "" {
+				notStreaming += " (it cannot replicate: " + tt.why + ")"
+			}
 			f.expectGet(secretsResource, "default", "orders-credentials")
 			rs := db.Status.Replication.DeepCopy()
 			rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2", Role: "replica"}
 			st := replicatedStatus(db, "Running", rs,
 				"True", "AllReplicasReady", "3/3 replicas are ready",
 				"False", "Converged", "the Database matches its spec",
-				"False", "ReplicasNotStreaming", "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2 (it cannot replicate: "+why+")")
+				"False", "ReplicasNotStreaming", "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: "+notStreaming)
 			for k := range st.Conditions[:2] {
 				// Unchanged: their times are kept.
 				st.Conditions[k].LastTransitionTime = f.dbLister[0].Status.Conditions[k].LastTransitionTime
@@ -1104,6 +1193,8 @@ func TestReplicationServersUnreachable(t *testing.T) {
 			{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}}}
 		msg := "the controller cannot reach the primary orders-0, which its kubelet reports ready: dial tcp 192.0.2.10: connect: connection refused; " +
 			"primary orders-0 does not serve; failing over if it does not serve again within 30s"
+		// Its pod is read live: it is not being deleted.
+		f.expectGet(podsResource, "default", "orders-0")
 		f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "ServersUnreachable", msg, "True", "ServersUnreachable", msg, "False", "ServersUnreachable", msg))
 		f.calls = probes(0, 1)
 		f.run(ctx, ref(db), pollServers)

@@ -44,7 +44,11 @@ var replication = engine.Replication{
 //     from, ordinal 0 initialises a new cluster (the entrypoint's initdb),
 //     and any other ordinal waits.
 //   - A replica's data: start as a replica, streaming through the client
-//     Service, so that it follows a new primary by itself.
+//     Service, so that it follows a new primary by itself; but first, if
+//     the primary writes another timeline than the data's, pg_rewind it
+//     (which does nothing unless it applied WAL of its timeline past the
+//     point where the primary's history left it: it diverged, and could
+//     never follow; the controller restarts such a replica).
 //   - A former primary's data, while another pod is the primary, or after
 //     the controller fenced it: rewind it to the primary's timeline
 //     (pg_rewind discards its divergent writes), or clone it again if that
@@ -84,6 +88,25 @@ follow() {
   printf "primary_conninfo = '%s'\n" "$conninfo" >> "$PGDATA/postgresql.auto.conf"
   rm -f "$fenced"
 }
+timeline_of_primary() {
+  psql -X -w -d "$conninfo dbname=postgres" -tAc "SELECT ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::int" 2>/dev/null || true
+}
+# The data's timeline, when it was shut down cleanly (pg_rewind needs it;
+# a replica that crashed starts as it is, and the controller restarts it
+# if it cannot follow).
+timeline_of_data() {
+  LC_ALL=C pg_controldata -D "$PGDATA" | awk -F: '/^Database cluster state: *shut down/ { clean = 1 }
+    /^Latest checkpoint.s TimeLineID|^Min recovery ending loc.s timeline/ { if ($2 + 0 > t) t = $2 + 0 }
+    END { if (clean) print t + 0 }'
+}
+rewind() {
+  # A just-promoted primary names its new timeline only after a checkpoint.
+  psql -X -w -d "$conninfo dbname=postgres" -qc CHECKPOINT || true
+  if pg_rewind -D "$PGDATA" --source-server="$conninfo dbname=postgres"; then
+    follow; say "rewound; starting as a replica"; exit 0
+  fi
+  say "pg_rewind failed: cloning again from $p"; clone; say "cloned; starting as a replica"; exit 0
+}
 clone() {
   rm -rf "$PGDATA.clone"
   pg_basebackup -d "$conninfo" -D "$PGDATA.clone" -X stream -c fast
@@ -110,16 +133,17 @@ while :; do
     esac
   else
     allow_replication
-    if [ -f "$PGDATA/standby.signal" ]; then follow; say "starting as a replica"; exit 0; fi
-    if [ -n "$p" ]; then
-      say "$p is the primary: rewinding this former primary"
-      # A just-promoted primary names its new timeline only after a checkpoint.
-      psql -X -w -d "$conninfo dbname=postgres" -qc CHECKPOINT || true
-      if pg_rewind -D "$PGDATA" --source-server="$conninfo dbname=postgres"; then
-        follow; say "rewound; starting as a replica"; exit 0
+    if [ -f "$PGDATA/standby.signal" ]; then
+      if [ -n "$p" ]; then
+        theirs=$(timeline_of_primary); ours=$(timeline_of_data)
+        if [ -n "$theirs" ] && [ -n "$ours" ] && [ "$theirs" != "$ours" ]; then
+          say "$p writes timeline $theirs, this replica's data is of timeline $ours: rewinding it, in case it applied WAL the primary's history does not have"
+          rewind
+        fi
       fi
-      say "pg_rewind failed: cloning again from $p"; clone; say "cloned; starting as a replica"; exit 0
+      follow; say "starting as a replica"; exit 0
     fi
+    if [ -n "$p" ]; then say "$p is the primary: rewinding this former primary"; rewind; fi
     if [ ! -f "$fenced" ]; then say "no other primary answers: starting as it was"; exit 0; fi
   fi
   if [ "$waited" -ge 600 ]; then

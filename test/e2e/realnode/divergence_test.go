@@ -1,0 +1,136 @@
+//go:build e2e
+
+package realnode
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
+)
+
+// A PostgreSQL replica that applied WAL which its new primary's history
+// does not have can never follow it, and its server does not say so over
+// SQL: it retries for ever ("new timeline 2 forked off current database
+// system timeline 1 before current recovery point"). Made here as an
+// unplanned failover makes it: fork-1 stops receiving, fork-0 writes 100
+// rows that only fork-2 gets, then fork-0 and fork-2 stop answering
+// (SIGSTOP), so that fork-1, the one replica that answers, is promoted.
+// Once both answer again, the controller names fork-2's divergence in the
+// Replicating condition, restarts its pod with one Warning, and its init
+// container rewinds it (pg_rewind) onto fork-1's timeline: all three
+// stream from fork-1 and hold its 100 rows; fork-0 rejoins as a fenced
+// former primary does.
+func TestDivergedReplicaIsRewound(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("fork", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
+	if got := waitReplicating(t, ns, "fork", "three servers, two streaming").Status.Replication.Primary; got != "fork-0" {
+		t.Fatalf("first primary %s, want fork-0", got)
+	}
+	sql := func(pod, query string) (string, error) {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "exec", pod, "-c", "postgresql", "--",
+			"psql", "-X", "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-tAc", query)
+		return strings.TrimSpace(string(out)), err
+	}
+	must := func(pod, query string) string {
+		t.Helper()
+		out, err := sql(pod, query)
+		if err != nil {
+			t.Fatalf("%s on %s: %v\n%s", query, pod, err, out)
+		}
+		return out
+	}
+	rows := func(pod, want string) {
+		t.Helper()
+		e2eutil.Eventually(t, converge, pod+" to hold "+want+" rows", func() (bool, string) {
+			out, err := sql(pod, "SELECT count(*) FROM f")
+			return err == nil && out == want, out
+		})
+	}
+	must("fork-0", "CREATE TABLE f (n int); INSERT INTO f SELECT generate_series(1, 100)")
+	rows("fork-1", "100")
+	rows("fork-2", "100")
+
+	// fork-1 stops receiving; fork-2 alone gets the next 100 rows.
+	must("fork-1", "ALTER SYSTEM SET primary_conninfo = ''")
+	must("fork-1", "SELECT pg_reload_conf()")
+	e2eutil.Eventually(t, converge, "fork-1's WAL receiver to stop", func() (bool, string) {
+		out, err := sql("fork-1", "SELECT count(*) FROM pg_stat_wal_receiver")
+		return err == nil && out == "0", out
+	})
+	must("fork-0", "INSERT INTO f SELECT generate_series(101, 200)")
+	rows("fork-2", "200")
+	rows("fork-1", "100")
+
+	// fork-2, then fork-0, stop answering: their postmasters are stopped
+	// (the sessions they run go on), so that new connections hang.
+	pause := func(pod string) (resume func()) {
+		pid := serverPID(t, ns, pod, "postgres")
+		if pid == 0 {
+			t.Fatalf("no postgres process in the pod %s", pod)
+		}
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatalf("stopping the postmaster of %s (pid %d): %v", pod, pid, err)
+		}
+		resumed := false
+		resume = func() {
+			if !resumed {
+				resumed = true
+				if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+					t.Errorf("resuming the postmaster of %s (pid %d): %v", pod, pid, err)
+				}
+			}
+		}
+		t.Cleanup(resume)
+		return resume
+	}
+	resume2 := pause("fork-2")
+	resume0 := pause("fork-0")
+	stopped := time.Now()
+	e2eutil.Eventually(t, converge, "fork-1 promoted, the one replica that answers", func() (bool, string) {
+		rs := e2eutil.GetDB(t, ns, "fork").Status.Replication
+		return rs != nil && rs.Primary == "fork-1" && rs.TargetPrimary == "", rs.Primary + " " + rs.TargetPrimary
+	})
+	t.Logf("fork-1 promoted %s after fork-0 and fork-2 stopped answering", time.Since(stopped).Round(100*time.Millisecond))
+	var pod corev1.Pod
+	e2eutil.GetJSON(t, &pod, "-n", ns, "get", "pod", "fork-2")
+	resume2()
+	resume0()
+
+	// fork-2 is named, and restarted once its pod is brokenRestartAge old.
+	said := ""
+	e2eutil.Eventually(t, 3*converge, "the controller to restart fork-2, which diverged", func() (bool, string) {
+		db := e2eutil.GetDB(t, ns, "fork")
+		if _, _, msg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating); strings.Contains(msg, "fork-2 (it cannot replicate: ") {
+			said = msg
+		}
+		var now corev1.Pod
+		e2eutil.GetJSON(t, &now, "-n", ns, "get", "pod", "fork-2")
+		return now.UID != pod.UID, "pod " + string(now.UID)
+	})
+	t.Logf("while fork-2 could not follow fork-1, Replicating said: %s", said)
+	if !strings.Contains(said, "it diverged") {
+		t.Errorf("the Replicating condition never said that fork-2 diverged: %q", said)
+	}
+	if objects, recorded := warnings(t, ns, "fork", "ReplicaBroken"); objects != 1 || recorded != 1 {
+		t.Errorf("ReplicaBroken Warnings: %d events recorded %d times, want one, once: %v", objects, recorded, dbEvents(t, ns, "fork"))
+	}
+	db := waitReplicating(t, ns, "fork", "fork-2 rewound and fork-0 rejoined, both streaming from fork-1")
+	t.Logf("all three stream from %s %s after the failover", db.Status.Replication.Primary, time.Since(stopped).Round(time.Second))
+	init := e2eutil.Kubectl(t, "-n", ns, "logs", "fork-2", "-c", "replication")
+	if !strings.Contains(init, "rewinding it") || !strings.Contains(init, "rewound; starting as a replica") {
+		t.Errorf("fork-2's init container did not rewind it:\n%s", init)
+	}
+	t.Logf("fork-2: %s", lineWith(init, "rewinding it"))
+	// The rows only the old primary and fork-2 had are gone: every server
+	// holds what fork-1 holds.
+	for _, p := range []string{"fork-0", "fork-1", "fork-2"} {
+		rows(p, "100")
+	}
+}
