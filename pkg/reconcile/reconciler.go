@@ -188,6 +188,9 @@ type Reconciler struct {
 	// when it was the TLS Secret's (tls.go).
 	presenters map[dbv1alpha1.Engine]CertificatePresenter
 	presented  *ttlSet[types.UID, string]
+	// reloaded remembers, by pod, when a server was last made to reload its
+	// certificate, and for which serial number.
+	reloaded *ttlSet[types.UID, reload]
 	// trustPeriod is Config.TrustPeriod.
 	trustPeriod time.Duration
 	// primaryChanges is Config.PrimaryChanges, or nil.
@@ -248,6 +251,7 @@ func New(cfg Config) *Reconciler {
 		tlsWritten:    writtenSecrets{newTTLSet[ChildKey, *corev1.Secret](cfg.Clock, writtenTTL)},
 		presenters:    cfg.Certificates,
 		presented:     newTTLSet[types.UID, string](cfg.Clock, memoryTTL),
+		reloaded:      newTTLSet[types.UID, reload](cfg.Clock, memoryTTL),
 		trustPeriod:   cfg.TrustPeriod,
 		logins:        cfg.Logins,
 		toolsImage:    cfg.ToolsImage,

@@ -573,8 +573,27 @@ type CertificatePresenter func(ctx context.Context, host string, port int32, cre
 // certificatePoll is how soon a server that reloaded is asked again which
 // certificate it presents: the kubelet writes a Secret's change into the
 // pods' volumes within about a minute, and the reload reads what is
-// there when it runs.
+// there when it runs. It is also as often as a server is made to reload,
+// whatever brings passes: a reload is not free for its clients (MySQL's
+// ALTER INSTANCE RELOAD TLS waits for the handshakes under way, and new
+// connections wait behind it), and passes come many times a second while
+// the pods change.
 const certificatePoll = 15 * time.Second
+
+// reload is when a server was made to reload its certificate, for the
+// TLS Secret's of serial number serial.
+type reload struct {
+	serial string
+	at     time.Time
+}
+
+// soonest is the sooner of two waits, 0 being none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
+}
 
 // presentCertificates makes every ready server of db present the
 // certificate of the TLS Secret: one asked once, with no restart, which a
@@ -602,6 +621,13 @@ func (p *pass) presentCertificates(ctx context.Context, pods []*corev1.Pod, t tl
 		if s, ok := r.presented.get(pod.UID); ok && s == t.serial {
 			continue
 		}
+		if rl, ok := r.reloaded.get(pod.UID); ok && rl.serial == t.serial {
+			if wait := certificatePoll - r.clock.Since(rl.at); wait > 0 {
+				// Reloaded less than certificatePoll ago: asked again then.
+				pollAfter = soonest(pollAfter, wait)
+				continue
+			}
+		}
 		if !read {
 			var err error
 			if cred, err = p.credentials(ctx); err != nil {
@@ -621,7 +647,8 @@ func (p *pass) presentCertificates(ctx context.Context, pods []*corev1.Pod, t tl
 			r.presented.put(pod.UID, t.serial)
 		case reloaded:
 			logger.V(2).Info("The server presented an earlier certificate: it reloaded", "pod", klog.KObj(pod), "presented", presented, "serial", t.serial)
-			pollAfter = certificatePoll
+			r.reloaded.put(pod.UID, reload{serial: t.serial, at: r.clock.Now()})
+			pollAfter = soonest(pollAfter, certificatePoll)
 		}
 	}
 	return pollAfter, nil

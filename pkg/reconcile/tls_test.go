@@ -304,6 +304,37 @@ func statusWritten(t *testing.T, f *fixture) dbv1alpha1.DatabaseStatus {
 	return dbv1alpha1.DatabaseStatus{}
 }
 
+// A server that reloaded and still presents the earlier certificate (the
+// kubelet has not written the Secret's change into its volume yet) is not
+// made to reload again by the passes that follow, but once certificatePoll
+// is over: every reload makes MySQL's new connections wait.
+func TestTLSServersReloadAtMostEachPoll(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := tlsDatabase(dbv1alpha1.TLSEnabled)
+	server := f.convergedWithTLS(db, dbv1alpha1.TLSEnabled)
+	serial := server.Annotations[builder.AnnotationSerial]
+	f.readyPod(db, "0ld")
+	r, recorder := f.newReconciler()
+
+	present := "present certificate " + serial + " on 10.0.0.5"
+	f.calls = []string{present}
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+	f.kubeactions = nil
+	// The passes before certificatePoll is over: no reload.
+	f.calls = nil
+	f.clock.SetTime(testNow.Add(certificatePoll - time.Second))
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+	var recheck *RecheckError
+	if !errors.As(f.err, &recheck) || recheck.After != time.Second {
+		t.Errorf("Sync: %v, want the servers asked again in 1s, when certificatePoll is over", f.err)
+	}
+	f.calls = []string{present}
+	f.clock.SetTime(testNow.Add(certificatePoll))
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+}
+
 // A server that presents an earlier certificate than the TLS Secret's (a
 // renewal the kubelet has written into its volume) is reloaded, and asked
 // again soon; once it presents the Secret's, it is not asked again.
@@ -325,7 +356,9 @@ func TestTLSServersPresentTheSecretsCertificate(t *testing.T) {
 	if !errors.As(f.err, &recheck) || recheck.After != certificatePoll {
 		t.Errorf("Sync: %v, want the servers asked again in %s", f.err, certificatePoll)
 	}
-	// Reloaded: it presents the Secret's now, and is remembered.
+	// Reloaded: asked again once certificatePoll is over, it presents the
+	// Secret's now, and is remembered.
+	f.clock.SetTime(testNow.Add(certificatePoll))
 	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 	f.calls = nil
 	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
