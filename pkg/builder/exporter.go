@@ -37,6 +37,10 @@ func WithExporter(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.Da
 	}
 	x := e.Runtime().Exporter
 	args, env := x.Config(engine.DatabaseName(db.Name), string(db.Spec.TLSMode()))
+	q := db.Spec.Monitoring.Queries
+	if q != nil && x.QueriesFlag != "" {
+		args = append(args, x.QueriesFlag+exporterQueriesDir+"/"+exporterQueriesFile)
+	}
 	c := corev1ac.Container().
 		WithName(ExporterContainer).
 		WithImage(image).
@@ -52,11 +56,34 @@ func WithExporter(sts *appsv1ac.StatefulSetApplyConfiguration, db *dbv1alpha1.Da
 	for _, v := range env {
 		c.WithEnv(corev1ac.EnvVar().WithName(v.Name).WithValue(v.Value))
 	}
+	if q != nil && x.QueriesFlag != "" {
+		// Optional: a ConfigMap that is missing never keeps the server
+		// from starting; the exporter says it could not read the file.
+		// The directory is mounted, not the file, so that the kubelet
+		// writes a changed ConfigMap into it.
+		key := q.Key
+		if key == "" {
+			key = exporterQueriesFile
+		}
+		c.WithVolumeMounts(corev1ac.VolumeMount().WithName(ExporterQueriesVolume).WithMountPath(exporterQueriesDir).WithReadOnly(true))
+		sts.Spec.Template.Spec.WithVolumes(corev1ac.Volume().WithName(ExporterQueriesVolume).
+			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(q.ConfigMapName).WithOptional(true).
+				WithItems(corev1ac.KeyToPath().WithKey(key).WithPath(exporterQueriesFile))))
+	}
 	sts.Spec.Template.Spec.WithContainers(c)
 	// kubectl logs and exec pick the server, not the first container
 	// they find, with a note on every call.
 	sts.Spec.Template.WithAnnotations(map[string]string{AnnotationDefaultContainer: e.Name()})
 }
+
+// ExporterQueriesVolume is the pods' volume of spec.monitoring.queries'
+// ConfigMap, which the exporter reads exporterQueriesFile of, in
+// exporterQueriesDir.
+const (
+	ExporterQueriesVolume = "exporter-queries"
+	exporterQueriesDir    = "/etc/dbc-exporter"
+	exporterQueriesFile   = "queries.yaml"
+)
 
 // AnnotationDefaultContainer names the container kubectl logs and exec
 // pick in a pod of several.

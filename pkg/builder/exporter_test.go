@@ -15,13 +15,14 @@ import (
 
 // TestExporterGolden renders a monitored replicated PostgreSQL Database's
 // StatefulSet with TLS (postgres_exporter beside the server, in plain text
-// over the trusted loopback) and a monitored MySQL one of TLS Required
+// over the trusted loopback, with a ConfigMap's queries, optional) and a
+// monitored MySQL one of TLS Required
 // (mysqld_exporter with TLS) with its own image and resources; and the
 // PodMonitor of the first.
 func TestExporterGolden(t *testing.T) {
 	pg := newDatabase(dbv1alpha1.EnginePostgreSQL, "16")
 	pg.Spec.Replicas = ptr.To[int32](3)
-	pg.Spec.Monitoring = &dbv1alpha1.MonitoringSpec{Enabled: true}
+	pg.Spec.Monitoring = &dbv1alpha1.MonitoringSpec{Enabled: true, Queries: &dbv1alpha1.MonitoringQueries{ConfigMapName: "orders-queries", Key: "pg.yaml"}}
 	pg.Spec.TLS = &dbv1alpha1.TLSSpec{}
 	pgEngine := lookup(t, pg.Spec.Engine)
 	pgSts := NewStatefulSet(pg, pgEngine, "postgres:16", StorageOf(pg), nil, true)

@@ -136,6 +136,10 @@ type Exporter struct {
 	// Config is its arguments and environment for the servers of a
 	// Database whose database is named database, of TLS mode tlsMode.
 	Config func(database, tlsMode string) (args []string, env []EnvValue)
+	// QueriesFlag is the argument that names a file of more queries to
+	// run, its path appended ("--extend.query-path="); "" when the
+	// exporter reads none.
+	QueriesFlag string
 }
 
 // MajorUpgradeDir is where a major upgrade's Job keeps what it copied of

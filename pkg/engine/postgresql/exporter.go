@@ -16,6 +16,9 @@ const ExporterImage = "quay.io/prometheuscommunity/postgres-exporter:v0.17.1"
 var exporter = engine.Exporter{
 	Image: ExporterImage,
 	Port:  9187,
+	// Read when it first connects to the server (and when the server's
+	// version changes), not when the file changes.
+	QueriesFlag: "--extend.query-path=",
 	Config: func(database, _ string) ([]string, []engine.EnvValue) {
 		// database is engine.DatabaseName's: letters, digits and '_'.
 		return []string{"--web.listen-address=:9187"}, []engine.EnvValue{

@@ -64,6 +64,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &dbcontrollerv1alpha1.LocalSecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MajorUpgradeStatus"):
 		return &dbcontrollerv1alpha1.MajorUpgradeStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MonitoringQueries"):
+		return &dbcontrollerv1alpha1.MonitoringQueriesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MonitoringSpec"):
 		return &dbcontrollerv1alpha1.MonitoringSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObjectStore"):

@@ -566,3 +566,111 @@ func TestAlertsOnALiveCluster(t *testing.T) {
 		return slices.Equal(got, want), strings.Join(got, "\n")
 	})
 }
+
+// customQueries is a postgres_exporter queries file: whether the query
+// runs as the monitoring user, and how many sessions the server has.
+const customQueries = `dbc_custom:
+  query: "SELECT CASE WHEN current_user = 'dbcontroller_monitor' THEN 1 ELSE 0 END AS as_monitor, (SELECT count(*) FROM pg_stat_activity) AS sessions"
+  metrics:
+    - as_monitor:
+        usage: "GAUGE"
+        description: "1 when the query runs as the monitoring user"
+    - sessions:
+        usage: "GAUGE"
+        description: "Sessions of the server"
+`
+
+// Custom queries from a ConfigMap (spec.monitoring.queries): postgres_exporter
+// runs them as the monitoring user beside its own. A Database that names a
+// ConfigMap that does not exist still serves; its exporter says it could
+// not read the queries.
+func TestPostgreSQLCustomQueries(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	cm := corev1.ConfigMap{}
+	cm.APIVersion, cm.Kind, cm.Name = "v1", "ConfigMap", "counted-queries"
+	cm.Data = map[string]string{"pg.yaml": customQueries}
+	manifest, err := yaml.Marshal(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eutil.KubectlIn(t, string(manifest), "-n", ns, "create", "-f", "-")
+	monitored := "  monitoring:\n    enabled: true\n    image: " + postgresExporterImage + "\n    queries:\n"
+	e2eutil.KubectlIn(t, dbYAML("counted", "postgresql", "15", postgresImage, 1)+monitored+"      configMapName: counted-queries\n      key: pg.yaml\n",
+		"-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, dbYAML("unread", "postgresql", "15", postgresImage, 1)+monitored+"      configMapName: missing-queries\n",
+		"-n", ns, "create", "-f", "-")
+	ips := map[string]string{}
+	for _, db := range []string{"counted", "unread"} {
+		e2eutil.WaitRunning(t, ns, db, converge)
+		e2eutil.Eventually(t, converge, db+"'s monitoring user", func() (bool, string) {
+			events := dbEvents(t, ns, db)
+			return slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, "Normal MonitoringUserCreated") }), strings.Join(events, "\n")
+		})
+		ips[db] = e2eutil.Kubectl(t, "-n", ns, "get", "pod", db+"-0", "-o", "jsonpath={.status.podIP}")
+	}
+	var got map[string]*scraped
+	e2eutil.Eventually(t, converge, "the exporters to have logged in and read their queries", func() (bool, string) {
+		out, err := tryClient(t, ns, "counted", postgresImage, fmt.Sprintf(scrapeScript, 9187)+
+			fmt.Sprintf("IPS=\"%s %s\"\necho '=== now'; scrape\n", ips["counted"], ips["unread"]))
+		if err != nil {
+			return false, err.Error()
+		}
+		got = scrapes(t, out, "now")
+		c, u := got[ips["counted"]], got[ips["unread"]]
+		return c != nil && u != nil && e2eutil.SumMetric(c.metrics, "pg_up") == 1 && e2eutil.SumMetric(u.metrics, "pg_up") == 1 &&
+				hasSeries(u.metrics, "pg_exporter_user_queries_load_error"),
+			tail(out, 5)
+	})
+	c, u := got[ips["counted"]].metrics, got[ips["unread"]].metrics
+	if v := e2eutil.SumMetric(c, "dbc_custom_as_monitor"); v != 1 {
+		t.Errorf("the custom query's as_monitor = %v, want 1: it runs as the monitoring user", v)
+	}
+	if v := e2eutil.SumMetric(c, "dbc_custom_sessions"); v < 1 {
+		t.Errorf("the custom query's sessions = %v, want at least its own", v)
+	}
+	if v := e2eutil.SumMetric(c, "pg_exporter_user_queries_load_error"); v != 0 {
+		t.Errorf("the exporter of counted: user queries load error %v, want 0", v)
+	}
+	if v := e2eutil.SumMetric(u, "pg_exporter_user_queries_load_error"); v != 1 {
+		t.Errorf("the exporter of unread, whose ConfigMap does not exist: user queries load error %v, want 1", v)
+	}
+	if hasSeries(u, "dbc_custom_as_monitor") {
+		t.Errorf("the exporter of unread has the custom query's series")
+	}
+	t.Logf("counted: dbc_custom_as_monitor %v, dbc_custom_sessions %v; unread: pg_up 1, pg_exporter_user_queries_load_error %v",
+		e2eutil.SumMetric(c, "dbc_custom_as_monitor"), e2eutil.SumMetric(c, "dbc_custom_sessions"), e2eutil.SumMetric(u, "pg_exporter_user_queries_load_error"))
+
+	// A changed ConfigMap is read by an exporter restarted alone, as the
+	// README says: sh -c 'kill 1' in its container (the image's shell's
+	// kill: the upstream image is busybox's), once the kubelet wrote it.
+	changed := strings.ReplaceAll(customQueries, "dbc_custom:", "dbc_changed:")
+	patch, err := json.Marshal(map[string]any{"data": map[string]string{"pg.yaml": changed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eutil.Kubectl(t, "-n", ns, "patch", "configmap", "counted-queries", "--type=merge", "-p", string(patch))
+	edited := time.Now()
+	e2eutil.Eventually(t, 3*converge, "the kubelet to write the changed ConfigMap into the exporter's volume", func() (bool, string) {
+		out, err := e2eutil.KubectlRun("", "-n", ns, "exec", "counted-0", "-c", "exporter", "--", "cat", "/etc/dbc-exporter/queries.yaml")
+		return err == nil && strings.Contains(string(out), "dbc_changed:"), string(out)
+	})
+	t.Logf("the changed ConfigMap was in the exporter's volume %s after the patch", time.Since(edited).Round(time.Second))
+	serverStarts := func() string {
+		return e2eutil.Kubectl(t, "-n", ns, "get", "pod", "counted-0", "-o", `jsonpath={.status.containerStatuses[?(@.name=="postgresql")].restartCount}`)
+	}
+	before := serverStarts()
+	e2eutil.Kubectl(t, "-n", ns, "exec", "counted-0", "-c", "exporter", "--", "sh", "-c", "kill 1")
+	e2eutil.Eventually(t, converge, "the restarted exporter to run the changed queries", func() (bool, string) {
+		out, err := tryClient(t, ns, "counted", postgresImage, fmt.Sprintf(scrapeScript, 9187)+
+			fmt.Sprintf("IPS=%s\necho '=== now'; scrape\n", ips["counted"]))
+		if err != nil {
+			return false, err.Error()
+		}
+		m := scrapes(t, out, "now")[ips["counted"]]
+		return m != nil && e2eutil.SumMetric(m.metrics, "dbc_changed_as_monitor") == 1 && !hasSeries(m.metrics, "dbc_custom_as_monitor"), tail(out, 5)
+	})
+	if after := serverStarts(); after != before {
+		t.Errorf("the server's restarts went from %s to %s: the exporter's restart restarted the server", before, after)
+	}
+}

@@ -178,6 +178,7 @@ type Database struct {
 
 // DatabaseSpec is what the user asks for.
 // +kubebuilder:validation:XValidation:rule="!has(self.monitoring) || !self.monitoring.enabled || self.engine != 'mongodb'",message="spec.monitoring is for PostgreSQL and MySQL: the controller runs no MongoDB exporter yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.monitoring) || !has(self.monitoring.queries) || self.engine == 'postgresql'",message="spec.monitoring.queries is for PostgreSQL: its queries are postgres_exporter's; mysqld_exporter reads no queries of its user's"
 // +kubebuilder:validation:XValidation:rule="!has(self.parameters) || self.engine == 'mongodb' || self.parameters.all(k, k.matches('^[a-z_][a-z0-9_]*([.][a-z_][a-z0-9_]*)?$'))",message="parameters are named as the server names them, in lower case: letters, digits and '_', with one '.' for an extension's (pg_stat_statements.max)"
 // +kubebuilder:validation:XValidation:rule="!has(self.parameters) || self.engine != 'mongodb' || self.parameters.all(k, k.matches('^[A-Za-z][A-Za-z0-9_]*$'))",message="MongoDB's parameters are named as mongod names them: letters, digits and '_', starting with a letter (ttlMonitorSleepSecs)"
 // +kubebuilder:validation:XValidation:rule="self.engine != 'mongodb' || !has(self.parameters) || !('authenticationMechanisms' in self.parameters)",message="parameters may not set authenticationMechanisms on MongoDB: the controller logs in with SCRAM"
@@ -458,6 +459,31 @@ type MonitoringSpec struct {
 	// to 128Mi.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Queries are more queries for the exporter to run, from a ConfigMap
+	// of the Database's namespace, in postgres_exporter's queries file
+	// format (PostgreSQL only). The exporter reads them when it starts
+	// and runs them as the monitoring user, beside its own. A ConfigMap
+	// that is missing, or that it cannot read, never keeps a server from
+	// starting: the exporter says so in its metric
+	// pg_exporter_user_queries_load_error.
+	// +optional
+	Queries *MonitoringQueries `json:"queries,omitempty"`
+}
+
+// MonitoringQueries names the key of a ConfigMap that holds queries.
+type MonitoringQueries struct {
+	// ConfigMapName is the ConfigMap's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ConfigMapName string `json:"configMapName"`
+	// Key is the key of the ConfigMap that holds the queries.
+	// +optional
+	// +kubebuilder:default=queries.yaml
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
 }
 
 // TLSMode says whether the servers take TLS connections.

@@ -39,6 +39,14 @@ type MonitoringSpecApplyConfiguration struct {
 	// by default it requests 10m of CPU and 32Mi of memory, and is limited
 	// to 128Mi.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
+	// Queries are more queries for the exporter to run, from a ConfigMap
+	// of the Database's namespace, in postgres_exporter's queries file
+	// format (PostgreSQL only). The exporter reads them when it starts
+	// and runs them as the monitoring user, beside its own. A ConfigMap
+	// that is missing, or that it cannot read, never keeps a server from
+	// starting: the exporter says so in its metric
+	// pg_exporter_user_queries_load_error.
+	Queries *MonitoringQueriesApplyConfiguration `json:"queries,omitempty"`
 }
 
 // MonitoringSpecApplyConfiguration constructs a declarative configuration of the MonitoringSpec type for use with
@@ -68,5 +76,13 @@ func (b *MonitoringSpecApplyConfiguration) WithImage(value string) *MonitoringSp
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *MonitoringSpecApplyConfiguration) WithResources(value v1.ResourceRequirements) *MonitoringSpecApplyConfiguration {
 	b.Resources = &value
+	return b
+}
+
+// WithQueries sets the Queries field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Queries field is set to the value of the last call.
+func (b *MonitoringSpecApplyConfiguration) WithQueries(value *MonitoringQueriesApplyConfiguration) *MonitoringSpecApplyConfiguration {
+	b.Queries = value
 	return b
 }
