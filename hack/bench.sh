@@ -58,6 +58,8 @@ CALLER_PWD=$PWD
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
+source "$ROOT/hack/lib/local.sh"
+
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
@@ -161,8 +163,8 @@ log "starting the control plane: $NODES fake nodes, API server on 127.0.0.1:$LOC
 
 log "installing the CRDs"
 "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" apply -k artifacts/crd >/dev/null
-"$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" wait --for=condition=Established --timeout=60s \
-  crd/databases.dbcontroller.io crd/databasebackups.dbcontroller.io >/dev/null
+local::wait_established "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" -- 60 databases.dbcontroller.io databasebackups.dbcontroller.io ||
+  die "the CRDs were not Established after 60s"
 
 # Run by hack/bench between the floor's run and the controller's, when
 # BENCH_FRESH_CONTROL_PLANE=1: the same control plane, started afresh, with
@@ -171,8 +173,8 @@ restart=""
 if [[ "$FRESH" == 1 ]]; then
   restart="./hack/local-down.sh >&2 && ./hack/local-up.sh >>'$BENCH_DIR/local-up.log' 2>&1"
   restart+=" && '$KUBECTL' --kubeconfig '$KUBECONFIG_PATH' apply -k artifacts/crd >/dev/null"
-  restart+=" && '$KUBECTL' --kubeconfig '$KUBECONFIG_PATH' wait --for=condition=Established --timeout=60s"
-  restart+=" crd/databases.dbcontroller.io crd/databasebackups.dbcontroller.io >/dev/null"
+  restart+=" && source hack/lib/local.sh && local::wait_established '$KUBECTL' --kubeconfig '$KUBECONFIG_PATH' -- 60"
+  restart+=" databases.dbcontroller.io databasebackups.dbcontroller.io"
 fi
 
 log "running the benchmark: $N Databases (report: $OUT)"

@@ -267,8 +267,7 @@ step_done "control plane up"
 # ---------------------------------------------------------------------------
 step 2 "installing the CRDs and the deletion-protection policy" "$(local::logfile kube-apiserver)"
 kubectl_ apply -k "$CRD_DIR" || fail "kubectl apply -k $CRD_DIR failed"
-kubectl_ wait --for=condition=Established --timeout="${START_TIMEOUT}s" \
-  crd/databases.dbcontroller.io crd/databasebackups.dbcontroller.io >/dev/null ||
+local::wait_established kubectl_ -- "$START_TIMEOUT" databases.dbcontroller.io databasebackups.dbcontroller.io ||
   fail "the CRDs were not Established after ${START_TIMEOUT}s"
 step_done "CRD databases.dbcontroller.io Established"
 

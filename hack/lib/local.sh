@@ -249,3 +249,24 @@ local::await_reaped() {
     sleep 0.05
   done
 }
+
+# local::wait_established KUBECTL... -- TIMEOUT CRD...: waits until each CRD is
+# Established, asking every half second for at most TIMEOUT seconds. Not
+# `kubectl wait`: it fails at once, rather than waiting, on a CRD whose
+# status has no conditions yet (seen on a fresh machine: ".status.conditions
+# accessor error: <nil> is of the type <nil>").
+local::wait_established() {
+  local kubectl=()
+  while [[ $# -gt 0 && "$1" != "--" ]]; do kubectl+=("$1"); shift; done
+  shift
+  local timeout=$1 crd status
+  shift
+  local deadline=$((SECONDS + timeout))
+  for crd in "$@"; do
+    until status=$("${kubectl[@]}" get crd "$crd" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null) &&
+      [[ "$status" == True ]]; do
+      ((SECONDS < deadline)) || return 1
+      sleep 0.5
+    done
+  done
+}

@@ -132,9 +132,8 @@ func install() int {
 		e2eutil.Logf("kubectl apply the PodMonitor CRD: %v\n%s", err, out)
 		return 1
 	}
-	if out, err := e2eutil.KubectlRun("", "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/databases.dbcontroller.io", "crd/databasebackups.dbcontroller.io", "crd/podmonitors.monitoring.coreos.com"); err != nil {
-		e2eutil.Logf("CRD not established: %v\n%s", err, out)
+	if err := e2eutil.WaitEstablished(time.Minute, "databases.dbcontroller.io", "databasebackups.dbcontroller.io", "podmonitors.monitoring.coreos.com"); err != nil {
+		e2eutil.Logf("%v", err)
 		return 1
 	}
 	token, err := e2eutil.KubectlRun("", "create", "token", serviceAccount, "-n", installNamespace, "--duration=4h")

@@ -90,6 +90,28 @@ func KubectlRun(stdin string, args ...string) ([]byte, error) {
 	return cmd.CombinedOutput()
 }
 
+// WaitEstablished waits until each of the CRDs is Established, asking
+// every half second for at most timeout. Not kubectl wait: it fails at once,
+// rather than waiting, on a CRD whose status has no conditions yet (seen
+// on a fresh machine's CI run: ".status.conditions accessor error: <nil>
+// is of the type <nil>").
+func WaitEstablished(timeout time.Duration, crds ...string) error {
+	deadline := time.Now().Add(timeout)
+	for _, crd := range crds {
+		for {
+			out, err := KubectlRun("", "get", "crd", crd, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+			if err == nil && strings.TrimSpace(string(out)) == "True" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("CRD %s not Established after %s: %v %s", crd, timeout, err, out)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
 // Kubectl runs kubectl as the cluster admin and fails the test on error.
 func Kubectl(t testing.TB, args ...string) string {
 	t.Helper()

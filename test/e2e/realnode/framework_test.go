@@ -152,9 +152,8 @@ func runSuite(m *testing.M) (code int) {
 		e2eutil.Logf("installing the CRDs: %v\n%s", err, out)
 		return 1
 	}
-	if out, err := e2eutil.KubectlRun("", "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/databases.dbcontroller.io", "crd/databasebackups.dbcontroller.io"); err != nil {
-		e2eutil.Logf("CRD not established: %v\n%s", err, out)
+	if err := e2eutil.WaitEstablished(time.Minute, "databases.dbcontroller.io", "databasebackups.dbcontroller.io"); err != nil {
+		e2eutil.Logf("%v", err)
 		return 1
 	}
 	logPath := filepath.Join(root, "_output", "e2e-node-controller.log")
