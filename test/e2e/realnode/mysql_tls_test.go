@@ -63,8 +63,18 @@ func tryMySQLTLSClient(t *testing.T, ns, db, image, script string) (string, erro
 // certificate after a reload (ALTER INSTANCE RELOAD TLS, FLUSH SSL), with
 // no restart, and no connection of the writer fails.
 // (Two tests, not parallel subtests: those would wait for a slot of
-// -parallel behind every other test of the suite, and end it late.
-// TestMySQLTLS and TestMariaDBTLS, in a_longest_first_test.go.)
+// -parallel behind every other test of the suite, and end it late.)
+func TestMySQLTLS(t *testing.T) {
+	t.Parallel()
+	checkMySQLTLS(t, "9.7", mysqlImage)
+}
+
+// TestMariaDBTLS is TestMySQLTLS for MariaDB 10.11.
+func TestMariaDBTLS(t *testing.T) {
+	t.Parallel()
+	checkMySQLTLS(t, "10.11", mariadbImage)
+}
+
 func checkMySQLTLS(t *testing.T, version, image string) {
 	ns := e2eutil.NewNamespace(t)
 	const name = "sealed"

@@ -139,9 +139,8 @@ func waitParameters(t *testing.T, ns, db, reason string) string {
 //     with no huge pages on the node): the rollout stops at the first
 //     replica, the Database writes on, and once corrected, the failing
 //     pod is replaced and every server runs the corrected parameters.
-//
-// TestParameters, in a_longest_first_test.go.
-func checkParameters(t *testing.T) {
+func TestParameters(t *testing.T) {
+	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
 	yaml := dbYAML("tuned", "postgresql", "15", postgresImage, 3) + "  parameters:\n    max_connections: \"150\"\n"
 	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")

@@ -72,9 +72,9 @@ const sessionTLS = `psql "$DATABASE_URL" -X -tAc "SELECT ssl || ' ' || coalesce(
 // refused, and the verifying client, the replication and the controller
 // (Replicating, which it learns over SQL) go on over TLS. Last, the
 // authority is replaced under a writer (rotateUnderAWriter), which also
-// renews the servers' certificate without a restart. (TestPostgreSQLTLS,
-// in a_longest_first_test.go.)
-func checkPostgreSQLTLS(t *testing.T) {
+// renews the servers' certificate without a restart.
+func TestPostgreSQLTLS(t *testing.T) {
+	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("secure", "postgresql", "15", postgresImage, 2), "-n", ns, "create", "-f", "-")
 	db := waitReplicating(t, ns, "secure", "two replicas, one primary and one streaming")
