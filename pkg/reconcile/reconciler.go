@@ -527,9 +527,7 @@ func (p *pass) run(ctx context.Context) (*findings, error) {
 	}
 	f.monitoring = p.ensureMonitoringUser(ctx, f.pods, f.replication)
 	poll, err := p.presentCertificates(ctx, f.pods, f.tls)
-	if poll > 0 && (f.tls.pollAfter == 0 || poll < f.tls.pollAfter) {
-		f.tls.pollAfter = poll
-	}
+	f.tls.pollAfter = soonest(f.tls.pollAfter, poll)
 	if err == nil && f.upgrade.failed != nil {
 		// The old version serves again: now say why the new one does not.
 		return f, f.upgrade.failed

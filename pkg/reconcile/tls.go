@@ -589,7 +589,7 @@ type reload struct {
 
 // soonest is the sooner of two waits, 0 being none.
 func soonest(a, b time.Duration) time.Duration {
-	if a == 0 || b < a {
+	if b > 0 && (a == 0 || b < a) {
 		return b
 	}
 	return a
