@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
@@ -174,14 +176,38 @@ type Reconciler interface {
 	Observed(db *dbv1alpha1.Database)
 }
 
-// SyncObserver is told the outcome of every sync.
+// SyncObserver is told the outcome of every sync, and why each Database
+// was put on the work queue.
 type SyncObserver interface {
 	ObserveSync(result string, duration time.Duration)
+	// ObserveQueued is told that a Database was put on the queue because
+	// an object of kind by had change (add, update, delete, resync), or
+	// because a timer of the controller's own came due (by "timer",
+	// change what it waited for). A Database already queued is not queued
+	// twice, so there are at least as many of these as syncs.
+	ObserveQueued(by, change string)
 }
 
 type noopObserver struct{}
 
 func (noopObserver) ObserveSync(string, time.Duration) {}
+func (noopObserver) ObserveQueued(string, string)      {}
+
+// Why a Database is put on the queue by a timer: ObserveQueued's change
+// when by is queuedByTimer.
+const (
+	queuedByTimer    = "timer"
+	queuedRetry      = "retry"
+	queuedRecheck    = "recheck"
+	queuedPoll       = "poll"
+	queuedSchedule   = "backup schedule"
+	queuedByLogin    = "credentials check"
+	changeAdd        = "add"
+	changeUpdate     = "update"
+	changeDelete     = "delete"
+	changeResync     = "resync"
+	changeLoginFound = "verdict changed"
+)
 
 // NewController returns a controller fed by cfg's informer factories. Start
 // the factories before Run.
@@ -221,6 +247,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		}
 		logins = login.New(login.Config{Logins: cfg.Logins, Interval: cfg.CredentialsCheckInterval, Clock: cfg.Clock, Workers: credentialsCheckWorkers,
 			Changed: func(db types.NamespacedName) {
+				c.metrics.ObserveQueued(queuedByLogin, changeLoginFound)
 				c.workqueue.Add(cache.ObjectName{Namespace: db.Namespace, Name: db.Name})
 			}})
 	}
@@ -253,12 +280,17 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 
 	logger.Info("Setting up event handlers")
 	if _, err := databases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueDatabase,
+		AddFunc: func(obj interface{}) {
+			c.metrics.ObserveQueued("Database", changeAdd)
+			c.enqueueDatabase(obj)
+		},
 		UpdateFunc: func(old, new interface{}) {
 			// The controller's own status write reaching the cache, most
 			// often: what is remembered of it until then can go.
-			c.reconciler.Observed(new.(*dbv1alpha1.Database))
-			if databaseChangeNeedsSync(old.(*dbv1alpha1.Database), new.(*dbv1alpha1.Database)) {
+			oldDB, newDB := old.(*dbv1alpha1.Database), new.(*dbv1alpha1.Database)
+			c.reconciler.Observed(newDB)
+			if databaseChangeNeedsSync(oldDB, newDB) {
+				c.metrics.ObserveQueued("Database", changeOf(oldDB, newDB))
 				c.enqueueDatabase(new)
 			}
 		},
@@ -318,7 +350,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	for index, informer := range named {
 		indexer := databases.Informer().GetIndexer()
-		if _, err := informer.AddEventHandler(onChange(func(obj interface{}) { c.enqueueIndexed(indexer, index, obj) })); err != nil {
+		if _, err := informer.AddEventHandler(onChange(func(obj interface{}, change string) { c.enqueueIndexed(indexer, index, obj, change) })); err != nil {
 			return nil, err
 		}
 	}
@@ -330,18 +362,47 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 }
 
 // onChange is the event handler that hands every object added, changed or
-// deleted to enqueue, and drops the periodic resync of an unchanged one
-// (the same resourceVersion): the Database's own resync already covers it.
-func onChange(enqueue func(obj interface{})) cache.ResourceEventHandlerFuncs {
+// deleted to enqueue, with which of those it was, and drops the periodic
+// resync of an unchanged one (the same resourceVersion): the Database's own
+// resync already covers it.
+func onChange(enqueue func(obj interface{}, change string)) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
+		AddFunc: func(obj interface{}) { enqueue(obj, changeAdd) },
 		UpdateFunc: func(old, new interface{}) {
 			if old.(metav1.Object).GetResourceVersion() != new.(metav1.Object).GetResourceVersion() {
-				enqueue(new)
+				enqueue(new, changeUpdate)
 			}
 		},
-		DeleteFunc: enqueue,
+		DeleteFunc: func(obj interface{}) { enqueue(obj, changeDelete) },
 	}
+}
+
+// changeOf names a Database update for ObserveQueued: a resync when its
+// resourceVersion is the same.
+func changeOf(old, new *dbv1alpha1.Database) string {
+	if old.ResourceVersion == new.ResourceVersion {
+		return changeResync
+	}
+	return changeUpdate
+}
+
+// kindOf is the kind of an object an informer handed over, for
+// ObserveQueued: its Go type's name, or an unstructured object's kind.
+func kindOf(obj interface{}) string {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.GetKind()
+	}
+	t := reflect.TypeOf(obj)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "unknown"
+	}
+	return t.Name()
 }
 
 // newRecorder returns a recorder that writes events through eventsClient, or
@@ -471,6 +532,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	c.metrics.ObserveSync("error", c.clock.Since(start))
 	utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing for later retry", "objectReference", objRef)
+	c.metrics.ObserveQueued(queuedByTimer, queuedRetry)
 	c.workqueue.AddRateLimited(objRef)
 	return true
 }
@@ -516,8 +578,10 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	case errors.As(err, &recheck) && recheck.After > 0:
 		// A steady pace, not a backoff: a replicated Database's servers.
 		c.recheck.Forget(objectRef)
+		c.metrics.ObserveQueued(queuedByTimer, queuedPoll)
 		c.workqueue.AddAfter(objectRef, recheck.After)
 	case recheck != nil || (errors.As(err, &problem) && problem.Recheck):
+		c.metrics.ObserveQueued(queuedByTimer, queuedRecheck)
 		c.workqueue.AddAfter(objectRef, c.recheck.When(objectRef))
 	default:
 		c.recheck.Forget(objectRef)
@@ -547,6 +611,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 func (c *Controller) syncBackups(ctx context.Context, objectRef cache.ObjectName, db *dbv1alpha1.Database) error {
 	next, err := c.backups.Sync(ctx, objectRef.Namespace, objectRef.Name, db)
 	if next > 0 {
+		c.metrics.ObserveQueued(queuedByTimer, queuedSchedule)
 		c.workqueue.AddAfter(objectRef, next)
 	}
 	return err
@@ -564,11 +629,12 @@ func isTransient(err error) bool {
 
 // enqueueBackupsDatabase puts the key of the Database a DatabaseBackup
 // backs up on the work queue. It accepts tombstones.
-func (c *Controller) enqueueBackupsDatabase(obj interface{}) {
+func (c *Controller) enqueueBackupsDatabase(obj interface{}, change string) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
 	if b, ok := obj.(*dbv1alpha1.DatabaseBackup); ok {
+		c.metrics.ObserveQueued("DatabaseBackup", change)
 		c.workqueue.Add(cache.ObjectName{Namespace: b.Namespace, Name: b.Spec.Database})
 	}
 }
@@ -585,7 +651,13 @@ func (c *Controller) enqueueDatabase(obj interface{}) {
 // enqueueByLabel enqueues the Database named by obj's instance label,
 // whether it exists or not: the backups of a deleted Database are still
 // synced. It accepts tombstones.
-func (c *Controller) enqueueByLabel(obj interface{}) {
+func (c *Controller) enqueueByLabel(obj interface{}, change string) {
+	c.enqueueByLabelFor(obj, kindOf(obj), change)
+}
+
+// enqueueByLabelFor is enqueueByLabel for a change of an object of kind by,
+// which need not be obj's.
+func (c *Controller) enqueueByLabelFor(obj interface{}, by, change string) {
 	object, ok := metaObject(obj)
 	if !ok {
 		return
@@ -594,7 +666,7 @@ func (c *Controller) enqueueByLabel(obj interface{}) {
 	if name == "" {
 		return
 	}
-	c.enqueueFollowUp(cache.ObjectName{Namespace: object.GetNamespace(), Name: name})
+	c.enqueueFollowUp(cache.ObjectName{Namespace: object.GetNamespace(), Name: name}, by, change)
 }
 
 // enqueueNodesDatabases enqueues the Databases of the pods on node.
@@ -605,13 +677,13 @@ func (c *Controller) enqueueNodesDatabases(pods cache.Indexer, node string) {
 		return
 	}
 	for _, pod := range onNode {
-		c.enqueueByLabel(pod)
+		c.enqueueByLabelFor(pod, "Node", changeUpdate)
 	}
 }
 
 // enqueueIndexed puts on the work queue the Databases that index holds
 // under obj's namespace/name.
-func (c *Controller) enqueueIndexed(databases cache.Indexer, index string, obj interface{}) {
+func (c *Controller) enqueueIndexed(databases cache.Indexer, index string, obj interface{}, change string) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
@@ -624,7 +696,9 @@ func (c *Controller) enqueueIndexed(databases cache.Indexer, index string, obj i
 		utilruntime.HandleError(err)
 		return
 	}
+	by := kindOf(obj)
 	for _, db := range dbs {
+		c.metrics.ObserveQueued(by, change)
 		c.enqueueDatabase(db)
 	}
 }
@@ -632,7 +706,7 @@ func (c *Controller) enqueueIndexed(databases cache.Indexer, index string, obj i
 // enqueueClaimEvent puts on the work queue the Database of the Pending
 // claim an event is about. Events about other claims, or about claims this
 // controller does not manage (not in its filtered cache), are dropped.
-func (c *Controller) enqueueClaimEvent(obj interface{}) {
+func (c *Controller) enqueueClaimEvent(obj interface{}, change string) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
@@ -645,12 +719,14 @@ func (c *Controller) enqueueClaimEvent(obj interface{}) {
 	if err != nil || claim.Status.Phase != corev1.ClaimPending {
 		return
 	}
-	c.enqueueByLabel(claim)
+	c.enqueueByLabelFor(claim, "Event", change)
 }
 
 // enqueueFollowUp puts a Database on the work queue, ahead of the Databases
-// queued for other reasons, because one of its children changed.
-func (c *Controller) enqueueFollowUp(key cache.ObjectName) {
+// queued for other reasons, because one of its children, of kind by, had
+// change.
+func (c *Controller) enqueueFollowUp(key cache.ObjectName, by, change string) {
+	c.metrics.ObserveQueued(by, change)
 	c.order.Prefer(key)
 	c.workqueue.Add(key)
 }
@@ -674,7 +750,7 @@ func metaObject(obj interface{}) (metav1.Object, bool) {
 
 // handleObject enqueues the Database that controls obj, if any. It accepts
 // tombstones, so a deleted child brings its Database back to be repaired.
-func (c *Controller) handleObject(obj interface{}) {
+func (c *Controller) handleObject(obj interface{}, change string) {
 	object, ok := metaObject(obj)
 	if !ok {
 		return
@@ -688,5 +764,5 @@ func (c *Controller) handleObject(obj interface{}) {
 		// Orphaned, or owned by an earlier Database of the same name.
 		return
 	}
-	c.enqueueFollowUp(cache.MetaObjectToName(db))
+	c.enqueueFollowUp(cache.MetaObjectToName(db), kindOf(obj), change)
 }

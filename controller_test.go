@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubeinformers "k8s.io/client-go/informers"
@@ -308,6 +309,8 @@ func TestHandleObjectEnqueuesTheOwner(t *testing.T) {
 	db := actiontest.NewDatabase("orders", "postgresql", "16", 1)
 	f.seed(db)
 	c, _, _, _ := f.newController(ctx)
+	queued := &queuedRecorder{}
+	c.metrics = queued
 
 	owned := actiontest.Service(t, db)
 	orphan := actiontest.Service(t, db)
@@ -315,18 +318,22 @@ func TestHandleObjectEnqueuesTheOwner(t *testing.T) {
 	stale := actiontest.Service(t, db)
 	stale.OwnerReferences[0].UID = "an-earlier-database"
 
-	c.handleObject(orphan)
-	c.handleObject(stale)
+	c.handleObject(orphan, changeUpdate)
+	c.handleObject(stale, changeUpdate)
 	if c.workqueue.Len() != 0 {
 		t.Fatalf("queue has %d items after foreign objects, want 0", c.workqueue.Len())
 	}
-	c.handleObject(cache.DeletedFinalStateUnknown{Key: "default/orders", Obj: owned})
+	c.handleObject(cache.DeletedFinalStateUnknown{Key: "default/orders", Obj: owned}, changeDelete)
 	if c.workqueue.Len() != 1 {
 		t.Fatalf("queue has %d items after a tombstone of an owned object, want 1", c.workqueue.Len())
 	}
 	got, _ := c.workqueue.Get()
 	if got != ref(db) {
 		t.Fatalf("enqueued %v, want %v", got, ref(db))
+	}
+	// Only what queued it is counted, by the kind and the change.
+	if want := []string{"Service delete"}; !slices.Equal(queued.why, want) {
+		t.Errorf("queued for %q, want %q", queued.why, want)
 	}
 }
 
@@ -347,7 +354,7 @@ func TestChildChangesAreHandedOutFirst(t *testing.T) {
 	}
 	c.enqueueDatabase(running)
 	sts := actiontest.StatefulSet(t, running)
-	c.handleObject(sts)
+	c.handleObject(sts, changeUpdate)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "orders-0",
 		Labels: map[string]string{names.LabelInstance: running.Name}}}
 
@@ -356,7 +363,7 @@ func TestChildChangesAreHandedOutFirst(t *testing.T) {
 		k, _ := c.workqueue.Get()
 		if k == ref(running) && len(got) == 0 {
 			// Its pod changes while a worker has it: it comes back first.
-			c.enqueueByLabel(pod)
+			c.enqueueByLabel(pod, changeAdd)
 			c.enqueueDatabase(fresh[0])
 		}
 		c.workqueue.Done(k)
@@ -482,12 +489,12 @@ func TestClaimEventEnqueuesTheDatabase(t *testing.T) {
 	}
 	for _, e := range []interface{}{about("PersistentVolumeClaim", "data-orders-1"), about("PersistentVolumeClaim", "data-unmanaged-0"),
 		about("Pod", "data-orders-0"), "not an event"} {
-		c.enqueueClaimEvent(e)
+		c.enqueueClaimEvent(e, changeAdd)
 	}
 	if n := c.workqueue.Len(); n != 0 {
 		t.Fatalf("queue has %d items after events that are not about a Pending claim of a Database, want 0", n)
 	}
-	c.enqueueClaimEvent(cache.DeletedFinalStateUnknown{Key: "default/data-orders-0.1", Obj: about("PersistentVolumeClaim", "data-orders-0")})
+	c.enqueueClaimEvent(cache.DeletedFinalStateUnknown{Key: "default/data-orders-0.1", Obj: about("PersistentVolumeClaim", "data-orders-0")}, changeDelete)
 	if n := c.workqueue.Len(); n != 1 {
 		t.Fatalf("queue has %d items after a tombstone of an event about a Pending claim, want 1", n)
 	}
@@ -529,7 +536,7 @@ func TestTLSSecretEnqueuesItsDatabases(t *testing.T) {
 		naming("orders", "elsewhere", "shop-cert"), naming("plain", "default", ""))
 	c, dbI, _, _ := f.newController(ctx)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-cert", Namespace: "default", Labels: map[string]string{dbv1alpha1.LabelTLS: "true"}}}
-	c.enqueueIndexed(dbI.Dbcontroller().V1alpha1().Databases().Informer().GetIndexer(), reconcile.IndexTLSSecret, secret)
+	c.enqueueIndexed(dbI.Dbcontroller().V1alpha1().Databases().Informer().GetIndexer(), reconcile.IndexTLSSecret, secret, changeUpdate)
 	if got, want := drained(c), []string{"default/billing", "default/orders"}; !slices.Equal(got, want) {
 		t.Fatalf("enqueued %v, want %v", got, want)
 	}
@@ -691,5 +698,32 @@ func TestNamespaceBeingDeletedIsQuiet(t *testing.T) {
 	}
 	if n := c.workqueue.Len(); n != 0 {
 		t.Errorf("queue length = %d, want 0", n)
+	}
+}
+
+// queuedRecorder records why Databases were queued, as "by change".
+type queuedRecorder struct {
+	noopObserver
+	why []string
+}
+
+func (q *queuedRecorder) ObserveQueued(by, change string) { q.why = append(q.why, by+" "+change) }
+
+func TestKindOf(t *testing.T) {
+	podMonitor := &unstructured.Unstructured{}
+	podMonitor.SetKind("PodMonitor")
+	for _, tc := range []struct {
+		obj  interface{}
+		want string
+	}{
+		{&corev1.Pod{}, "Pod"},
+		{&dbv1alpha1.Database{}, "Database"},
+		{cache.DeletedFinalStateUnknown{Key: "default/orders", Obj: &corev1.Secret{}}, "Secret"},
+		{podMonitor, "PodMonitor"},
+		{nil, "unknown"},
+	} {
+		if got := kindOf(tc.obj); got != tc.want {
+			t.Errorf("kindOf(%T) = %q, want %q", tc.obj, got, tc.want)
+		}
 	}
 }

@@ -27,6 +27,7 @@ type Metrics struct {
 
 	syncs        *prometheus.CounterVec
 	syncDuration *prometheus.HistogramVec
+	queued       *prometheus.CounterVec
 	// primaryChanges counts the changes of each Database's primary
 	// (state.go).
 	primaryChanges primaryChanges
@@ -50,8 +51,14 @@ func New() *Metrics {
 			Help:    "Duration of a Database sync, by result.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"result"}),
+		queued: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "queued_total",
+			Help: "Why Databases were put on the work queue: a change (add, update, delete, resync) of an object of a kind (by), " +
+				"or a timer of the controller's own (by=\"timer\"; change: retry, recheck, poll, backup schedule; counted when set). " +
+				"A Database already queued is queued once, so there are at least as many of these as syncs.",
+		}, []string{"by", "change"}),
 	}
-	reg.MustRegister(m.syncs, m.syncDuration,
+	reg.MustRegister(m.syncs, m.syncDuration, m.queued,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	workqueue.SetProvider(newWorkqueueProvider(reg))
 	registerClientMetrics(reg)
@@ -62,6 +69,11 @@ func New() *Metrics {
 func (m *Metrics) ObserveSync(result string, d time.Duration) {
 	m.syncs.WithLabelValues(result).Inc()
 	m.syncDuration.WithLabelValues(result).Observe(d.Seconds())
+}
+
+// ObserveQueued records why a Database was put on the work queue.
+func (m *Metrics) ObserveQueued(by, change string) {
+	m.queued.WithLabelValues(by, change).Inc()
 }
 
 // RegisterDatabases exposes the count of Databases by phase and engine,
