@@ -45,6 +45,12 @@
 #                           report shows its top functions [none]
 #   BENCH_CONTROLLER_ENV    VAR=value ... set in the controller's environment, for
 #                           experiments such as GOMEMLIMIT=80MiB [none]
+#   BENCH_CONTROLLER_ARGS   more flags of the controller, words [--server-access=direct:
+#                           what the controller installed in a cluster does, its
+#                           production install; the benchmark runs it out of cluster,
+#                           where the default `auto` would open a tunnel through the
+#                           API server to each fake pod; set it to
+#                           --server-access=auto to measure that]
 #   BENCH_DIR               work directory: control plane state, logs [_output/bench]
 #   BENCH_APISERVER_PORT, BENCH_ETCD_PORT, BENCH_ETCD_PEER_PORT, BENCH_KCM_PORT,
 #   BENCH_SCHEDULER_PORT, BENCH_KWOK_PORT, BENCH_OBJECTSTORE_PORT
@@ -118,7 +124,7 @@ KUBECTL="$ROOT/_output/bin/kubectl"
 # The command line as it was given, for the report.
 command="make bench"
 [[ -n "${MAKELEVEL:-}" ]] || command="./hack/bench.sh"
-for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENCH_TIMEOUT BENCH_NODES BENCH_VOLUMES BENCH_FRESH_CONTROL_PLANE BENCH_CONTROLLER BENCH_CONTROLLER_ENV \
+for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENCH_TIMEOUT BENCH_NODES BENCH_VOLUMES BENCH_FRESH_CONTROL_PLANE BENCH_CONTROLLER BENCH_CONTROLLER_ENV BENCH_CONTROLLER_ARGS \
   BENCH_CONTROL_PLANE_QPS BENCH_CONTROL_PLANE_BURST BENCH_APISERVER_PROFILE BENCH_CONTROLLER_PROFILE; do
   if [[ -n "${!v+set}" ]]; then
     value=${!v}
@@ -126,10 +132,14 @@ for v in BENCH_N BENCH_OUT BENCH_WORKERS BENCH_QPS BENCH_BURST BENCH_RESYNC BENC
     command="$v=$value $command"
   fi
 done
-controller_env=()
+controller_flags=()
 for kv in ${BENCH_CONTROLLER_ENV:-}; do
   [[ "$kv" == *=* ]] || die "BENCH_CONTROLLER_ENV must be VAR=value words, got '$kv'"
-  controller_env+=("--controller-env=$kv")
+  controller_flags+=("--controller-env=$kv")
+done
+for arg in ${BENCH_CONTROLLER_ARGS---server-access=direct}; do
+  [[ "$arg" == --* ]] || die "BENCH_CONTROLLER_ARGS must be --flag words, got '$arg'"
+  controller_flags+=("--controller-arg=$arg")
 done
 
 started=$SECONDS
@@ -200,4 +210,4 @@ log "running the benchmark: $N Databases (report: $OUT)"
   --service-cidr="$LOCAL_SERVICE_CIDR" \
   --pod-cidr="$LOCAL_POD_CIDR" \
   --control-plane-limits="${CONTROL_PLANE_QPS:+QPS $CONTROL_PLANE_QPS}${CONTROL_PLANE_BURST:+ burst $CONTROL_PLANE_BURST}" \
-  "${controller_env[@]}"
+  "${controller_flags[@]}"

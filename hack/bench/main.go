@@ -57,7 +57,10 @@ type config struct {
 	nodes         int
 	serviceCIDR   string
 	controllerEnv []string
-	podCIDR       string
+	// controllerArgs are flags given to the controller after the
+	// benchmark's own.
+	controllerArgs []string
+	podCIDR        string
 	// controlPlaneLimits describes the client QPS and burst given to
 	// kube-controller-manager and kube-scheduler; "" for their defaults.
 	controlPlaneLimits string
@@ -110,6 +113,13 @@ func main() {
 			return fmt.Errorf("want VAR=value, got %q", v)
 		}
 		c.controllerEnv = append(c.controllerEnv, v)
+		return nil
+	})
+	flag.Func("controller-arg", "a flag given to the controller after the benchmark's own (repeatable), such as --server-access=direct", func(v string) error {
+		if !strings.HasPrefix(v, "--") {
+			return fmt.Errorf("want --flag, got %q", v)
+		}
+		c.controllerArgs = append(c.controllerArgs, v)
 		return nil
 	})
 	flag.Parse()
@@ -564,6 +574,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 		"--resync-period=" + c.resync.String(),
 		"--profiling",
 	}
+	args = append(args, c.controllerArgs...)
 	out.logPath = filepath.Join(c.workDir, "controller.log")
 	p, err := startController(c.controllerBin, args, c.controllerEnv, out.logPath)
 	if err != nil {

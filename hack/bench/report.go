@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -331,6 +332,7 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 		num(syncs(cr.mSteady, "error")-syncs(cr.mSettled, "error")),
 		num(adds(cr.mSteady)-adds(cr.mSettled)), num(retries(cr.mSteady)-retries(cr.mSettled)), ms(hSteady.quantile(0.5)), ms(hSteady.quantile(0.99)))
 	w("%s\n", t.b.String())
+	queuedTable(w, cr, n)
 	w("A skipped sync is one of a settled Database of which nothing it reads has a new resourceVersion: no pass runs (pkg/reconcile/settled.go). ")
 	steadyCPU := cr.mSteady.sum("process_cpu_seconds_total", nil) - cr.mSettled.sum("process_cpu_seconds_total", nil)
 	if steadySyncs > 0 {
@@ -519,6 +521,9 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 		envPrefix = strings.Join(c.controllerEnv, " ") + " "
 	}
 	w("- The controller is the `%s` binary, run out of cluster with the admin kubeconfig: `%scontroller %s`.\n", relPath(c.controllerBin), envPrefix, strings.Join(args, " "))
+	if slices.Contains(c.controllerArgs, "--server-access=direct") {
+		w("- `--server-access=direct` is what the controller does when installed in a cluster (artifacts/deploy), where `auto` means direct: the production install is what is measured. Run out of cluster with `auto`, it would reach each fake pod through a tunnel of the API server instead.\n")
+	}
 	w("- The steady state is held for two resync periods after the last Database is Running; every Database is resynced twice in it.\n")
 	w("- The controller's log is in `%s`.\n", relPath(cr.logPath))
 	return b.String()
@@ -604,4 +609,47 @@ func pace(c curve, n int) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.2f", float64((n*9+9)/10-(n+9)/10)/(hi-lo).Seconds())
+}
+
+// queuedTable writes why the controller put Databases on its queue, from
+// its database_controller_queued_total{by,change}, in convergence and in
+// the steady state; nothing for a controller that does not export it.
+func queuedTable(w func(string, ...any), cr *controllerRun, n float64) {
+	const name = "database_controller_queued_total"
+	ready, running := cr.mReady.byLabels(name, "by", "change"), cr.mRunning.byLabels(name, "by", "change")
+	settled, steady := cr.mSettled.byLabels(name, "by", "change"), cr.mSteady.byLabels(name, "by", "change")
+	if len(running) == 0 && len(steady) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(steady))
+	for k := range steady {
+		keys = append(keys, k)
+	}
+	for k := range running {
+		if _, ok := steady[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	conv := func(k string) float64 { return running[k] - ready[k] }
+	sort.Slice(keys, func(i, j int) bool {
+		if a, b := conv(keys[i]), conv(keys[j]); a != b {
+			return a > b
+		}
+		return keys[i] < keys[j]
+	})
+	w("Why the Databases were put on the queue (`database_controller_queued_total`: the kind of object whose change queued a Database, or a timer of the controller's own, counted when set; a Database already queued is queued once, so these are more than the syncs):\n\n")
+	t := table{}
+	t.header("by", "change", "convergence", "per Database", "steady state")
+	var allConv, allSteady float64
+	for _, k := range keys {
+		by, change, _ := strings.Cut(k, "\t")
+		c, st := conv(k), steady[k]-settled[k]
+		if c == 0 && st == 0 {
+			continue
+		}
+		allConv, allSteady = allConv+c, allSteady+st
+		t.row(by, change, num(c), fmt.Sprintf("%.2f", c/n), num(st))
+	}
+	t.row("**all**", "", num(allConv), fmt.Sprintf("%.2f", allConv/n), num(allSteady))
+	w("%s\n", t.b.String())
 }
