@@ -8,7 +8,7 @@ BIN := $(ROOT)/_output/bin
 LOCAL_DIR ?= $(ROOT)/_output/local
 KUBECTL := $(BIN)/kubectl
 
-.PHONY: all build tools node e2e-deps test test-unit test-image test-bench test-tools test-monitoring verify lint test-e2e run-local local-up local-down bench clean
+.PHONY: all build tools node e2e-deps test test-unit test-image test-bench test-tools test-monitoring verify lint test-e2e run-local local-up local-down bench bench-operator clean
 
 all: build
 
@@ -50,9 +50,11 @@ test-unit:
 test-image:
 	cd test/image && go test -count=1 ./...
 
-## test-bench: the benchmark program's own unit tests (its own module)
+## test-bench: the benchmark program's own unit tests (its own module), and those of its
+##   comparison operator (hack/bench/croperator, a module of its own too)
 test-bench:
 	cd hack/bench && go vet ./... && go test -count=1 ./...
+	cd hack/bench/croperator && go vet ./... && go test -count=1 ./...
 
 ## test-tools: the real node's helper programs (hack/tools/node, its own module)
 test-tools:
@@ -97,6 +99,11 @@ local-down:
 ## bench: convergence, API writes and memory at N Databases (N=1000 by default)
 bench: build tools
 	./hack/bench.sh
+
+## bench-operator: the comparison operator, a plain controller-runtime one, into _output/bench/croperator
+##   (then: BENCH_CONTROLLER=_output/bench/croperator make bench)
+bench-operator:
+	cd hack/bench/croperator && go build -o ../../../_output/bench/croperator .
 
 clean:
 	./hack/local-down.sh || true

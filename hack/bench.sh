@@ -24,6 +24,8 @@
 #   BENCH_TIMEOUT           how long each run may take to reach all Running [30m]
 #   BENCH_NODES             fake nodes of 110 pods [enough for 2*BENCH_N pods]
 #   BENCH_CONTROLLER        the controller binary [./controller, built if missing]
+#                           (the comparison with a plain controller-runtime operator:
+#                           make bench-operator && BENCH_CONTROLLER=_output/bench/croperator make bench)
 #   BENCH_CONTROL_PLANE_QPS, BENCH_CONTROL_PLANE_BURST
 #                           client QPS and burst of kube-controller-manager and
 #                           kube-scheduler [1000 and 2000, so that neither sets the
