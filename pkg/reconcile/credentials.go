@@ -94,9 +94,14 @@ func (p *pass) ensureSecret(ctx context.Context, initialised bool, tls tlsFindin
 		if err := builder.Convert(desired, &secret); err != nil {
 			return nil, err
 		}
-		_, err = secrets.Create(ctx, &secret, createOptions)
+		created, err := secrets.Create(ctx, &secret, createOptions)
 		if err == nil {
 			r.expectations.Created(key)
+			// What the pass made is what the servers will be asked with
+			// once they run: kept as a read of it would keep it, so that
+			// the pass that finds them ready does not wait for a GET
+			// behind the creates of every other new Database.
+			r.creds.put(created.UID, p.credentialsOf(created, false))
 			return []string{"Secret " + name}, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {

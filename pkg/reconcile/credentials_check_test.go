@@ -151,3 +151,52 @@ func TestNoReadyServerIsNotLoggedInTo(t *testing.T) {
 		t.Fatalf("logged in to a Database with no ready server: %v", got)
 	}
 }
+
+// The pass that makes a new Database's Secret keeps the credentials it
+// wrote, as a read of the Secret would: the pass that finds the server
+// ready logs in with them, and reads nothing from the API server first.
+// (A read there waited for the client's rate limit behind the creates of
+// every other new Database, and held that Database's Running back.)
+func TestANewDatabasesServersAreAskedWithTheCredentialsItsPassMade(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f, servers := newLoginFixture(t, nil)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.seed(db)
+	r, recorder := f.newReconciler()
+	f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+	f.expectCreate(servicesResource, expectedHeadless(t, db))
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+	f.expectStatusUpdate(db, actiontest.Provisioning(db))
+	f.events = []string{"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders, StatefulSet orders"}
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+
+	// The informers show what it made, the Secret without its data as the
+	// controller's cache keeps it, and the server ready.
+	secret, err := f.kubeclient.CoreV1().Secrets("default").Get(ctx, "orders-credentials", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.Data = nil
+	f.add(f.caches.Secrets, secret)
+	for _, name := range []string{"orders-headless", "orders"} {
+		svc, err := f.kubeclient.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.add(f.caches.Services, svc)
+	}
+	sts, err := f.kubeclient.AppsV1().StatefulSets("default").Get(ctx, "orders", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.add(f.caches.StatefulSets, sts)
+	f.add(f.caches.Pods, replicatedPod(db, 0, "", true))
+
+	f.kubeactions, f.actions, f.events = nil, nil, nil
+	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	f.logins.CheckDue(ctx)
+	if got, want := servers.Took(), []string{podIP(0) + " postgres/" + testPassword + "@orders"}; !slices.Equal(got, want) {
+		t.Fatalf("logins %v, want %v: the password the pass generated", got, want)
+	}
+}

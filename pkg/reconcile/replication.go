@@ -106,11 +106,18 @@ func (p *pass) secretCredentials(ctx context.Context) (cachedCredentials, error)
 			return cachedCredentials{}, err
 		}
 	}
-	c := cachedCredentials{resourceVersion: live.ResourceVersion, database: string(live.Data[engine.SecretKeyDatabase]), readOnlyKeys: p.plan.Replicated,
-		cred: ha.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword]),
-			Authorities: p.authoritiesOf(live)}}
+	c := p.credentialsOf(live, p.plan.Replicated)
 	r.creds.put(live.UID, c)
 	return c, nil
+}
+
+// credentialsOf is what the credentials Secret live gives clients, as
+// secretCredentials keeps it; readOnlyKeys says whether it was read after
+// the read-only user's keys were added.
+func (p *pass) credentialsOf(live *corev1.Secret, readOnlyKeys bool) cachedCredentials {
+	return cachedCredentials{resourceVersion: live.ResourceVersion, database: string(live.Data[engine.SecretKeyDatabase]), readOnlyKeys: readOnlyKeys,
+		cred: ha.Credentials{User: string(live.Data[engine.SecretKeyUsername]), Password: string(live.Data[engine.SecretKeyPassword]),
+			Authorities: p.authoritiesOf(live)}}
 }
 
 // instance is one pod of a replicated Database as the pass sees it: the
