@@ -3,12 +3,14 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/dbcontroller/database-controller/pkg/drift"
@@ -75,8 +77,15 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 		return zero, nil, conflict(db, kind, name)
 	}
 	r.conflicts.remove(key)
+	seen, comparable := coveredBy(existing, desired)
+	if c, ok := r.covered.get(key); ok && comparable && c == seen {
+		return existing, nil, nil
+	}
 	field, err := drift.FirstDifference(existing, desired)
 	if err != nil || field == "" {
+		if err == nil && comparable {
+			r.covered.put(key, seen)
+		}
 		return existing, nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Repairing drift", "kind", kind, "name", name, "field", field)
@@ -86,6 +95,41 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 	}
 	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Updated %s %s to match the Database spec", kind, name)
 	return updated, nil, nil
+}
+
+// coveredChild is a child found to hold every field of its desired state:
+// a hash of the version of it found, and of the digest plan stamped on
+// what was desired (drift.AppliedAnnotation), which stands for all of it.
+// The same version compared with the same desired state is found the
+// same: drift's comparison reads nothing else.
+type coveredChild uint64
+
+// coveredBy is what a pass that finds existing holding every field of
+// desired remembers; comparable is false when either has nothing to
+// remember it by (no resourceVersion, no digest).
+func coveredBy(existing metav1.Object, desired any) (coveredChild, bool) {
+	rv, digest := existing.GetResourceVersion(), stampedDigest(desired)
+	return coveredChild(hashStrings(string(existing.GetUID()), rv, digest)), rv != "" && digest != ""
+}
+
+// stampedDigest is the digest plan stamped on an apply configuration,
+// desired, in its annotation drift.AppliedAnnotation; "" when it has none.
+// Apply configurations keep their metadata in an embedded
+// ObjectMetaApplyConfiguration, and have no method that returns it.
+func stampedDigest(desired any) string {
+	v := reflect.ValueOf(desired)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return ""
+	}
+	f := v.Elem().FieldByName("ObjectMetaApplyConfiguration")
+	if !f.IsValid() {
+		return ""
+	}
+	m, ok := f.Interface().(*metav1ac.ObjectMetaApplyConfiguration)
+	if !ok || m == nil {
+		return ""
+	}
+	return m.Annotations[drift.AppliedAnnotation]
 }
 
 // createOrLook handles a child missing from the cache. It creates it, and

@@ -9,12 +9,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
 	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/drift"
 )
 
 func TestCreatesEverythingForANewDatabase(t *testing.T) {
@@ -26,14 +28,7 @@ func TestCreatesEverythingForANewDatabase(t *testing.T) {
 			db := newDatabase("orders", eng, version, 1)
 			f.seed(db)
 
-			f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
-			f.expectCreate(servicesResource, expectedHeadless(t, db))
-			f.expectCreate(servicesResource, expectedService(t, db))
-			f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
-			f.expectStatusUpdate(db, actiontest.Provisioning(db))
-			f.events = []string{
-				"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders, StatefulSet orders",
-			}
+			f.expectNewDatabase(db)
 			f.run(ctx, ref(db), synced)
 		})
 	}
@@ -140,6 +135,47 @@ func TestDriftIsRepaired(t *testing.T) {
 			tt.expect(f, db)
 			f.events = []string{tt.event}
 			f.run(ctx, ref(db), synced)
+		})
+	}
+}
+
+// A pass that found every child in place remembers it by their versions;
+// an edit after it makes a new version, which is compared again and
+// repaired, and so is a change of what is desired.
+func TestDriftAfterAPassThatFoundNone(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(f *fixture, db *dbv1alpha1.Database, sts *appsv1.StatefulSet)
+	}{
+		{"StatefulSet image edited", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
+			edited := sts.DeepCopy()
+			edited.Spec.Template.Spec.Containers[0].Image = "postgres:latest"
+			edited.ResourceVersion = "5"
+			f.update(f.caches.StatefulSets, edited)
+		}},
+		{"spec.resources set", func(f *fixture, db *dbv1alpha1.Database, _ *appsv1.StatefulSet) {
+			changed := db.DeepCopy()
+			changed.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+			changed.ResourceVersion = "11"
+			f.update(f.databases, changed)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 1)
+			sts, _, _, _ := f.convergedAtVersions(db)
+			r, recorder := f.newReconciler()
+			f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+
+			tt.change(f, db, sts)
+			want := db.DeepCopy()
+			if obj, ok, _ := f.databases.GetByKey("default/orders"); ok {
+				want = obj.(*dbv1alpha1.Database)
+			}
+			f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, want))
+			f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+			f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 		})
 	}
 }
@@ -406,4 +442,23 @@ func TestNamespaceBeingDeletedIsNoError(t *testing.T) {
 	})
 	f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
 	f.syncAndCheck(ctx, r, recorder, ref(db), namespaceDeleting)
+}
+
+func TestStampedDigest(t *testing.T) {
+	stamped := corev1ac.Service("orders", "default").WithAnnotations(map[string]string{drift.AppliedAnnotation: "0123456789abcdef"})
+	for _, tc := range []struct {
+		name    string
+		desired any
+		want    string
+	}{
+		{"stamped", stamped, "0123456789abcdef"},
+		{"not stamped", corev1ac.Service("orders", "default"), ""},
+		{"no metadata", &corev1ac.ServiceApplyConfiguration{}, ""},
+		{"nil", (*corev1ac.ServiceApplyConfiguration)(nil), ""},
+		{"not an apply configuration", &corev1.Service{}, ""},
+	} {
+		if got := stampedDigest(tc.desired); got != tc.want {
+			t.Errorf("%s: stampedDigest = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }

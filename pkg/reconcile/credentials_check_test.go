@@ -163,12 +163,7 @@ func TestANewDatabasesServersAreAskedWithTheCredentialsItsPassMade(t *testing.T)
 	db := newDatabase("orders", "postgresql", "16", 1)
 	f.seed(db)
 	r, recorder := f.newReconciler()
-	f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
-	f.expectCreate(servicesResource, expectedHeadless(t, db))
-	f.expectCreate(servicesResource, expectedService(t, db))
-	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
-	f.expectStatusUpdate(db, actiontest.Provisioning(db))
-	f.events = []string{"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders, StatefulSet orders"}
+	f.expectNewDatabase(db)
 	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 
 	// The informers show what it made, the Secret without its data as the

@@ -29,12 +29,7 @@ func TestNewDatabaseGetsItsFinalizerFirst(t *testing.T) {
 	db.Finalizers = nil
 	f.seed(db)
 	f.expectFinalizers(db, []string{dbv1alpha1.FinalizerDatabase})
-	f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
-	f.expectCreate(servicesResource, expectedHeadless(t, db))
-	f.expectCreate(servicesResource, expectedService(t, db))
-	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
-	f.expectStatusUpdate(db, actiontest.Provisioning(db))
-	f.events = []string{"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders, StatefulSet orders"}
+	f.expectNewDatabase(db)
 	f.run(ctx, ref(db), synced)
 }
 

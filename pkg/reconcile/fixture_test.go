@@ -151,6 +151,18 @@ func (f *fixture) converged(db *dbv1alpha1.Database) (*appsv1.StatefulSet, *core
 	return sts, headless, svc, secret
 }
 
+// convergedAtVersions is converged, with the resourceVersions an API
+// server gives: 10 for db, 1 to 4 for its children, so that a pass over it
+// can settle.
+func (f *fixture) convergedAtVersions(db *dbv1alpha1.Database) (*appsv1.StatefulSet, *corev1.Service, *corev1.Service, *corev1.Secret) {
+	db.ResourceVersion = "10"
+	sts, headless, svc, secret := f.converged(db)
+	for i, o := range []metav1.Object{sts, headless, svc, secret} {
+		o.SetResourceVersion(fmt.Sprint(i + 1))
+	}
+	return sts, headless, svc, secret
+}
+
 // seed puts objects in both the caches and the fake clientsets. Like
 // objects decoded by an informer, children carry no apiVersion and kind.
 func (f *fixture) seed(objs ...runtime.Object) {
@@ -490,6 +502,18 @@ func (rd read) String() string {
 
 func (f *fixture) expectCreate(resource schema.GroupVersionResource, obj runtime.Object) {
 	f.kubeactions = append(f.kubeactions, actiontest.Create(resource, obj))
+}
+
+// expectNewDatabase expects the first pass over db, a new Database named
+// orders: its children created, its status Provisioning, one event.
+func (f *fixture) expectNewDatabase(db *dbv1alpha1.Database) {
+	t := f.t
+	f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
+	f.expectCreate(servicesResource, expectedHeadless(t, db))
+	f.expectCreate(servicesResource, expectedService(t, db))
+	f.expectCreate(statefulSetsResource, expectedStatefulSet(t, db))
+	f.expectStatusUpdate(db, actiontest.Provisioning(db))
+	f.events = []string{"Normal Created Created Secret orders-credentials, Service orders-headless, Service orders, StatefulSet orders"}
 }
 
 func (f *fixture) expectGet(resource schema.GroupVersionResource, ns, name string) {

@@ -154,6 +154,11 @@ type Reconciler struct {
 	// conflicts remembers children whose name another owner's object took,
 	// so that the next look is a read, not a create that fails.
 	conflicts *ttlSet[ChildKey, struct{}]
+	// covered remembers the children last found to hold every field of
+	// their desired state, by the version found and the digest of what was
+	// desired (children.go), so that a pass brought by another object's
+	// change does not compare them again.
+	covered *ttlSet[ChildKey, coveredChild]
 	// refusedGrowth remembers the claims the cluster refused to grow, so
 	// that the refused patch is not sent again until something that could
 	// change the answer changes.
@@ -242,6 +247,7 @@ func New(cfg Config) *Reconciler {
 		expectations: NewExpectations(cfg.Clock, ExpectationsTTL),
 
 		conflicts:     newTTLSet[ChildKey, struct{}](cfg.Clock, memoryTTL),
+		covered:       newTTLSet[ChildKey, coveredChild](cfg.Clock, memoryTTL),
 		refusedGrowth: newTTLSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
 		restarted:     newTTLSet[types.UID, struct{}](cfg.Clock, memoryTTL),
 		settled:       newTTLSet[types.NamespacedName, settledPass](cfg.Clock, SettledTTL),

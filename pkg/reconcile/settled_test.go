@@ -44,11 +44,7 @@ func TestSettledDatabaseIsSkippedUntilSomethingChanges(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t)
 			db := newDatabase("orders", "postgresql", "16", 1)
-			db.ResourceVersion = "10"
-			sts, headless, svc, secret := f.converged(db)
-			for i, o := range []metav1.Object{sts, headless, svc, secret} {
-				o.SetResourceVersion(fmt.Sprint(i + 1))
-			}
+			sts, _, _, _ := f.convergedAtVersions(db)
 			r, recorder := f.newReconciler()
 			sync := func(wantSkipped bool) {
 				t.Helper()
