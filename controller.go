@@ -193,8 +193,9 @@ type noopObserver struct{}
 func (noopObserver) ObserveSync(string, time.Duration) {}
 func (noopObserver) ObserveQueued(string, string)      {}
 
-// Why a Database is put on the queue by a timer: ObserveQueued's change
-// when by is queuedByTimer.
+// The words ObserveQueued is told: by is a kind of object, queuedByTimer
+// (then change is queuedRetry, queuedRecheck, queuedPoll or
+// queuedSchedule) or queuedByLogin; change is one of the change* words.
 const (
 	queuedByTimer    = "timer"
 	queuedRetry      = "retry"
