@@ -274,7 +274,7 @@ func floorTLSSecrets(db *dbv1alpha1.Database, e engine.Engine, now time.Time) ([
 	if err != nil {
 		return nil, err
 	}
-	caCert, err := certs.Parse(ca.CertPEM)
+	authority, err := builder.AuthorityOf(ca)
 	if err != nil {
 		return nil, err
 	}
@@ -283,13 +283,12 @@ func floorTLSSecrets(db *dbv1alpha1.Database, e engine.Engine, now time.Time) ([
 		return nil, err
 	}
 	bundle := certs.Bundle(now, ca.CertPEM)
-	caSerial := caCert.SerialNumber.Text(16)
+	caSerial := authority.Serial
 	return []*corev1ac.SecretApplyConfiguration{
-		builder.NewAuthoritySecret(db, builder.Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM, Serial: caSerial,
-			NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}),
+		builder.NewAuthoritySecret(db, authority),
 		builder.NewTLSSecret(db, e, builder.ServerCertificate{CertPEM: server.CertPEM, KeyPEM: server.KeyPEM, BundlePEM: bundle,
 			Mode: string(db.Spec.TLSMode()), Names: caSerial, Serial: cert.SerialNumber.Text(16), Issuer: caSerial, Bundle: caSerial,
-			Trusts: caSerial, TrustedSince: now, NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: caCert.NotAfter}),
+			Trusts: caSerial, TrustedSince: now, NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert), AuthorityNotAfter: authority.NotAfter}),
 	}, nil
 }
 

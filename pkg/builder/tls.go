@@ -12,6 +12,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/certs"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/names"
 )
@@ -77,6 +78,17 @@ type Authority struct {
 	// Serial is its serial number in hex.
 	Serial            string
 	NotAfter, RenewAt time.Time
+}
+
+// AuthorityOf is the Authority of the certificate authority ca: its PEM,
+// and the serial number, expiry and time to renew read from its
+// certificate.
+func AuthorityOf(ca certs.Issued) (Authority, error) {
+	cert, err := certs.Parse(ca.CertPEM)
+	if err != nil {
+		return Authority{}, err
+	}
+	return Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM, Serial: cert.SerialNumber.Text(16), NotAfter: cert.NotAfter, RenewAt: certs.RenewAt(cert)}, nil
 }
 
 // NewTLSSecret builds the Secret the servers read their certificate, key

@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"crypto/rand"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/certs"
 )
 
 // TestTLSGolden renders replicated PostgreSQL's and MySQL's StatefulSets
@@ -199,5 +201,36 @@ func TestBackupJobsVerifyTheServer(t *testing.T) {
 				t.Errorf("%s %s, %s Job verifies the server: %v, want %v", tc.engine, tc.mode, name, verifies, tc.want)
 			}
 		}
+	}
+}
+
+func TestAuthorityOf(t *testing.T) {
+	now := time.Date(2026, 11, 28, 6, 0, 0, 0, time.UTC)
+	ca, err := certs.NewAuthority(rand.Reader, "default/orders database-controller authority", now, certs.AuthorityValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := AuthorityOf(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := certs.Parse(ca.CertPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.CertPEM) != string(ca.CertPEM) || string(got.KeyPEM) != string(ca.KeyPEM) {
+		t.Error("AuthorityOf did not keep the authority's PEM")
+	}
+	if want := cert.SerialNumber.Text(16); got.Serial != want {
+		t.Errorf("Serial = %q, want %q", got.Serial, want)
+	}
+	if !got.NotAfter.Equal(cert.NotAfter) || !got.NotAfter.After(now) {
+		t.Errorf("NotAfter = %v, want the certificate's, %v", got.NotAfter, cert.NotAfter)
+	}
+	if want := certs.RenewAt(cert); !got.RenewAt.Equal(want) || !got.RenewAt.After(now) || !got.RenewAt.Before(got.NotAfter) {
+		t.Errorf("RenewAt = %v, want %v, between now and NotAfter", got.RenewAt, want)
+	}
+	if _, err := AuthorityOf(certs.Issued{CertPEM: []byte("not a certificate")}); err == nil {
+		t.Error("AuthorityOf of a broken certificate did not fail")
 	}
 }

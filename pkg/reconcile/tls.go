@@ -223,12 +223,11 @@ func (p *pass) makeAuthority(ctx context.Context, exists bool, now time.Time) (c
 	if err != nil {
 		return certs.Issued{}, nil, fmt.Errorf("making the certificate authority: %w", err)
 	}
-	caCert, err := certs.Parse(ca.CertPEM)
+	authority, err := builder.AuthorityOf(ca)
 	if err != nil {
 		return certs.Issued{}, nil, err
 	}
-	written, made, err := p.writeTLSSecret(ctx, builder.NewAuthoritySecret(db, builder.Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM,
-		Serial: caCert.SerialNumber.Text(16), NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}), exists)
+	written, made, err := p.writeTLSSecret(ctx, builder.NewAuthoritySecret(db, authority), exists)
 	if err != nil {
 		return certs.Issued{}, nil, err
 	}

@@ -61,9 +61,8 @@ func tlsSecrets(t *testing.T, db *dbv1alpha1.Database, mode dbv1alpha1.TLSMode, 
 	}
 	cert, _ := certs.Parse(issued.CertPEM)
 	signerCert, _ := certs.Parse(signer.CertPEM)
-	caCert, _ := certs.Parse(ca.CertPEM)
-	authority = actiontest.Object[corev1.Secret](t, builder.NewAuthoritySecret(db, builder.Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM,
-		Serial: caCert.SerialNumber.Text(16), NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}))
+	caAuthority, _ := builder.AuthorityOf(ca)
+	authority = actiontest.Object[corev1.Secret](t, builder.NewAuthoritySecret(db, caAuthority))
 	server = actiontest.Object[corev1.Secret](t, builder.NewTLSSecret(db, actiontest.Engine(t, db), builder.ServerCertificate{
 		CertPEM: issued.CertPEM, KeyPEM: issued.KeyPEM, BundlePEM: bundle,
 		Mode: string(mode), Names: serverNamesDigest(db), Serial: cert.SerialNumber.Text(16), Issuer: signerCert.SerialNumber.Text(16),

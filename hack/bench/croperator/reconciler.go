@@ -249,12 +249,11 @@ func authoritySecret(db *dbv1alpha1.Database, now time.Time) (*corev1ac.SecretAp
 	if err != nil {
 		return nil, err
 	}
-	caCert, err := certs.Parse(ca.CertPEM)
+	authority, err := builder.AuthorityOf(ca)
 	if err != nil {
 		return nil, err
 	}
-	return builder.NewAuthoritySecret(db, builder.Authority{CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM, Serial: caCert.SerialNumber.Text(16),
-		NotAfter: caCert.NotAfter, RenewAt: certs.RenewAt(caCert)}), nil
+	return builder.NewAuthoritySecret(db, authority), nil
 }
 
 // serverSecret is the Secret of a new server certificate of db signed by
