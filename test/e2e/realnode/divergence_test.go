@@ -111,7 +111,10 @@ func TestDivergedReplicaIsRewound(t *testing.T) {
 			said = msg
 		}
 		var now corev1.Pod
-		e2eutil.GetJSON(t, &now, "-n", ns, "get", "pod", "fork-2")
+		if err := e2eutil.TryGetJSON(&now, "-n", ns, "get", "pod", "fork-2"); err != nil {
+			// Between the old pod's deletion and the new one's creation.
+			return false, err.Error()
+		}
 		return now.UID != pod.UID, "pod " + string(now.UID)
 	})
 	t.Logf("while fork-2 could not follow fork-1, Replicating said: %s", said)
