@@ -81,8 +81,21 @@ func Run(cmd *exec.Cmd, env ...string) ([]byte, error) {
 }
 
 // KubectlRun runs kubectl as the cluster admin, with stdin as its standard
-// input unless it is empty, and returns its output and error.
+// input unless it is empty, and returns its output and error. The reads
+// the tests poll with are served in this process instead, with the same
+// output (readargs.go).
 func KubectlRun(stdin string, args ...string) ([]byte, error) {
+	if rc, ok := parseRead(args); ok && stdin == "" {
+		if out, handled, err := readInProcess(rc); handled {
+			return out, err
+		}
+	}
+	return KubectlExec(stdin, args...)
+}
+
+// KubectlExec is KubectlRun that always runs kubectl, never serving a
+// read in process.
+func KubectlExec(stdin string, args ...string) ([]byte, error) {
 	cmd := exec.Command(suite.Kubectl, append([]string{"--kubeconfig", suite.Kubeconfig}, args...)...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
