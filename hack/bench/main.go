@@ -52,6 +52,7 @@ type config struct {
 	qps           float64
 	burst         int
 	resync        time.Duration
+	hold          time.Duration
 	timeout       time.Duration
 	creators      int
 	nodes         int
@@ -94,7 +95,8 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 4, "controller --workers, and the floor's goroutines")
 	flag.Float64Var(&c.qps, "qps", 50, "controller --kube-api-qps, and the floor's QPS")
 	flag.IntVar(&c.burst, "burst", 100, "controller --kube-api-burst, and the floor's burst")
-	flag.DurationVar(&c.resync, "resync", 30*time.Second, "controller --resync-period; the steady state is held for two of them")
+	flag.DurationVar(&c.resync, "resync", 0, "controller --resync-period; 0: the flag is not given, and the controller resyncs as installed (10 min)")
+	flag.DurationVar(&c.hold, "hold", time.Minute, "how long the steady state is held after all are Running (and the trailing writes are counted)")
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long each phase may take to reach all Running")
 	flag.IntVar(&c.creators, "creators", 8, "goroutines creating the Databases (an unthrottled client, the same in both phases)")
 	flag.IntVar(&c.nodes, "nodes", 0, "number of fake nodes (for the report)")
@@ -127,8 +129,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -volumes must be static or kwok")
 		os.Exit(2)
 	}
-	if c.n < 1 || c.workers < 1 || c.qps <= 0 || c.burst < 1 || c.creators < 1 || c.resync <= 0 {
-		fmt.Fprintln(os.Stderr, "bench: -n, -workers, -qps, -burst, -creators and -resync must be positive")
+	if c.n < 1 || c.workers < 1 || c.qps <= 0 || c.burst < 1 || c.creators < 1 || c.resync < 0 || c.hold <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -n, -workers, -qps, -burst, -creators and -hold must be positive, -resync not negative")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -217,6 +219,10 @@ type controllerRun struct {
 	// steady state, after a GC; heapTop what `go tool pprof -top` makes of
 	// its in-use bytes.
 	heapProfile, heapTop string
+	// halfHeapProfile and halfHeapTop are the same, taken when half of
+	// the Databases are Running: in the thick of convergence, nearer the
+	// peak than the end is.
+	halfHeapProfile, halfHeapTop string
 	// cpuProfile is the controller's CPU profile in convergence, when
 	// asked; cpuTop what `go tool pprof -top` makes of it.
 	cpuProfile, cpuTop string
@@ -327,8 +333,8 @@ func run(ctx context.Context, c config) error {
 	if cl, err = prepare(ctx, c, ctrlNS, true); err != nil {
 		return err
 	}
-	logf("controller: %d Databases in namespace %s, --workers=%d --kube-api-qps=%g --kube-api-burst=%d --resync-period=%s",
-		c.n, ctrlNS, c.workers, c.qps, c.burst, c.resync)
+	logf("controller: %d Databases in namespace %s, --workers=%d --kube-api-qps=%g --kube-api-burst=%d, resync %s",
+		c.n, ctrlNS, c.workers, c.qps, c.burst, c.resyncWords())
 	cr, err := runController(ctx, c, cl.obsKube, cl.obsDB, ctrlNS)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
@@ -557,6 +563,23 @@ func cpuSince(before, after map[string]float64) map[string]float64 {
 	return out
 }
 
+// resyncWords says the controller's resync period as the benchmark sets it.
+func (c config) resyncWords() string {
+	if c.resync == 0 {
+		return "the controller's default (10 min; --resync-period not given)"
+	}
+	return "--resync-period=" + c.resync.String()
+}
+
+// steadyResyncs is how many times each Database is resynced in the steady
+// state: none with the default resync, longer than the hold.
+func (c config) steadyResyncs() int {
+	if c.resync == 0 {
+		return 0
+	}
+	return int(c.hold / c.resync)
+}
+
 func runController(ctx context.Context, c config, obsKube kubernetes.Interface, obsDB clientset.Interface, ns string) (*controllerRun, error) {
 	out := &controllerRun{phase: phase{name: "controller", ns: ns, allRunning: -1}}
 	if err := prepareVolumes(ctx, c, obsKube, ns, c.n); err != nil {
@@ -571,8 +594,10 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 		fmt.Sprintf("--workers=%d", c.workers),
 		fmt.Sprintf("--kube-api-qps=%g", c.qps),
 		fmt.Sprintf("--kube-api-burst=%d", c.burst),
-		"--resync-period=" + c.resync.String(),
 		"--profiling",
+	}
+	if c.resync > 0 {
+		args = append(args, "--resync-period="+c.resync.String())
 	}
 	args = append(args, c.controllerArgs...)
 	out.logPath = filepath.Join(c.workDir, "controller.log")
@@ -613,8 +638,26 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 		return nil, err
 	}
 	out.created = time.Since(out.t0)
+	halfProfiled := make(chan struct{})
+	halfTaken := false
 	for tr.runningCount() < c.n && pctx.Err() == nil && p.running() {
+		if !halfTaken && tr.runningCount() >= c.n/2 {
+			halfTaken = true
+			go func() {
+				defer close(halfProfiled)
+				path := filepath.Join(c.workDir, "controller-heap-half.pprof")
+				top, err := p.heapProfile(path, c.controllerBin)
+				if err != nil {
+					logf("controller: the heap profile at half Running: %v", err)
+					return
+				}
+				out.halfHeapProfile, out.halfHeapTop = path, top
+			}()
+		}
 		sleep(pctx, 10*time.Millisecond)
+	}
+	if halfTaken {
+		<-halfProfiled
 	}
 	switch {
 	case !p.running():
@@ -649,9 +692,8 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 			return nil, err
 		}
 		out.steadyStart = time.Since(out.t0)
-		hold := 2 * c.resync
-		logf("controller: holding the steady state for %s (two resync periods)", hold)
-		sleep(ctx, hold)
+		logf("controller: holding the steady state for %s", c.hold)
+		sleep(ctx, c.hold)
 		if ctx.Err() != nil {
 			smp.finish()
 			return nil, ctx.Err()

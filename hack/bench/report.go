@@ -215,7 +215,7 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 	t.row(fmt.Sprintf("writes per new Database = the design's minimum, %d", designMinimumWrites),
 		fmt.Sprintf("%s (%s without Events)", num(round2(perDB)), num(round2((convWrites-convEventWrites)/n))),
 		verdictWrites(perDB, (convWrites-convEventWrites)/n))
-	t.row(fmt.Sprintf("0 writes in the steady state (%s, two resync periods)", cr.steadyDur()),
+	t.row(fmt.Sprintf("0 writes in the steady state (%s, %s)", cr.steadyDur(), resyncsIn(c)),
 		fmt.Sprintf("%s (%s of them Events)", num(steadyWrites), num(steadyEventWrites)), verdict(steadyWrites == 0))
 	within := func(a, b time.Duration) string {
 		if a <= 0 || b <= 0 {
@@ -444,6 +444,10 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 		}
 	}
 	w("%s\n", t.b.String())
+	if cr.halfHeapTop != "" {
+		w("What the Go heap held when half of the Databases were Running, after a GC (`go tool pprof -top -sample_index=inuse_space -nodecount=20 controller %s`):\n\n", cr.halfHeapProfile)
+		w("```\n%s\n```\n\n", cr.halfHeapTop)
+	}
 	if cr.heapTop != "" {
 		w("What the Go heap holds at the end of the steady state, after a GC: the in-use bytes by the function that allocated them (`go tool pprof -top -sample_index=inuse_space -nodecount=20 controller %s`; the profile is from the controller's `--profiling`):\n\n", cr.heapProfile)
 		w("```\n%s\n```\n\n", cr.heapTop)
@@ -524,9 +528,21 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 	if slices.Contains(c.controllerArgs, "--server-access=direct") {
 		w("- `--server-access=direct` is what the controller does when installed in a cluster (artifacts/deploy), where `auto` means direct: the production install is what is measured. Run out of cluster with `auto`, it would reach each fake pod through a tunnel of the API server instead.\n")
 	}
-	w("- The steady state is held for two resync periods after the last Database is Running; every Database is resynced twice in it.\n")
+	w("- The controller resyncs at %s. The steady state is held for %s after the last Database is Running (and the trailing writes): %s.\n", c.resyncWords(), c.hold, resyncsIn(c))
 	w("- The controller's log is in `%s`.\n", relPath(cr.logPath))
 	return b.String()
+}
+
+// resyncsIn says how many resyncs of every Database the steady state holds.
+func resyncsIn(c config) string {
+	switch k := c.steadyResyncs(); k {
+	case 0:
+		return "no resync falls in it (BENCH_RESYNC=30s measures what resyncs cost)"
+	case 1:
+		return "every Database is resynced once in it"
+	default:
+		return fmt.Sprintf("every Database is resynced %d times in it", k)
+	}
 }
 
 func (cr *controllerRun) steadyDur() string {
