@@ -84,7 +84,7 @@ test-monitoring:
 E2E_PARALLEL ?= 6
 test-e2e: build e2e-deps
 	go build -o _output/bin/testsummary ./hack/testsummary
-	go test -json -count=1 -p 2 -parallel $(E2E_PARALLEL) -tags e2e -timeout 45m ./test/e2e/ ./test/e2e/realnode/ 2>&1 | _output/bin/testsummary _output/e2e.log ; \
+	go test -json -count=1 -p 2 -parallel $(E2E_PARALLEL) -tags e2e -timeout 45m ./test/e2e/ ./test/e2e/e2eutil/ ./test/e2e/realnode/ 2>&1 | _output/bin/testsummary _output/e2e.log ; \
 	  exit $${PIPESTATUS[0]}
 
 ## run-local: start a local control plane, run the controller on it and create the examples
