@@ -95,7 +95,7 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 4, "controller --workers, and the floor's goroutines")
 	flag.Float64Var(&c.qps, "qps", 50, "controller --kube-api-qps, and the floor's QPS")
 	flag.IntVar(&c.burst, "burst", 100, "controller --kube-api-burst, and the floor's burst")
-	flag.DurationVar(&c.resync, "resync", 0, "controller --resync-period; 0: the flag is not given, and the controller resyncs as installed (10 min)")
+	flag.DurationVar(&c.resync, "resync", 0, "controller --resync-period; 0: the flag is not given, and the controller resyncs as installed (this project's: 10 min)")
 	flag.DurationVar(&c.hold, "hold", time.Minute, "how long the steady state is held after all are Running (and the trailing writes are counted)")
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long each phase may take to reach all Running")
 	flag.IntVar(&c.creators, "creators", 8, "goroutines creating the Databases (an unthrottled client, the same in both phases)")
@@ -566,13 +566,14 @@ func cpuSince(before, after map[string]float64) map[string]float64 {
 // resyncWords says the controller's resync period as the benchmark sets it.
 func (c config) resyncWords() string {
 	if c.resync == 0 {
-		return "the controller's default (10 min; --resync-period not given)"
+		return "the controller's own default (--resync-period not given: 10 min for this project's controller, 10 h for controller-runtime's SyncPeriod)"
 	}
 	return "--resync-period=" + c.resync.String()
 }
 
 // steadyResyncs is how many times each Database is resynced in the steady
-// state: none with the default resync, longer than the hold.
+// state: none with a controller's default resync, longer than any hold
+// that makes sense.
 func (c config) steadyResyncs() int {
 	if c.resync == 0 {
 		return 0
