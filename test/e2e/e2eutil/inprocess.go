@@ -111,9 +111,10 @@ func readInProcess(rc readCommand) (out []byte, handled bool, err error) {
 	if err != nil {
 		return nil, false, nil
 	}
-	var client dynamic.ResourceInterface = inProcess.dynamic.Resource(mapping.Resource)
+	resource := inProcess.dynamic.Resource(mapping.Resource)
+	var client dynamic.ResourceInterface = resource
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		client = inProcess.dynamic.Resource(mapping.Resource).Namespace(ns)
+		client = resource.Namespace(ns)
 	}
 	var content map[string]any
 	if rc.name != "" {

@@ -6,10 +6,10 @@ import "strings"
 
 // The suites poll: a Database until it is Running, a client pod until it
 // has finished, a writer's log until it has written enough. Each poll was
-// a kubectl process, and a kubectl process costs about 70 ms of CPU (its
-// start and its discovery cache): on the real node, where four tests poll
-// at once, kubectl was the largest user of CPU after the servers and the
-// control plane. So the read-only commands the tests poll with are served
+// a kubectl process, and a kubectl process costs about 64 ms of CPU (its
+// start and its discovery cache): on the real node, where four tests
+// polled at once, kubectl was the largest user of CPU, 41% of the suite's,
+// more than the API server and every database server together. So the read-only commands the tests poll with are served
 // in this process, by one client (inprocess.go), with the same request to
 // the API server and the same output as kubectl's; every other command,
 // and every read this file does not recognise, still runs kubectl.
