@@ -116,10 +116,9 @@ func TestSchedulingAndDisruptionBudgets(t *testing.T) {
 	// first: ServersUnreachable.)
 	e2eutil.Eventually(t, converge, "strict-1 unschedulable for the anti-affinity", func() (bool, string) {
 		var pod corev1.Pod
-		if _, err := e2eutil.KubectlRun("", "-n", ns, "get", "pod", "strict-1"); err != nil {
-			return false, "no pod strict-1 yet"
+		if err := e2eutil.TryGetJSON(&pod, "-n", ns, "get", "pod", "strict-1"); err != nil {
+			return false, "no pod strict-1 yet: " + err.Error()
 		}
-		e2eutil.GetJSON(t, &pod, "-n", ns, "get", "pod", "strict-1")
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodScheduled {
 				return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && strings.Contains(c.Message, "anti-affinity"),

@@ -22,7 +22,9 @@ import (
 func serverPID(t testing.TB, ns, pod, program string) int {
 	t.Helper()
 	var p corev1.Pod
-	e2eutil.GetJSON(t, &p, "-n", ns, "get", "pod", pod)
+	if err := e2eutil.TryGetJSON(&p, "-n", ns, "get", "pod", pod); err != nil {
+		return 0 // not created yet, or deleted and not yet created again
+	}
 	uid := string(p.UID)
 	cgroups, _ := filepath.Glob("/proc/[0-9]*/cgroup")
 	for _, path := range cgroups {

@@ -499,12 +499,15 @@ H=`+old+`.split-headless
 	// receiver, started again, is refused for good. The controller says
 	// so, and restarts its pod once the pod is brokenRestartAge (2 min)
 	// old; its init container clones it again.
-	pod := func() (uid string, created time.Time) {
+	pod := func() (uid string, created time.Time, err error) {
 		var p corev1.Pod
-		e2eutil.GetJSON(t, &p, "-n", ns, "get", "pod", old)
-		return string(p.UID), p.CreationTimestamp.Time
+		err = e2eutil.TryGetJSON(&p, "-n", ns, "get", "pod", old)
+		return string(p.UID), p.CreationTimestamp.Time, err
 	}
-	uid, created := pod()
+	uid, created, err := pod()
+	if err != nil {
+		t.Fatal(err)
+	}
 	runClient(t, ns, "split", image, `H=`+old+`.split-headless
 `+mysqlSQL+`"STOP REPLICA IO_THREAD"
 H=`+replica+`.split-headless
@@ -518,7 +521,12 @@ H=`+old+`.split-headless
 		if _, _, msg := e2eutil.Condition(e2eutil.GetDB(t, ns, "split"), dbv1alpha1.ConditionReplicating); strings.Contains(msg, "cannot replicate") {
 			said = msg
 		}
-		now, _ := pod()
+		// Between the old pod's deletion and its replacement's creation
+		// there is no pod: not yet.
+		now, _, err := pod()
+		if err != nil {
+			return false, err.Error()
+		}
 		return now != uid, "pod " + now
 	})
 	t.Logf("while %s could not replicate, Replicating said: %s", old, said)

@@ -229,10 +229,9 @@ spec:
 			seen = append(seen, state)
 		}
 		var pod corev1.Pod
-		if _, err := e2eutil.KubectlRun("", "-n", ns, "get", "pod", "old-0"); err != nil {
-			return false, "no pod yet"
+		if err := e2eutil.TryGetJSON(&pod, "-n", ns, "get", "pod", "old-0"); err != nil {
+			return false, "no pod yet: " + err.Error()
 		}
-		e2eutil.GetJSON(t, &pod, "-n", ns, "get", "pod", "old-0")
 		if len(pod.Status.ContainerStatuses) == 0 || pod.Status.ContainerStatuses[0].RestartCount < 2 {
 			return false, "fewer than 2 restarts; " + state
 		}
