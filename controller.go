@@ -577,9 +577,14 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	)
 	switch {
 	case errors.As(err, &recheck) && recheck.After > 0:
-		// A steady pace, not a backoff: a replicated Database's servers.
+		// A steady pace, not a backoff: a replicated Database's servers;
+		// or once, when a cause falls due.
 		c.recheck.Forget(objectRef)
-		c.metrics.ObserveQueued(queuedByTimer, queuedPoll)
+		change := queuedPoll
+		if recheck.Due {
+			change = queuedRecheck
+		}
+		c.metrics.ObserveQueued(queuedByTimer, change)
 		c.workqueue.AddAfter(objectRef, recheck.After)
 	case recheck != nil || (errors.As(err, &problem) && problem.Recheck):
 		c.metrics.ObserveQueued(queuedByTimer, queuedRecheck)

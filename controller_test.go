@@ -591,6 +591,7 @@ func TestOutcomesAreSorted(t *testing.T) {
 		{"a problem that may clear by itself", &status.Problem{Reason: "ResourceConflict", Recheck: true}, false, 1},
 		{"a status that may change unseen", &reconcile.RecheckError{Why: "a volume is being provisioned"}, false, 1},
 		{"a replicated Database's servers", &reconcile.RecheckError{Why: "asking the servers", After: 10 * time.Second}, false, 0},
+		{"a cause falling due", &reconcile.RecheckError{Why: "a volume is being provisioned", After: 25 * time.Second, Due: true}, false, 0},
 		{"waiting for the cache", &reconcile.WaitingError{Kind: "Secret", Name: "orders-credentials"}, false, 0},
 		{"the namespace is being deleted", fmt.Errorf("creating Secret orders-credentials: %w",
 			actiontest.NamespaceTerminating(schema.GroupResource{Resource: "secrets"}, "orders-credentials")), false, 0},

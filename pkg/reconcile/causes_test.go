@@ -17,6 +17,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
 // A replica that cannot become ready is explained in the Ready condition,
@@ -159,7 +160,7 @@ func TestNotReadyNamesTheCause(t *testing.T) {
 
 // A claim being provisioned for less than status.VolumeGrace is not a
 // cause: no read of its events, no cause in the status, and a look again
-// once the grace may be over.
+// when the grace is over.
 func TestYoungPendingClaimIsNotACauseYet(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
@@ -171,11 +172,14 @@ func TestYoungPendingClaimIsNotACauseYet(t *testing.T) {
 	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), young)
 	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
 		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
-	f.run(ctx, ref(db), recheckSoon)
+	f.run(ctx, ref(db), recheckDue)
+	if after := f.err.(*RecheckError).After; after != status.VolumeGrace-5*time.Second {
+		t.Errorf("looks again after %s, want %s", after, status.VolumeGrace-5*time.Second)
+	}
 }
 
 // A container that runs and is not ready yet is not a cause, but becomes
-// one with time alone: the Database is looked at again soon.
+// one with time alone: the Database is looked at again when it does.
 func TestStartingContainerIsRechecked(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
@@ -185,7 +189,11 @@ func TestStartingContainerIsRechecked(t *testing.T) {
 	f.seed(db, sts, expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), pod)
 	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
 		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
-	f.run(ctx, ref(db), recheckSoon)
+	f.run(ctx, ref(db), recheckDue)
+	// Started a minute ago, its startup probe not passed.
+	if after, want := f.err.(*RecheckError).After, status.NotReadyAfter-time.Minute+time.Nanosecond; after != want {
+		t.Errorf("looks again after %s, want %s", after, want)
+	}
 }
 
 // The events of a claim that waits for its volume come from the informer's

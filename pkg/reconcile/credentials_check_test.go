@@ -145,7 +145,7 @@ func TestNoReadyServerIsNotLoggedInTo(t *testing.T) {
 	db.Status = actiontest.Provisioning(db)
 	f.seed(db, notReadyStatefulSet(t, db), expectedHeadless(t, db), expectedService(t, db), expectedSecret(t, db, "pw"), startingPod(db))
 	r, recorder := f.newReconciler()
-	f.syncAndCheck(ctx, r, recorder, ref(db), recheckSoon)
+	f.syncAndCheck(ctx, r, recorder, ref(db), recheckDue)
 	f.logins.CheckDue(ctx)
 	if got := servers.Took(); len(got) != 0 {
 		t.Fatalf("logged in to a Database with no ready server: %v", got)

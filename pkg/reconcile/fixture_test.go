@@ -395,6 +395,9 @@ const (
 	recheckSoon outcome = "recheck"
 	// pollServers: a *RecheckError with After: a replicated Database's pace.
 	pollServers outcome = "poll"
+	// recheckDue: a *RecheckError with After and Due: once, when a cause
+	// falls due.
+	recheckDue outcome = "recheck when due"
 	// waiting: a *WaitingError.
 	waiting outcome = "waiting"
 	// namespaceDeleting: a create refused because the namespace is being
@@ -419,6 +422,8 @@ func outcomeOf(wasSkipped bool, err error) outcome {
 		return needsPersonRecheck
 	case errors.As(err, &problem):
 		return needsPerson
+	case errors.As(err, &recheck) && recheck.After > 0 && recheck.Due:
+		return recheckDue
 	case errors.As(err, &recheck) && recheck.After > 0:
 		return pollServers
 	case errors.As(err, &recheck):

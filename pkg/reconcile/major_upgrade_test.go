@@ -104,7 +104,7 @@ func TestMajorUpgrade(t *testing.T) {
 		f.seed(sts, startingPod(db))
 		msg := "upgrading the data from 16 to 17 in place: DatabaseBackup orders-before-17-2 completed; stopping the server"
 		f.expectStatusUpdate(db, upgradeStatus(db, 1, 0, "16", metav1.Condition{Status: "False", Reason: "MajorUpgrade", Message: msg}, msg, db.Status.MajorUpgrade))
-		f.run(ctx, ref(db), recheckSoon) // the pod is looked at again
+		f.run(ctx, ref(db), recheckDue) // the pod is looked at again when it may be stuck; its deletion queues the Database
 	})
 
 	t.Run("stopped: the Job upgrades the data of the first claim", func(t *testing.T) {

@@ -29,8 +29,12 @@ func (e *WaitingError) Error() string {
 type RecheckError struct {
 	Why string
 	// After, when set, is when to look again, in place of the backoff: a
-	// replicated Database's servers are asked at a steady pace.
+	// replicated Database's servers are asked at a steady pace, and a
+	// cause that time alone makes is looked for when it falls due.
 	After time.Duration
+	// Due says After is when a cause falls due (a recheck, once), not the
+	// pace of asking the servers (a poll).
+	Due bool
 }
 
 func (e *RecheckError) Error() string { return "look again: " + e.Why }

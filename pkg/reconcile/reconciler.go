@@ -383,11 +383,15 @@ func (p *pass) converge(ctx context.Context) error {
 	switch {
 	case err != nil:
 		return err
-	case recheck != "":
-		return &RecheckError{Why: recheck}
+	case recheck != nil && recheck.After == 0:
+		return recheck
 	}
-	// The soonest of the steps that ask the servers again.
+	// The soonest of the steps that ask the servers again, and of a cause
+	// falling due.
 	var poll *RecheckError
+	if recheck != nil {
+		poll = recheck
+	}
 	for _, step := range []RecheckError{
 		{Why: "asking the replicated servers again", After: f.replication.pollInterval()},
 		{Why: "asking the primary how its archiving goes", After: f.archive.pollAfter},

@@ -88,12 +88,12 @@ func TestRecheckedDatabaseIsNeverSkipped(t *testing.T) {
 	f.expectStatusUpdate(db, wantStatus(db, "Provisioning", 1, 0, "", "False", "ReplicasNotReady", "0/1 replicas are ready",
 		"True", "Provisioning", "waiting for 0/1 replicas to become ready"))
 	r, recorder := f.newReconciler()
-	f.syncAndCheck(ctx, r, recorder, ref(db), recheckSoon)
+	f.syncAndCheck(ctx, r, recorder, ref(db), recheckDue)
 	// The lister still holds the status before the write; the pass works
 	// from the status as written (written.go), so it writes nothing, and
 	// its outcome, to look again soon, shows that it was a full pass.
 	f.actions = nil
-	f.syncAndCheck(ctx, r, recorder, ref(db), recheckSoon)
+	f.syncAndCheck(ctx, r, recorder, ref(db), recheckDue)
 }
 
 // Every input a settled pass read unsettles the Database when it changes:

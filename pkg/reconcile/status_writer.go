@@ -72,20 +72,20 @@ func onlyPodCountChanged(stored, computed dbv1alpha1.DatabaseStatus) bool {
 // writeStatus computes the status from what the pass found, writes it
 // when it differs from the stored one, and emits events for the
 // transitions that matter to a person: a new problem (Warning), and
-// reaching Running. It returns why to look again soon, when what it
-// reported may change with time alone.
-func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Problem) (recheck string, err error) {
+// reaching Running. It returns when to look again, when what it reported
+// may change with time alone.
+func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Problem) (recheck *RecheckError, err error) {
 	r, db := p.r, p.stored
 	var cause *status.Cause
 	if problem == nil && f.termination == nil {
 		if cause, recheck, err = p.cause(ctx, f); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	var refusal *status.Cause
 	if problem == nil && f.termination == nil {
 		if refusal, err = p.credentialsRefusal(ctx, f.pods); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	oldReady := meta.FindStatusCondition(db.Status.Conditions, dbv1alpha1.ConditionReady)
@@ -98,7 +98,7 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	var ofDB []*dbv1alpha1.DatabaseBackup
 	if b := p.db.Spec.Backup; b != nil && (b.Schedule != "" || f.archive.wanted) {
 		if ofDB, err = p.read.backupsOf(p.db); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	var recoverableFrom *metav1.Time
@@ -149,12 +149,12 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 	// lags behind the last status write causes no conflict.
 	st := &dbapply.DatabaseStatusApplyConfiguration{}
 	if err := builder.Convert(newStatus, st); err != nil {
-		return "", err
+		return nil, err
 	}
 	ac := dbapply.Database(db.Name, db.Namespace).WithStatus(st)
 	updated, err := r.dbs.DbcontrollerV1alpha1().Databases(db.Namespace).ApplyStatus(ctx, ac, repairOptions)
 	if err != nil {
-		return "", fmt.Errorf("updating status: %w", err)
+		return nil, fmt.Errorf("updating status: %w", err)
 	}
 	// A later write in the same pass compares with what is stored now, and
 	// a later pass on a cache that has not shown it yet too (written.go).

@@ -284,6 +284,51 @@ func StartingContainers(pods []*corev1.Pod) bool {
 	return false
 }
 
+// CauseDue is the first moment after in.Now at which time alone makes
+// FindCause name a cause, when it names none at in.Now: a claim, or a pod
+// waiting for its claim, at the end of VolumeGrace; a container that runs
+// and is not ready, at the end of ReadinessGrace or NotReadyAfter. Zero
+// when no such moment is known. A pass that finds no cause looks again
+// then, once, in place of polling on a backoff.
+func CauseDue(in CauseInput) time.Time {
+	var due time.Time
+	soonest := func(at time.Time) {
+		if at.After(in.Now) && (due.IsZero() || at.Before(due)) {
+			due = at
+		}
+	}
+	for _, c := range in.Claims {
+		if c.Status.Phase == corev1.ClaimPending && Young(c.CreationTimestamp.Time, in.Now) {
+			soonest(c.CreationTimestamp.Add(VolumeGrace))
+		}
+	}
+	for _, p := range in.Pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
+				waitsForVolume(c.Message) && Young(p.CreationTimestamp.Time, in.Now) && !claimBound(in.Claims, p) {
+				soonest(p.CreationTimestamp.Add(VolumeGrace))
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			r := cs.State.Running
+			if r == nil || cs.Ready || r.StartedAt.IsZero() {
+				continue
+			}
+			// The first instant past each grace, which FindCause compares
+			// with ">".
+			if cs.Started != nil && *cs.Started {
+				soonest(latest(r.StartedAt.Time, readySince(p)).Add(ReadinessGrace + time.Nanosecond))
+			} else {
+				soonest(r.StartedAt.Add(NotReadyAfter + time.Nanosecond))
+			}
+		}
+	}
+	return due
+}
+
 // lastCrash is how a container last ended when that was a failure (a
 // non-zero exit): just now, or before its current run; nil otherwise. The
 // kubelet's ContainerStatusUnknown (exit code 137), which it gives a

@@ -265,3 +265,71 @@ func TestFindCauseNamesAFailingReadinessProbe(t *testing.T) {
 		})
 	}
 }
+
+// CauseDue is the moment FindCause starts naming a cause by time alone:
+// none just before it, one at it. A pass looks again then, once.
+func TestCauseDue(t *testing.T) {
+	at := now.Time
+	claim := func(age time.Duration, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-x-0", CreationTimestamp: metav1.NewTime(at.Add(-age))},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+	}
+	unschedulable := func(age time.Duration) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-0", CreationTimestamp: metav1.NewTime(at.Add(-age))},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."}}}}
+	}
+	started := true
+	running := func(startedAgo, readyChangedAgo time.Duration, passedStartup *bool) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(at.Add(-readyChangedAgo))}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql", Started: passedStartup,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at.Add(-startedAgo))}}}}}}
+	}
+	deleting := running(time.Minute, 50*time.Second, &started)
+	deleting.DeletionTimestamp = &metav1.Time{Time: at}
+	for _, tt := range []struct {
+		name   string
+		claims []*corev1.PersistentVolumeClaim
+		pods   []*corev1.Pod
+		// in is how long after now the cause is due; 0 for never.
+		in time.Duration
+	}{
+		{name: "a claim 5 s old", claims: []*corev1.PersistentVolumeClaim{claim(5*time.Second, corev1.ClaimPending)}, in: 25 * time.Second},
+		{name: "a bound claim", claims: []*corev1.PersistentVolumeClaim{claim(5*time.Second, corev1.ClaimBound)}},
+		{name: "a pod 10 s old waiting for its claim", pods: []*corev1.Pod{unschedulable(10 * time.Second)}, in: 20 * time.Second},
+		{name: "a pod waiting for a claim that has bound", pods: []*corev1.Pod{unschedulable(10 * time.Second)},
+			claims: []*corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data-x-0"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}}},
+		{name: "the sooner of a claim and its pod", claims: []*corev1.PersistentVolumeClaim{claim(12*time.Second, corev1.ClaimPending)},
+			pods: []*corev1.Pod{unschedulable(3 * time.Second)}, in: 18 * time.Second},
+		{name: "not ready for 50 s after its startup probe passed", pods: []*corev1.Pod{running(time.Hour, 50*time.Second, &started)}, in: 10*time.Second + time.Nanosecond},
+		{name: "started 40 s ago, the startup probe passed", pods: []*corev1.Pod{running(40*time.Second, time.Hour, &started)}, in: 20*time.Second + time.Nanosecond},
+		{name: "started 5 min ago, the startup probe not passed", pods: []*corev1.Pod{running(5*time.Minute, 5*time.Minute, nil)}, in: 15*time.Minute + time.Nanosecond},
+		{name: "a pod being deleted", pods: []*corev1.Pod{deleting}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := CauseInput{Claims: tt.claims, Pods: tt.pods, Now: at}
+			if c := FindCause(in); c != nil {
+				t.Fatalf("a cause now: %+v", c)
+			}
+			due := CauseDue(in)
+			if tt.in == 0 {
+				if !due.IsZero() {
+					t.Fatalf("due in %s, want never", due.Sub(at))
+				}
+				return
+			}
+			if got := due.Sub(at); got != tt.in {
+				t.Fatalf("due in %s, want %s", got, tt.in)
+			}
+			in.Now = due.Add(-time.Nanosecond)
+			if c := FindCause(in); c != nil {
+				t.Errorf("a cause just before it is due: %+v", c)
+			}
+			in.Now = due
+			if FindCause(in) == nil {
+				t.Errorf("no cause when it is due")
+			}
+		})
+	}
+}
