@@ -144,6 +144,8 @@ type Controller struct {
 	claimsLister    corelisters.PersistentVolumeClaimLister
 	// cachesSynced report whether each informer cache has synced.
 	cachesSynced []cache.InformerSynced
+	// cached is each informer cache by the kind it holds (Cached).
+	cached map[string][]cache.Store
 	// workqueue holds the Databases to sync. It is rate limited, so that a
 	// failing Database is retried with backoff, and it never holds a key twice.
 	workqueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -256,6 +258,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		databasesLister: databases.Lister(),
 		claimsLister:    claims.Lister(),
 		cachesSynced:    append(cachesSynced, databases.Informer().HasSynced),
+
 		workqueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
@@ -355,6 +358,8 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			return nil, err
 		}
 	}
+	c.cached = caches.ByKind()
+	c.cached["Database"] = []cache.Store{databases.Informer().GetStore()}
 	// A DatabaseBackup leads to the Database it backs up, which need not exist.
 	if _, err := cfg.DBInformers.Dbcontroller().V1alpha1().DatabaseBackups().Informer().AddEventHandler(onChange(c.enqueueBackupsDatabase)); err != nil {
 		return nil, err
@@ -450,6 +455,11 @@ func startParameters(db *dbv1alpha1.Database) map[string]string {
 	}
 	return db.Status.Parameters.Start
 }
+
+// Cached is each of the controller's informer caches by the kind of
+// object it holds: what it keeps in memory (the metric of it,
+// metrics.RegisterCached).
+func (c *Controller) Cached() map[string][]cache.Store { return c.cached }
 
 // Run waits for the caches, starts workers and blocks until ctx is done.
 // Then it stops handing out work, lets in-flight syncs finish for up to

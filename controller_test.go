@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -569,6 +570,31 @@ func (r *fakeReconciler) Sync(context.Context, *dbv1alpha1.Database) (bool, erro
 func (r *fakeReconciler) Forget(string, string) {}
 
 func (r *fakeReconciler) Observed(*dbv1alpha1.Database) {}
+
+// Cached holds every cache the controller reads, by kind: what the
+// cached_objects metric counts.
+func TestCachedIsEveryCacheByKind(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	f.converged(actiontest.NewDatabase("orders", "postgresql", "16", 1))
+	c, _, _, _ := f.newController(ctx)
+	got := map[string]int{}
+	for kind, stores := range c.Cached() {
+		for _, s := range stores {
+			got[kind] += len(s.ListKeys())
+		}
+	}
+	// No node informer and no PodMonitors in the fixture; the TLS
+	// Secrets' cache is the second of kind Secret.
+	want := map[string]int{"Database": 1, "StatefulSet": 1, "Service": 2, "Secret": 1, "Job": 0, "DatabaseBackup": 0,
+		"PersistentVolumeClaim": 0, "Pod": 0, "Event": 0, "PodDisruptionBudget": 0}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("cached by kind: %v, want %v", got, want)
+	}
+	if n := len(c.Cached()["Secret"]); n != 2 {
+		t.Errorf("caches of Secrets: %d, want 2 (the children's and the users' TLS Secrets)", n)
+	}
+}
 
 // The loop sorts what a sync returned once: a problem that needs a person
 // is not retried until something changes, unless it may clear by itself,

@@ -236,6 +236,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	m.RegisterDatabases(dbInformerFactory.Dbcontroller().V1alpha1().Databases().Lister())
+	m.RegisterCached(controller.Cached())
 	m.RegisterDatabaseState(dbInformerFactory.Dbcontroller().V1alpha1().Databases().Lister(),
 		dbInformerFactory.Dbcontroller().V1alpha1().DatabaseBackups().Lister())
 

@@ -66,3 +66,24 @@ func NewCaches(kube kubeinformers.SharedInformerFactory, dbs dbinformers.SharedI
 	}
 	return c, synced, nil
 }
+
+// ByKind is each cache by the kind of object it holds, for the metric of
+// what the controller caches: two caches hold Secrets (its children's and
+// the users' TLS Secrets). A cache not made (nil) is left out.
+func (c Caches) ByKind() map[string][]cache.Store {
+	out := map[string][]cache.Store{}
+	for _, s := range []struct {
+		kind  string
+		store cache.Indexer
+	}{
+		{"StatefulSet", c.StatefulSets}, {"Service", c.Services}, {"Secret", c.Secrets}, {"Job", c.Jobs},
+		{"DatabaseBackup", c.Backups}, {"PersistentVolumeClaim", c.Claims}, {"Pod", c.Pods}, {"Event", c.ClaimEvents},
+		{"PodDisruptionBudget", c.Budgets}, {"Node", c.Nodes}, {"ConfigMap", c.ConfigMaps}, {"Secret", c.TLSSecrets},
+		{"PodMonitor", c.PodMonitors},
+	} {
+		if s.store != nil {
+			out[s.kind] = append(out[s.kind], s.store)
+		}
+	}
+	return out
+}

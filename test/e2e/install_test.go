@@ -423,6 +423,13 @@ func TestMetricsAndReadiness(t *testing.T) {
 			t.Errorf("metric %s = %v, want > 0", check.name, check.value)
 		}
 	}
+	// What its caches hold: the one Database of its namespace, and its
+	// one StatefulSet.
+	for _, kind := range []string{"Database", "StatefulSet"} {
+		if name := `database_controller_cached_objects{kind="` + kind + `"}`; m[name] != 1 {
+			t.Errorf("metric %s = %v, want 1", name, m[name])
+		}
+	}
 	for _, name := range []string{"workqueue_depth", "workqueue_work_duration_seconds_count", "database_controller_reconcile_duration_seconds_count"} {
 		if sum(m, name) == 0 && !hasMetric(m, name) {
 			t.Errorf("metric %s missing", name)
