@@ -164,10 +164,6 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 			floorWrites += r.n
 		}
 	}
-	children := 0
-	for _, v := range cr.children {
-		children += v
-	}
 	var maxRSS, maxHeap, maxInuse, maxDepth float64
 	var maxDepthAt time.Duration
 	for _, s := range cr.samples {
@@ -403,17 +399,18 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 	t.row("peak Go heap in use (go_memstats_heap_inuse_bytes)", fmt.Sprintf("%.1f MiB", maxInuse/mib))
 	t.row("Go heap allocated at the end of the steady state", fmt.Sprintf("%.1f MiB", last.heapAlloc/mib))
 	t.row("goroutines at the end", num(last.goroutines))
+	label, counts, cached := cachedObjects(cr, c.n)
 	var kinds []string
-	for k := range cr.children {
+	for k := range counts {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
 	var parts []string
 	for _, k := range kinds {
-		parts = append(parts, fmt.Sprintf("%d %s", cr.children[k], k))
+		parts = append(parts, fmt.Sprintf("%d %s", int(counts[k]), k))
 	}
-	t.row("children in the informer caches", fmt.Sprintf("**%d** (%s), plus %d Databases", children, strings.Join(parts, ", "), c.n))
-	t.row("peak RSS per cached object (children and Databases)", fmt.Sprintf("%.1f KiB", peakRSS/1024/float64(children+c.n)))
+	t.row(label, fmt.Sprintf("**%d** (%s)", int(cached), strings.Join(parts, ", ")))
+	t.row("peak RSS per cached object", fmt.Sprintf("%.1f KiB", peakRSS/1024/cached))
 	t.row("peak RSS per Database", fmt.Sprintf("%.1f KiB", peakRSS/1024/n))
 	t.row("controller CPU, convergence", fmt.Sprintf("%.1f s", cr.cpu["controller"]))
 	if len(cr.samples) > 0 {
@@ -668,4 +665,31 @@ func queuedTable(w func(string, ...any), cr *controllerRun, n float64) {
 	}
 	t.row("**all**", "", num(allConv), fmt.Sprintf("%.2f", allConv/n), num(allSteady))
 	w("%s\n", t.b.String())
+}
+
+// cachedObjects is what the controller's informer caches held at the end
+// of the steady state, by kind, and in all: its own
+// database_controller_cached_objects{kind} (the product and the
+// comparison operator export it), or, from a controller that does not,
+// the objects the controller labelled in the namespace and the Databases,
+// which label says.
+func cachedObjects(cr *controllerRun, databases int) (label string, byKind map[string]float64, all float64) {
+	byKind = map[string]float64{}
+	for k, v := range cr.mSteady.byLabels("database_controller_cached_objects", "kind") {
+		if v > 0 {
+			byKind[k] = v
+		}
+	}
+	label = "objects in the controller's informer caches (its database_controller_cached_objects, at the end)"
+	if len(byKind) == 0 {
+		label = "objects it labelled in the namespace, and the Databases (the controller exports no database_controller_cached_objects)"
+		for k, v := range cr.children {
+			byKind[k] = float64(v)
+		}
+		byKind["Databases"] = float64(databases)
+	}
+	for _, v := range byKind {
+		all += v
+	}
+	return label, byKind, all
 }

@@ -37,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -129,7 +130,8 @@ func main() {
 		setupLog.Error(err, "unable to create controller", "controller", "Database")
 		os.Exit(1)
 	}
-	metrics.Registry.MustRegister(newDatabaseCollector(mgr.GetCache()))
+	metrics.Registry.MustRegister(newDatabaseCollector(mgr.GetCache()), newCachedCollector(mgr.GetCache(), map[string]client.Object{
+		"Database": &dbv1alpha1.Database{}, "Secret": &corev1.Secret{}, "Service": &corev1.Service{}, "StatefulSet": &appsv1.StatefulSet{}}))
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "unable to set up health check")
@@ -234,5 +236,41 @@ func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.phase, k.engine)
+	}
+}
+
+// cachedCollector is database_controller_cached_objects{kind}, as the
+// product exports it: how many objects the manager's cache holds of each
+// kind the operator reads (its informers, made at its first read of a
+// kind), counted from the informers' stores when scraped.
+type cachedCollector struct {
+	informers informerGetter
+	kinds     map[string]client.Object
+	desc      *prometheus.Desc
+}
+
+type informerGetter interface {
+	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
+}
+
+func newCachedCollector(informers informerGetter, kinds map[string]client.Object) *cachedCollector {
+	return &cachedCollector{informers: informers, kinds: kinds, desc: prometheus.NewDesc(
+		"database_controller_cached_objects", "Objects held in the controller's informer caches, by kind.", []string{"kind"}, nil)}
+}
+
+func (c *cachedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *cachedCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for kind, obj := range c.kinds {
+		informer, err := c.informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			continue
+		}
+		// The manager's informers are client-go's: keys only, no copy.
+		if s, ok := informer.(interface{ GetStore() toolscache.Store }); ok {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(len(s.GetStore().ListKeys())), kind)
+		}
 	}
 }

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The cached objects are the controller's own count when it exports one,
+// and otherwise what it labelled, with the Databases, said so.
+func TestCachedObjects(t *testing.T) {
+	s, err := parseText(strings.NewReader(`database_controller_cached_objects{kind="Secret"} 3000
+database_controller_cached_objects{kind="Pod"} 1000
+database_controller_cached_objects{kind="Node"} 0
+database_controller_cached_objects{kind="Database"} 1000
+`), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := &controllerRun{mSteady: s, children: map[string]int{"Secrets": 3000, "Pods": 1000, "Services": 2000}}
+	label, byKind, all := cachedObjects(cr, 1000)
+	if want := map[string]float64{"Secret": 3000, "Pod": 1000, "Database": 1000}; !reflect.DeepEqual(byKind, want) || all != 5000 ||
+		!strings.Contains(label, "its database_controller_cached_objects") {
+		t.Errorf("with the metric: %q %v %v, want its own count, 5000, none of 0", label, byKind, all)
+	}
+	cr.mSteady = &scrape{}
+	label, byKind, all = cachedObjects(cr, 1000)
+	if want := map[string]float64{"Secrets": 3000, "Pods": 1000, "Services": 2000, "Databases": 1000}; !reflect.DeepEqual(byKind, want) || all != 7000 ||
+		!strings.Contains(label, "exports no database_controller_cached_objects") {
+		t.Errorf("without the metric: %q %v %v, want the labelled objects and the Databases, 7000", label, byKind, all)
+	}
+}
