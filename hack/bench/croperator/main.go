@@ -29,6 +29,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -130,8 +131,13 @@ func main() {
 		setupLog.Error(err, "unable to create controller", "controller", "Database")
 		os.Exit(1)
 	}
-	metrics.Registry.MustRegister(newDatabaseCollector(mgr.GetCache()), newCachedCollector(mgr.GetCache(), map[string]client.Object{
-		"Database": &dbv1alpha1.Database{}, "Secret": &corev1.Secret{}, "Service": &corev1.Service{}, "StatefulSet": &appsv1.StatefulSet{}}))
+	cached, err := newCachedCollector(context.Background(), mgr.GetCache(), map[string]client.Object{
+		"Database": &dbv1alpha1.Database{}, "Secret": &corev1.Secret{}, "Service": &corev1.Service{}, "StatefulSet": &appsv1.StatefulSet{}})
+	if err != nil {
+		setupLog.Error(err, "unable to count the cached objects")
+		os.Exit(1)
+	}
+	metrics.Registry.MustRegister(newDatabaseCollector(mgr.GetCache()), cached)
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "unable to set up health check")
@@ -241,36 +247,42 @@ func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {
 
 // cachedCollector is database_controller_cached_objects{kind}, as the
 // product exports it: how many objects the manager's cache holds of each
-// kind the operator reads (its informers, made at its first read of a
-// kind), counted from the informers' stores when scraped.
+// kind the operator reads. The manager's informers of one namespace hide
+// their stores (a multi-namespace informer), so each is counted by an
+// event handler of its own, added and deleted, and read when scraped.
 type cachedCollector struct {
-	informers informerGetter
-	kinds     map[string]client.Object
-	desc      *prometheus.Desc
+	counts map[string]*atomic.Int64
+	desc   *prometheus.Desc
 }
 
 type informerGetter interface {
 	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
 }
 
-func newCachedCollector(informers informerGetter, kinds map[string]client.Object) *cachedCollector {
-	return &cachedCollector{informers: informers, kinds: kinds, desc: prometheus.NewDesc(
+func newCachedCollector(ctx context.Context, informers informerGetter, kinds map[string]client.Object) (*cachedCollector, error) {
+	c := &cachedCollector{counts: map[string]*atomic.Int64{}, desc: prometheus.NewDesc(
 		"database_controller_cached_objects", "Objects held in the controller's informer caches, by kind.", []string{"kind"}, nil)}
+	for kind, obj := range kinds {
+		informer, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return nil, err
+		}
+		n := &atomic.Int64{}
+		c.counts[kind] = n
+		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { n.Add(1) },
+			DeleteFunc: func(any) { n.Add(-1) },
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 func (c *cachedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *cachedCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	for kind, obj := range c.kinds {
-		informer, err := c.informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			continue
-		}
-		// The manager's informers are client-go's: keys only, no copy.
-		if s, ok := informer.(interface{ GetStore() toolscache.Store }); ok {
-			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(len(s.GetStore().ListKeys())), kind)
-		}
+	for kind, n := range c.counts {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n.Load()), kind)
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,9 +14,20 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 )
 
-// informersOf hands out a client-go informer per Go type, as the
-// manager's cache does.
-type informersOf map[string]toolscache.SharedIndexInformer
+// handlerOf is an informer that keeps the handler it is given, to be
+// called as the informer would.
+type handlerOf struct {
+	cache.Informer
+	handler toolscache.ResourceEventHandler
+}
+
+func (h *handlerOf) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	h.handler = handler
+	return nil, nil
+}
+
+// informersOf hands out an informer per Go type, as the manager's cache does.
+type informersOf map[string]*handlerOf
 
 func (f informersOf) GetInformer(_ context.Context, obj client.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
 	switch obj.(type) {
@@ -29,19 +39,21 @@ func (f informersOf) GetInformer(_ context.Context, obj client.Object, _ ...cach
 	panic("no informer")
 }
 
-// The cached objects are counted from the informers' stores, by kind.
+// The cached objects are counted by the informers' events, by kind.
 func TestCachedObjects(t *testing.T) {
-	informer := func(names ...string) toolscache.SharedIndexInformer {
-		i := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Secret{}, 0, toolscache.Indexers{})
-		for _, n := range names {
-			if err := i.GetStore().Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: n}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return i
+	informers := informersOf{"Secret": {}, "Database": {}}
+	c, err := newCachedCollector(context.Background(), informers, map[string]client.Object{"Secret": &corev1.Secret{}, "Database": &dbv1alpha1.Database{}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	c := newCachedCollector(informersOf{"Secret": informer("a", "b", "c"), "Database": informer("a")},
-		map[string]client.Object{"Secret": &corev1.Secret{}, "Database": &dbv1alpha1.Database{}})
+	for _, name := range []string{"a", "b", "c", "d"} {
+		informers["Secret"].handler.OnAdd(&corev1.Secret{}, true)
+		if name == "a" {
+			informers["Database"].handler.OnAdd(&dbv1alpha1.Database{}, true)
+		}
+	}
+	informers["Secret"].handler.OnUpdate(&corev1.Secret{}, &corev1.Secret{})
+	informers["Secret"].handler.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "bench/d"})
 	want := `# HELP database_controller_cached_objects Objects held in the controller's informer caches, by kind.
 # TYPE database_controller_cached_objects gauge
 database_controller_cached_objects{kind="Database"} 1
