@@ -258,7 +258,6 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		databasesLister: databases.Lister(),
 		claimsLister:    claims.Lister(),
 		cachesSynced:    append(cachesSynced, databases.Informer().HasSynced),
-
 		workqueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{

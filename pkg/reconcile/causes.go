@@ -77,8 +77,8 @@ func (p *pass) cause(ctx context.Context, f *findings) (cause *status.Cause, rec
 		return cause, nil, nil
 	}
 	// Once, when the grace is over: anything sooner (the claim bound, the
-	// container ready) reaches the Database through the informers. At
-	// N=1,000 a backoff from 5 s looked 1.26 times a Database in vain.
+	// container ready) reaches the Database through the informers. (A
+	// backoff from 5 s queued each Database 1.26 times at N=1,000.)
 	if due := status.CauseDue(in); !due.IsZero() {
 		return nil, &RecheckError{Why: why, After: due.Sub(in.Now), Due: true}, nil
 	}
