@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -468,6 +469,41 @@ func TestStripForCache(t *testing.T) {
 				t.Fatalf("stripForCache:\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// Two objects the API sent apart share, once cached, the strings they have
+// in common, and read as sent.
+func TestStripForCacheSharesStrings(t *testing.T) {
+	sent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "orders-tls", Namespace: "shop",
+		Annotations: map[string]string{builder.AnnotationSerial: "1f"}, Labels: names.Labels(actiontest.NewDatabase("orders", "postgresql", "16", 1))}}
+	var cached []*corev1.Secret
+	for range 2 {
+		b, err := sent.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &corev1.Secret{}
+		if err := s.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stripForCache(s); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(s, sent) {
+			t.Fatalf("cached Secret:\n got %+v\nwant %+v", s, sent)
+		}
+		cached = append(cached, s)
+	}
+	for key, value := range cached[0].Annotations {
+		for otherKey, otherValue := range cached[1].Annotations {
+			if unsafe.StringData(key) != unsafe.StringData(otherKey) || unsafe.StringData(value) != unsafe.StringData(otherValue) {
+				t.Errorf("annotation %s=%s is held twice", key, value)
+			}
+		}
+	}
+	if unsafe.StringData(cached[0].Namespace) != unsafe.StringData(cached[1].Namespace) {
+		t.Error("the namespace is held twice")
 	}
 }
 

@@ -40,6 +40,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
+	"github.com/dbcontroller/database-controller/pkg/intern"
 	"github.com/dbcontroller/database-controller/pkg/metrics"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/objectstore"
@@ -623,13 +624,20 @@ func newNodeInformerFactory(kubeClient kubernetes.Interface) kubeinformers.Share
 	return kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithTransform(stripForCache))
 }
 
+// cacheStrings holds one copy of the strings that cached objects share
+// (images, commands, label and annotation keys, their owner's kind): 2^14
+// slots, 256 KiB and the strings in them.
+var cacheStrings = intern.New(1 << 14)
+
 // stripForCache drops what the controller never reads before an object
 // enters an informer cache: managed fields on every object; the data of
 // Secrets, so credentials never sit in the controller's memory; the spec of
 // pods but their node, as the rest is the StatefulSet's template, read
 // there; all of a node but whether it is cordoned; all of an event but what names its object, its kind and when and
 // how often it happened; and the copy of a Database's manifest that
-// `kubectl apply` keeps in an annotation.
+// `kubectl apply` keeps in an annotation. What is left shares the strings
+// other cached objects hold (cacheStrings): each decoded object brings its
+// own copies, a quarter of a StatefulSet's memory.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)
@@ -654,6 +662,7 @@ func stripForCache(obj interface{}) (interface{}, error) {
 	case *dbv1alpha1.Database:
 		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
 	}
+	cacheStrings.Strings(obj)
 	return obj, nil
 }
 

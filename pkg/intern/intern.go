@@ -1,0 +1,268 @@
+// Package intern makes the objects in the controller's informer caches
+// share the memory of the strings they have in common.
+//
+// A watch decodes each object on its own, so a thousand StatefulSets hold a
+// thousand copies of each image name, command, environment variable name,
+// mount path and label key, and every Secret its own copy of each
+// annotation key. A Table keeps one copy of the strings it has seen lately,
+// and Strings points an object's strings at it: the object reads the same,
+// and the copies its decoder made become garbage.
+package intern
+
+import (
+	"hash/maphash"
+	"reflect"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Table holds one copy of each of the strings it has seen lately, in a
+// fixed number of slots: a string may sit in any of the `ways` slots of
+// the set its hash picks, and takes a free one, or else one picked by the
+// hash from the string there before it. The strings that many objects
+// share are asked for all the time and keep their places; one that only an
+// object has passes through. Its memory is bounded by the slots, whatever
+// the number of objects. Safe for concurrent use.
+type Table struct {
+	mu    sync.Mutex
+	seed  maphash.Seed
+	slots []string
+}
+
+// ways is the number of slots a string may sit in: with one, two strings
+// of the same hash that alternate would each evict the other.
+const ways = 4
+
+// New returns a Table of at least the given number of slots.
+func New(slots int) *Table {
+	sets := max((slots+ways-1)/ways, 1)
+	return &Table{seed: maphash.MakeSeed(), slots: make([]string, sets*ways)}
+}
+
+// String returns s, or the equal string the table holds, which it then
+// keeps.
+func (t *Table) String(s string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.str(s)
+}
+
+// str is String with t.mu held.
+func (t *Table) str(s string) string {
+	if s == "" {
+		return s
+	}
+	h := maphash.String(t.seed, s)
+	set := t.slots[h%uint64(len(t.slots)/ways)*ways:][:ways]
+	free := -1
+	for i, held := range set {
+		if held == s {
+			return held
+		}
+		if held == "" && free < 0 {
+			free = i
+		}
+	}
+	if free < 0 {
+		free = int((h >> 32) % ways)
+	}
+	// A copy of its own: s may be part of a larger buffer (a decoder's),
+	// which the table must not keep.
+	s = strings.Clone(s)
+	set[free] = s
+	return s
+}
+
+var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+
+// Strings points every string of obj (a pointer to an API object) that
+// the table holds an equal of at that copy, and gives the table those it
+// does not: in fields, slices, pointers, and the keys and values of maps of
+// strings, such as labels. An object's own name, UID and resourceVersion
+// are left alone: no other object has them. obj reads the same after.
+func (t *Table) Strings(obj any) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return
+	}
+	p := planOf(v.Type())
+	if p == nil {
+		return
+	}
+	// One lock for the object, not one for each of its strings.
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p.walk(t, v)
+}
+
+// A plan walks the values of one type: made once per type, as reading a
+// type's fields by reflection costs more than the walk. A type that holds
+// no string has none (nil).
+type plan struct {
+	walk func(t *Table, v reflect.Value)
+}
+
+var (
+	plans    sync.Map // reflect.Type → *plan, or nil
+	planning sync.Mutex
+)
+
+func planOf(typ reflect.Type) *plan {
+	if p, ok := plans.Load(typ); ok {
+		return p.(*plan)
+	}
+	planning.Lock()
+	defer planning.Unlock()
+	made := map[reflect.Type]*plan{}
+	p := makePlan(typ, made)
+	// Published once complete: a plan another goroutine loads has its walk.
+	for t, mp := range made {
+		plans.Store(t, mp)
+	}
+	return p
+}
+
+// makePlan makes the plan of typ, and of the types in it, into made. A
+// struct type met again inside itself gets the plan being made.
+func makePlan(typ reflect.Type, made map[reflect.Type]*plan) *plan {
+	if p, ok := plans.Load(typ); ok {
+		return p.(*plan)
+	}
+	if p, ok := made[typ]; ok {
+		return p
+	}
+	switch typ.Kind() {
+	case reflect.String:
+		return stringPlan
+	case reflect.Pointer:
+		elem := makePlan(typ.Elem(), made)
+		if elem == nil {
+			made[typ] = nil
+			return nil
+		}
+		p := &plan{walk: func(t *Table, v reflect.Value) {
+			if !v.IsNil() {
+				elem.walk(t, v.Elem())
+			}
+		}}
+		made[typ] = p
+		return p
+	case reflect.Interface:
+		p := &plan{walk: func(t *Table, v reflect.Value) {
+			if v.IsNil() {
+				return
+			}
+			// What an interface holds can be set only through a pointer.
+			if e := v.Elem(); e.Kind() == reflect.Pointer && !e.IsNil() {
+				if ep := planOf(e.Type()); ep != nil {
+					ep.walk(t, e)
+				}
+			}
+		}}
+		made[typ] = p
+		return p
+	case reflect.Slice, reflect.Array:
+		elem := makePlan(typ.Elem(), made)
+		if elem == nil {
+			made[typ] = nil // such as bytes: a Secret's data are not strings.
+			return nil
+		}
+		p := &plan{walk: func(t *Table, v reflect.Value) {
+			for i := range v.Len() {
+				elem.walk(t, v.Index(i))
+			}
+		}}
+		made[typ] = p
+		return p
+	case reflect.Map:
+		if typ.Key().Kind() != reflect.String || typ.Elem().Kind() != reflect.String {
+			made[typ] = nil
+			return nil
+		}
+		p := &plan{walk: func(t *Table, v reflect.Value) { t.walkStringMap(v) }}
+		made[typ] = p
+		return p
+	case reflect.Struct:
+		if typ == objectMetaType {
+			p := &plan{walk: func(t *Table, v reflect.Value) {
+				t.walkObjectMeta(v.Addr().Interface().(*metav1.ObjectMeta))
+			}}
+			made[typ] = p
+			return p
+		}
+		p := &plan{}
+		made[typ] = p
+		type field struct {
+			index int
+			plan  *plan
+		}
+		var fields []field
+		for i := range typ.NumField() {
+			if f := typ.Field(i); f.IsExported() {
+				if fp := makePlan(f.Type, made); fp != nil {
+					fields = append(fields, field{i, fp})
+				}
+			}
+		}
+		if len(fields) == 0 {
+			// Only numbers, booleans, times: nothing to walk. A type
+			// inside it that refers back to it keeps this plan, which
+			// then walks nothing.
+			p.walk = func(*Table, reflect.Value) {}
+			made[typ] = nil
+			return nil
+		}
+		p.walk = func(t *Table, v reflect.Value) {
+			for _, f := range fields {
+				f.plan.walk(t, v.Field(f.index))
+			}
+		}
+		return p
+	}
+	made[typ] = nil
+	return nil
+}
+
+var stringPlan = &plan{walk: func(t *Table, v reflect.Value) {
+	if v.Len() > 0 && v.CanSet() {
+		v.SetString(t.str(v.String()))
+	}
+}}
+
+// walkStringMap interns a map of strings' keys and values: setting a key
+// that is there replaces the map's copy of the key with the one given.
+func (t *Table) walkStringMap(m reflect.Value) {
+	if plain, ok := m.Interface().(map[string]string); ok {
+		// Labels, annotations, selectors: without reflection's copies.
+		t.stringMap(plain)
+		return
+	}
+	keyType, elemType := m.Type().Key(), m.Type().Elem()
+	for _, k := range m.MapKeys() {
+		v := m.MapIndex(k)
+		m.SetMapIndex(reflect.ValueOf(t.str(k.String())).Convert(keyType), reflect.ValueOf(t.str(v.String())).Convert(elemType))
+	}
+}
+
+func (t *Table) walkObjectMeta(m *metav1.ObjectMeta) {
+	m.GenerateName = t.str(m.GenerateName)
+	m.Namespace = t.str(m.Namespace)
+	t.stringMap(m.Labels)
+	t.stringMap(m.Annotations)
+	for i := range m.OwnerReferences {
+		o := &m.OwnerReferences[i]
+		o.APIVersion, o.Kind, o.Name, o.UID = t.str(o.APIVersion), t.str(o.Kind), t.str(o.Name), types.UID(t.str(string(o.UID)))
+	}
+	for i := range m.Finalizers {
+		m.Finalizers[i] = t.str(m.Finalizers[i])
+	}
+}
+
+func (t *Table) stringMap(m map[string]string) {
+	for k, v := range m {
+		m[t.str(k)] = t.str(v)
+	}
+}
