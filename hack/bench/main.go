@@ -207,8 +207,11 @@ type controllerRun struct {
 	steadyStart, steadyEnd              time.Duration
 	samples                             []sample
 	peakRSS                             float64
-	children                            map[string]int
-	converged                           bool
+	// endRSSAnon and endRSSFile split the RSS at the end (RssAnon,
+	// RssFile): 0 when not read.
+	endRSSAnon, endRSSFile float64
+	children               map[string]int
+	converged              bool
 	// waited is how long the run waited for all Running, when it did not
 	// see them all: it ran out of time or was stopped.
 	waited time.Duration
@@ -713,6 +716,9 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	out.samples = smp.finish()
 	if out.peakRSS, err = p.peakRSS(); err != nil {
 		logf("reading VmHWM: %v", err)
+	}
+	if out.endRSSAnon, out.endRSSFile, err = p.endRSS(); err != nil {
+		logf("reading RssAnon and RssFile: %v", err)
 	}
 	stopTracker()
 	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)

@@ -188,6 +188,17 @@ func (p *controllerProc) peakRSS() (float64, error) {
 	return procStatusField(p.cmd.Process.Pid, "VmHWM")
 }
 
+// endRSS is the process's resident memory now by kind, in bytes: anon
+// (heap, stacks: what its work costs) and file (the pages of its binary it
+// touched, which the kernel drops first when memory is short).
+func (p *controllerProc) endRSS() (anon, file float64, err error) {
+	if anon, err = procStatusField(p.cmd.Process.Pid, "RssAnon"); err != nil {
+		return 0, 0, err
+	}
+	file, err = procStatusField(p.cmd.Process.Pid, "RssFile")
+	return anon, file, err
+}
+
 func procStatusField(pid int, field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

@@ -395,6 +395,10 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 	t.row("peak RSS (VmHWM of the process)", fmt.Sprintf("**%.1f MiB**", peakRSS/mib))
 	t.row("peak RSS sampled (process_resident_memory_bytes)", fmt.Sprintf("%.1f MiB", maxRSS/mib))
 	t.row("RSS at the end of the steady state", fmt.Sprintf("%.1f MiB", last.rss/mib))
+	if cr.endRSSAnon > 0 {
+		t.row("of which anonymous (heap, stacks) / file (the binary's pages it touched, dropped first when memory is short)",
+			fmt.Sprintf("%.1f MiB / %.1f MiB", cr.endRSSAnon/mib, cr.endRSSFile/mib))
+	}
 	t.row("peak Go heap allocated (go_memstats_heap_alloc_bytes)", fmt.Sprintf("**%.1f MiB**", maxHeap/mib))
 	t.row("peak Go heap in use (go_memstats_heap_inuse_bytes)", fmt.Sprintf("%.1f MiB", maxInuse/mib))
 	t.row("Go heap allocated at the end of the steady state", fmt.Sprintf("%.1f MiB", last.heapAlloc/mib))
