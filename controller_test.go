@@ -14,10 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
@@ -35,6 +37,8 @@ import (
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/plan"
+	"github.com/dbcontroller/database-controller/pkg/podnet"
 	"github.com/dbcontroller/database-controller/pkg/reconcile"
 	"github.com/dbcontroller/database-controller/pkg/status"
 )
@@ -469,6 +473,125 @@ func TestStripForCache(t *testing.T) {
 				t.Fatalf("stripForCache:\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A stripped pod or claim still serves each of their readers: the causes
+// and when they fall due, the starting containers, the pods' addresses,
+// and the plan's claims to grow give what they give on the objects as the
+// API sent them.
+func TestStripForCacheServesEachReader(t *testing.T) {
+	now := actiontest.Now
+	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
+	db := actiontest.NewDatabase("orders", "postgresql", "16", 3)
+	db.Spec.Storage.Size = resource.MustParse("2Gi")
+	kubelets := func(cs corev1.ContainerStatus) corev1.ContainerStatus {
+		// What a kubelet fills in that no reader reads.
+		cs.ImageID, cs.ContainerID = "docker.io/library/postgres@sha256:0123", "containerd://abcdef"
+		cs.AllocatedResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		cs.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+		cs.VolumeMounts = []corev1.VolumeMountStatus{{Name: "data", MountPath: "/var/lib/postgresql/data"}}
+		cs.User = &corev1.ContainerUser{Linux: &corev1.LinuxContainerUser{UID: 999, GID: 999}}
+		return cs
+	}
+	pod := func(name string, phase corev1.PodPhase, conditions []corev1.PodCondition, init, containers []corev1.ContainerStatus) *corev1.Pod {
+		for i := range init {
+			init[i] = kubelets(init[i])
+		}
+		for i := range containers {
+			containers[i] = kubelets(containers[i])
+		}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: db.Namespace, UID: types.UID(name), Labels: names.SelectorLabels(db)},
+			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "postgresql", Image: "postgres:16"}}},
+			Status: corev1.PodStatus{Phase: phase, Conditions: conditions, HostIP: "192.168.0.1", PodIP: "10.244.0." + name[len(name)-1:],
+				PodIPs: []corev1.PodIP{{IP: "10.244.0." + name[len(name)-1:]}}, StartTime: ptr.To(ago(time.Hour)), QOSClass: corev1.PodQOSBurstable,
+				InitContainerStatuses: init, ContainerStatuses: containers}}
+	}
+	started, notStarted := ptr.To(true), ptr.To(false)
+	running := func(d time.Duration) corev1.ContainerState {
+		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: ago(d)}}
+	}
+	waiting := func(reason string) corev1.ContainerState {
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: reason + " for a while"}}
+	}
+	pods := map[string]*corev1.Pod{
+		"ready": pod("orders-0", corev1.PodRunning,
+			[]corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: ago(time.Hour)}}, nil,
+			[]corev1.ContainerStatus{{Name: "postgresql", Image: "postgres:16", Ready: true, Started: started, State: running(time.Hour)}}),
+		"crash looping, out of memory before": pod("orders-1", corev1.PodRunning,
+			[]corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ago(time.Hour)}}, nil,
+			[]corev1.ContainerStatus{{Name: "postgresql", Image: "postgres:16", RestartCount: 5, State: waiting("CrashLoopBackOff"),
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}),
+		"image not pulled": pod("orders-2", corev1.PodPending, nil, nil,
+			[]corev1.ContainerStatus{{Name: "postgresql", Image: "postgres:16-nope", State: waiting("ImagePullBackOff")}}),
+		"unschedulable": pod("orders-3", corev1.PodPending, []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available", LastTransitionTime: ago(10 * time.Minute)}}, nil, nil),
+		"running, not ready, started long ago": pod("orders-4", corev1.PodRunning,
+			[]corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ago(time.Hour)}}, nil,
+			[]corev1.ContainerStatus{{Name: "postgresql", Image: "postgres:16", Started: notStarted, State: running(time.Hour)}}),
+		"starting": pod("orders-5", corev1.PodRunning,
+			[]corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ago(time.Second)}}, nil,
+			[]corev1.ContainerStatus{{Name: "postgresql", Image: "postgres:16", Started: notStarted, State: running(time.Second)}}),
+		"init container failing": pod("orders-6", corev1.PodPending, nil,
+			[]corev1.ContainerStatus{{Name: "restore", Image: "postgres:16", RestartCount: 3, State: waiting("CrashLoopBackOff"),
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}},
+			[]corev1.ContainerStatus{{Name: "postgresql", Image: "postgres:16", State: waiting("PodInitializing")}}),
+	}
+	claim := func(name string, phase corev1.PersistentVolumeClaimPhase, created time.Duration, size string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: db.Namespace, UID: types.UID(name), ResourceVersion: "9", Labels: names.SelectorLabels(db),
+				CreationTimestamp: ago(created), Finalizers: []string{"kubernetes.io/pvc-protection"},
+				Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes", "volume.kubernetes.io/selected-node": "node-1"}},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "pv-" + name,
+				StorageClassName: ptr.To("standard"), Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: phase, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
+		}
+	}
+	claimSets := map[string][]*corev1.PersistentVolumeClaim{
+		"bound, one to grow":     {claim(names.ClaimPrefix(db)+"0", corev1.ClaimBound, time.Hour, "1Gi"), claim(names.ClaimPrefix(db)+"1", corev1.ClaimBound, time.Hour, "2Gi")},
+		"pending past the grace": {claim(names.ClaimPrefix(db)+"0", corev1.ClaimPending, time.Hour, "2Gi")},
+		"pending, young":         {claim(names.ClaimPrefix(db)+"0", corev1.ClaimPending, time.Second, "2Gi")},
+	}
+	stripped := func(obj runtime.Object) runtime.Object {
+		out, err := stripForCache(obj.DeepCopyObject())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(runtime.Object)
+	}
+	readers := func(claims []*corev1.PersistentVolumeClaim, pods []*corev1.Pod) []any {
+		in := status.CauseInput{Claims: claims, Pods: pods, Now: now}
+		var addresses [][]string
+		for _, p := range pods {
+			ips, err := podnet.IndexByPodIP(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addresses = append(addresses, ips)
+		}
+		return []any{status.FindCause(in), status.CauseDue(in).Format(time.RFC3339Nano), status.StartingContainers(pods), addresses,
+			plan.Compute(db, plan.Observed{Claims: claims}).Grow}
+	}
+	for podCase, p := range pods {
+		for claimCase, claims := range claimSets {
+			t.Run(podCase+", "+claimCase, func(t *testing.T) {
+				var strippedClaims []*corev1.PersistentVolumeClaim
+				for _, c := range claims {
+					strippedClaims = append(strippedClaims, stripped(c).(*corev1.PersistentVolumeClaim))
+				}
+				sp := stripped(p).(*corev1.Pod)
+				if equality.Semantic.DeepEqual(sp, p) || equality.Semantic.DeepEqual(strippedClaims[0], claims[0]) {
+					t.Fatal("nothing was stripped: the test proves nothing")
+				}
+				got, want := readers(strippedClaims, []*corev1.Pod{sp}), readers(claims, []*corev1.Pod{p})
+				for i := range want {
+					if !equality.Semantic.DeepEqual(got[i], want[i]) {
+						t.Errorf("reader %d reads the stripped objects as\n%+v\nand the sent ones as\n%+v", i, got[i], want[i])
+					}
+				}
+			})
+		}
 	}
 }
 

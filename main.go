@@ -633,7 +633,10 @@ var cacheStrings = intern.New(1 << 14)
 // enters an informer cache: managed fields on every object; the data of
 // Secrets, so credentials never sit in the controller's memory; the spec of
 // pods but their node, as the rest is the StatefulSet's template, read
-// there; all of a node but whether it is cordoned; all of an event but what names its object, its kind and when and
+// there, and of their status what the causes and the servers' addresses
+// read; of a claim what names it, its volume, the size asked and whether it
+// is bound (not the provisioner's annotations, nor the capacity); all of a
+// node but whether it is cordoned; all of an event but what names its object, its kind and when and
 // how often it happened; and the copy of a Database's manifest that
 // `kubectl apply` keeps in an annotation. What is left shares the strings
 // other cached objects hold (cacheStrings): each decoded object brings its
@@ -648,6 +651,17 @@ func stripForCache(obj interface{}) (interface{}, error) {
 		o.StringData = nil
 	case *corev1.Pod:
 		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
+		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions, PodIP: o.Status.PodIP, PodIPs: o.Status.PodIPs,
+			InitContainerStatuses: stripContainerStatuses(o.Status.InitContainerStatuses),
+			ContainerStatuses:     stripContainerStatuses(o.Status.ContainerStatuses)}
+	case *corev1.PersistentVolumeClaim:
+		*o = corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion,
+				Labels: o.Labels, OwnerReferences: o.OwnerReferences, CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName,
+				Resources: corev1.VolumeResourceRequirements{Requests: o.Spec.Resources.Requests}},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase},
+		}
 	case *corev1.Node:
 		*o = corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion},
@@ -667,3 +681,15 @@ func stripForCache(obj interface{}) (interface{}, error) {
 }
 
 var _ cache.TransformFunc = stripForCache
+
+// stripContainerStatuses keeps of each container's status what the causes
+// and the servers' readiness read: its state and the one before, whether
+// it started and is ready, its restarts and image. The kubelet's resources
+// (two or three maps a container), mounts, user and IDs are dropped.
+func stripContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	for i, c := range in {
+		in[i] = corev1.ContainerStatus{Name: c.Name, State: c.State, LastTerminationState: c.LastTerminationState,
+			Ready: c.Ready, RestartCount: c.RestartCount, Image: c.Image, Started: c.Started}
+	}
+	return in
+}
