@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	goruntime "runtime"
 	"slices"
 	"testing"
 	"time"
@@ -912,4 +913,75 @@ func TestKindOf(t *testing.T) {
 			t.Errorf("kindOf(%T) = %q, want %q", tc.obj, got, tc.want)
 		}
 	}
+}
+
+// BenchmarkStripForCachePod reports what a pod as a kubelet reports it
+// (a server, an exporter and an init container, with the resources the
+// kubelet fills in) holds in memory as sent and once cached, a thousand of
+// them decoded apart, and what stripping one costs.
+func BenchmarkStripForCachePod(b *testing.B) {
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	status := func(name, image string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, Image: image, ImageID: image + "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			ContainerID: "containerd://0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Ready: true, Started: ptr.To(true),
+			State:              corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(actiontest.Now)}},
+			AllocatedResources: res, Resources: &corev1.ResourceRequirements{Requests: res, Limits: res},
+			VolumeMounts: []corev1.VolumeMountStatus{{Name: "data", MountPath: "/var/lib/postgresql/data"},
+				{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
+			User: &corev1.ContainerUser{Linux: &corev1.LinuxContainerUser{UID: 999, GID: 999, SupplementalGroups: []int64{999}}}}
+	}
+	db := actiontest.NewDatabase("orders", "postgresql", "16", 1)
+	sent := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", UID: "pod-uid", ResourceVersion: "42", Labels: names.SelectorLabels(db)},
+		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "postgresql", Image: "postgres:16"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, HostIP: "192.168.0.1", HostIPs: []corev1.HostIP{{IP: "192.168.0.1"}},
+			PodIP: "10.244.0.5", PodIPs: []corev1.PodIP{{IP: "10.244.0.5"}}, StartTime: ptr.To(metav1.NewTime(actiontest.Now)), QOSClass: corev1.PodQOSGuaranteed,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
+				{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			InitContainerStatuses: []corev1.ContainerStatus{status("init", "postgres:16")},
+			ContainerStatuses:     []corev1.ContainerStatus{status("postgresql", "postgres:16"), status("exporter", "quay.io/prometheuscommunity/postgres-exporter:v0.17.1")}},
+	}
+	data, err := sent.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	decode := func() *corev1.Pod {
+		p := &corev1.Pod{}
+		if err := p.Unmarshal(data); err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	const n = 1000
+	held := func(strip bool) float64 {
+		var before, after goruntime.MemStats
+		goruntime.GC()
+		goruntime.ReadMemStats(&before)
+		pods := make([]*corev1.Pod, n)
+		for i := range pods {
+			pods[i] = decode()
+			if strip {
+				if _, err := stripForCache(pods[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		goruntime.GC()
+		goruntime.ReadMemStats(&after)
+		goruntime.KeepAlive(pods)
+		return float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	asSent, cached := held(false), held(true)
+	pods := make([]*corev1.Pod, b.N)
+	for i := range pods {
+		pods[i] = decode()
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := stripForCache(pods[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(asSent, "B/pod-sent")
+	b.ReportMetric(cached, "B/pod-cached")
 }

@@ -633,14 +633,15 @@ var cacheStrings = intern.New(1 << 14)
 // enters an informer cache: managed fields on every object; the data of
 // Secrets, so credentials never sit in the controller's memory; the spec of
 // pods but their node, as the rest is the StatefulSet's template, read
-// there, and of their status what the causes and the servers' addresses
-// read; of a claim what names it, its volume, the size asked and whether it
-// is bound (not the provisioner's annotations, nor the capacity); all of a
-// node but whether it is cordoned; all of an event but what names its object, its kind and when and
-// how often it happened; and the copy of a Database's manifest that
-// `kubectl apply` keeps in an annotation. What is left shares the strings
-// other cached objects hold (cacheStrings): each decoded object brings its
-// own copies, a quarter of a StatefulSet's memory.
+// there, and of their status all but what the causes and the servers'
+// addresses read; all of a claim but what names it, its volume, the size
+// asked and whether it is bound (not the provisioner's annotations, nor
+// the capacity); all of a node but whether it is cordoned; all of an event
+// but what names its object, its kind and when and how often it happened;
+// and the copy of a Database's manifest that `kubectl apply` keeps in an
+// annotation. What is left shares the strings other cached objects hold
+// (cacheStrings): each decoded object brings its own copies, a quarter of
+// a StatefulSet's memory.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)
