@@ -28,13 +28,24 @@ type ConnectFunc func(pod Pod) (httpstream.Connection, error)
 // pair of streams over it), and made again once it breaks. A connection
 // not used for IdleAfter is closed, and one to a pod whose name a new pod
 // took (a StatefulSet's) at that pod's first dial.
+//
+// A tunnel can die without breaking: a NAT or a proxy on the way forgets
+// it, the API server's connection to the kubelet hangs. Its streams then
+// never open. A tunnel made earlier that does not open a dial's streams
+// within StreamTimeout is retired (no dial uses it again; it is closed once
+// the connections through it end), and the dial is tried once more on a
+// new tunnel, within its own context: a dead tunnel costs a dial
+// StreamTimeout, once, not the dial.
 type Tunnels struct {
 	connect ConnectFunc
 	// IdleAfter is how long a pod's connection is kept unused (5 minutes
 	// when zero).
 	IdleAfter time.Duration
-	now       func() time.Time
-	requestID atomic.Int64
+	// StreamTimeout bounds how long a tunnel made earlier may take to open
+	// a dial's streams, a round trip to the kubelet (1 s when zero).
+	StreamTimeout time.Duration
+	now           func() time.Time
+	requestID     atomic.Int64
 	// connects counts the upgraded connections made (each an API request),
 	// and bytes what went through the tunnels, both ways.
 	connects, bytes atomic.Int64
@@ -49,6 +60,10 @@ type tunnel struct {
 	conn  httpstream.Connection
 	err   error
 	used  time.Time
+	// active counts the connections open through it; a retired tunnel
+	// (no longer in byPod) is closed when it falls to 0.
+	active  int
+	retired bool
 }
 
 // NewTunnels returns Tunnels that connect with connect.
@@ -90,23 +105,41 @@ func (t *Tunnels) Dial(ctx context.Context, pod Pod, port string) (net.Conn, err
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return nil, fmt.Errorf("port %q: %w", port, err)
 	}
-	tn, err := t.get(ctx, pod)
-	if err != nil {
-		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	for attempt := 0; ; attempt++ {
+		tn, made, err := t.get(ctx, pod)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		within := ctx
+		cancel := context.CancelFunc(func() {})
+		if !made && attempt == 0 {
+			within, cancel = context.WithTimeout(ctx, t.streamTimeout())
+		}
+		c, err := t.open(within, tn, port)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		// A connection that cannot open streams in time is dead or
+		// broken: no dial uses it again.
+		t.retire(pod, tn)
+		if made || attempt > 0 || ctx.Err() != nil {
+			return nil, fmt.Errorf("pod %s/%s port %s: %w", pod.Namespace, pod.Name, port, err)
+		}
 	}
-	c, err := t.open(ctx, tn.conn, port)
-	if err != nil {
-		// A connection that cannot open streams in time is broken: the
-		// next dial makes another.
-		t.drop(pod, tn)
-		return nil, fmt.Errorf("pod %s/%s port %s: %w", pod.Namespace, pod.Name, port, err)
+}
+
+func (t *Tunnels) streamTimeout() time.Duration {
+	if t.StreamTimeout == 0 {
+		return time.Second
 	}
-	return c, nil
+	return t.StreamTimeout
 }
 
 // get returns pod's tunnel, made if there is none (one dial makes it, the
-// others wait for it).
-func (t *Tunnels) get(ctx context.Context, pod Pod) (*tunnel, error) {
+// others wait for it); made says it was made for this dial or while it
+// waited.
+func (t *Tunnels) get(ctx context.Context, pod Pod) (tn *tunnel, made bool, err error) {
 	idle := t.IdleAfter
 	if idle == 0 {
 		idle = 5 * time.Minute
@@ -117,15 +150,14 @@ func (t *Tunnels) get(ctx context.Context, pod Pod) (*tunnel, error) {
 		// Unused for long, or a pod gone whose name pod took.
 		gone := p.Namespace == pod.Namespace && p.Name == pod.Name && p.UID != pod.UID
 		if p != pod && other.conn != nil && (gone || now.Sub(other.used) > idle) {
-			delete(t.byPod, p)
-			_ = other.conn.Close()
+			t.retireLocked(p, other)
 		}
 	}
 	tn, ok := t.byPod[pod]
 	if ok && tn.conn != nil {
 		select {
 		case <-tn.conn.CloseChan():
-			delete(t.byPod, pod)
+			t.retireLocked(pod, tn)
 			ok = false
 		default:
 		}
@@ -140,13 +172,21 @@ func (t *Tunnels) get(ctx context.Context, pod Pod) (*tunnel, error) {
 
 	select {
 	case <-tn.ready:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("connecting to its portforward subresource: %w", ctx.Err())
+		// Made for this dial, or while it waited: not one that may have
+		// died since.
+		made = !ok
+	default:
+		made = true
+		select {
+		case <-tn.ready:
+		case <-ctx.Done():
+			return nil, false, fmt.Errorf("connecting to its portforward subresource: %w", ctx.Err())
+		}
 	}
 	if tn.err != nil {
-		return nil, tn.err
+		return nil, false, tn.err
 	}
-	return tn, nil
+	return tn, made, nil
 }
 
 // make connects pod's tunnel; a failure is forgotten at once, so that the
@@ -166,13 +206,33 @@ func (t *Tunnels) make(pod Pod, tn *tunnel) {
 	close(tn.ready)
 }
 
-func (t *Tunnels) drop(pod Pod, tn *tunnel) {
+// retire takes pod's tunnel tn out of use: it is closed once no
+// connection goes through it.
+func (t *Tunnels) retire(pod Pod, tn *tunnel) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.retireLocked(pod, tn)
+}
+
+func (t *Tunnels) retireLocked(pod Pod, tn *tunnel) {
 	if t.byPod[pod] == tn {
 		delete(t.byPod, pod)
 	}
-	t.mu.Unlock()
-	_ = tn.conn.Close()
+	tn.retired = true
+	if tn.active == 0 && tn.conn != nil {
+		// Not waited for: closing a dead connection may block on it.
+		go func() { _ = tn.conn.Close() }()
+	}
+}
+
+// ended is called when a connection through tn ends.
+func (t *Tunnels) ended(tn *tunnel) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tn.active--
+	if tn.retired && tn.active == 0 && tn.conn != nil {
+		go func() { _ = tn.conn.Close() }()
+	}
 }
 
 // Close closes every tunnel.
@@ -183,6 +243,7 @@ func (t *Tunnels) Close() {
 		if tn.conn != nil {
 			_ = tn.conn.Close()
 		}
+		tn.retired = true
 		delete(t.byPod, p)
 	}
 }
@@ -206,10 +267,14 @@ func (t *Tunnels) Open() int {
 	return n
 }
 
-// open makes the pair of streams of one connection to port (the kubelet's
-// port-forward protocol: an error stream, then a data stream, with one
-// request ID), within ctx.
-func (t *Tunnels) open(ctx context.Context, conn httpstream.Connection, port string) (net.Conn, error) {
+// open makes the pair of streams of one connection to port through the
+// tunnel tn (the kubelet's port-forward protocol: an error stream, then a
+// data stream, with one request ID), within ctx.
+func (t *Tunnels) open(ctx context.Context, tn *tunnel, port string) (net.Conn, error) {
+	conn := tn.conn
+	t.mu.Lock()
+	tn.active++
+	t.mu.Unlock()
 	type opened struct {
 		errorStream, dataStream httpstream.Stream
 		err                     error
@@ -239,10 +304,19 @@ func (t *Tunnels) open(ctx context.Context, conn httpstream.Connection, port str
 	select {
 	case o := <-done:
 		if o.err != nil {
+			t.ended(tn)
 			return nil, o.err
 		}
-		return newStreamConn(conn, o.errorStream, o.dataStream, &t.bytes), nil
+		return newStreamConn(conn, o.errorStream, o.dataStream, &t.bytes, func() { t.ended(tn) }), nil
 	case <-ctx.Done():
+		go func() {
+			// Streams that open late are not used.
+			if o := <-done; o.err == nil {
+				conn.RemoveStreams(o.errorStream, o.dataStream)
+				_ = o.dataStream.Reset()
+			}
+		}()
+		t.ended(tn)
 		return nil, fmt.Errorf("opening its streams: %w", ctx.Err())
 	}
 }
@@ -253,20 +327,24 @@ func (t *Tunnels) open(ctx context.Context, conn httpstream.Connection, port str
 // ends.
 type streamConn struct {
 	net.Conn
+	// tunnel is the connection it goes through.
+	tunnel httpstream.Connection
 	mu     sync.Mutex
 	failed error
 	close  func()
 }
 
-func newStreamConn(conn httpstream.Connection, errorStream, dataStream httpstream.Stream, bytes *atomic.Int64) *streamConn {
+// ended is called once when the connection ends.
+func newStreamConn(conn httpstream.Connection, errorStream, dataStream httpstream.Stream, bytes *atomic.Int64, ended func()) *streamConn {
 	local, remote := net.Pipe()
-	c := &streamConn{Conn: local}
+	c := &streamConn{Conn: local, tunnel: conn}
 	var once sync.Once
 	c.close = func() {
 		once.Do(func() {
 			_ = remote.Close()
 			_ = dataStream.Reset()
 			conn.RemoveStreams(errorStream, dataStream)
+			ended()
 		})
 	}
 	errorRead := make(chan struct{})

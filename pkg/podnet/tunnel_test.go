@@ -253,3 +253,194 @@ func TestTunnelsConnectFails(t *testing.T) {
 		t.Errorf("a failed tunnel was not tried again")
 	}
 }
+
+// blackHole is a TCP proxy in front of a kubelet-like SPDY server
+// (forward's protocol); freeze makes the connections it carries at that
+// moment a black hole: open, never closed, nothing goes through (a NAT
+// that forgot them), while new ones go through.
+type blackHole struct {
+	addr     string
+	connects atomic.Int32
+	mu       sync.Mutex
+	frozen   []chan struct{}
+	open     []chan struct{}
+}
+
+func newBlackHole(t *testing.T) *blackHole {
+	server, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	go func() {
+		for {
+			c, err := server.Accept()
+			if err != nil {
+				return
+			}
+			pairs := map[string][]httpstream.Stream{}
+			var mu sync.Mutex
+			_, _ = spdy.NewServerConnection(c, func(s httpstream.Stream, replySent <-chan struct{}) error {
+				id := s.Headers().Get(corev1.PortForwardRequestIDHeader)
+				mu.Lock()
+				pairs[id] = append(pairs[id], s)
+				pair := pairs[id]
+				mu.Unlock()
+				if len(pair) == 2 {
+					go forward(pair, replySent)
+				}
+				return nil
+			})
+		}
+	}()
+	proxy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blackHole{addr: proxy.Addr().String()}
+	t.Cleanup(func() {
+		proxy.Close()
+		b.mu.Lock()
+		for _, f := range b.open {
+			close(f)
+		}
+		b.open = nil
+		b.mu.Unlock()
+	})
+	go func() {
+		for {
+			in, err := proxy.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", server.Addr().String())
+			if err != nil {
+				in.Close()
+				continue
+			}
+			frozen := make(chan struct{})
+			b.mu.Lock()
+			b.open = append(b.open, frozen)
+			b.mu.Unlock()
+			for _, p := range [][2]net.Conn{{in, out}, {out, in}} {
+				go func(from, to net.Conn) {
+					buf := make([]byte, 32<<10)
+					for {
+						n, err := from.Read(buf)
+						select {
+						case <-frozen:
+							// Held, never delivered, never closed.
+							<-make(chan struct{})
+						default:
+						}
+						if err != nil {
+							to.Close()
+							return
+						}
+						if _, err := to.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+				}(p[0], p[1])
+			}
+		}
+	}()
+	return b
+}
+
+func (b *blackHole) connect(Pod) (httpstream.Connection, error) {
+	b.connects.Add(1)
+	c, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := spdy.NewClientConnection(c)
+	if err != nil {
+		return nil, err
+	}
+	return &closeRecorder{Connection: conn, closed: make(chan struct{})}, nil
+}
+
+// closeRecorder records that a tunnel was closed. (spdystream's Close
+// ends the connection itself only once its streams ended: on a black hole,
+// when TCP's keep-alive gives up on it.)
+type closeRecorder struct {
+	httpstream.Connection
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *closeRecorder) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Connection.Close()
+}
+
+// freeze makes every connection open now a black hole.
+func (b *blackHole) freeze() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, f := range b.open {
+		close(f)
+	}
+	b.open = nil
+}
+
+// A tunnel that died without breaking (a black hole on the way) costs a
+// dial StreamTimeout, not the dial: the dial opens its streams on a new
+// tunnel, within its own context (pgsql's and mysqlsql's 3 s). The dead
+// tunnel is closed once the connection still open through it ends.
+func TestTunnelsDeadTunnel(t *testing.T) {
+	b := newBlackHole(t)
+	tunnels := NewTunnels(b.connect, nil)
+	tunnels.StreamTimeout = 200 * time.Millisecond
+	defer tunnels.Close()
+	port := echo(t)
+	pod := Pod{Namespace: "ns", Name: "db-0", UID: "uid-1"}
+
+	before, err := tunnels.Dial(context.Background(), pod, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, before, "before")
+	b.freeze()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	c, err := tunnels.Dial(ctx, pod, port)
+	if err != nil {
+		t.Fatalf("dial after the tunnel died: %v, want one through a new tunnel within the dial's 3 s", err)
+	}
+	t.Logf("dial through a dead tunnel: opened on a new one after %s (StreamTimeout %s)", time.Since(start).Round(time.Millisecond), tunnels.StreamTimeout)
+	roundTrip(t, c, "after")
+	c.Close()
+	if n := b.connects.Load(); n != 2 {
+		t.Errorf("%d tunnels made, want 2 (one again after the first died)", n)
+	}
+
+	// The next dial reuses the new tunnel.
+	c, err = tunnels.Dial(ctx, pod, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, c, "again")
+	c.Close()
+	if n := b.connects.Load(); n != 2 {
+		t.Errorf("%d tunnels made, want 2", n)
+	}
+
+	// The dead tunnel stays open while a connection goes through it, and
+	// is closed when that ends.
+	dead := before.(*streamConn).tunnel.(*closeRecorder)
+	select {
+	case <-dead.closed:
+		t.Fatalf("the dead tunnel was closed under a connection still open through it")
+	case <-time.After(100 * time.Millisecond):
+	}
+	before.Close()
+	select {
+	case <-dead.closed:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the dead tunnel was not closed once its last connection ended")
+	}
+}
