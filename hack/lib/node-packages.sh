@@ -4,6 +4,7 @@
 # at start, and by hack/tools/build.sh, which installs them when it builds
 # the node: so that they are there before anything compares the host with
 # itself around a node's life (the real-node suite), not installed by the
-# node's first start.
+# node's first start. (nftables: the real-node suite's dead tunnels, a
+# table of the host's for the time of one test.)
 NODE_DEBIAN_PACKAGES=(runc:runc containernetworking-plugins:/usr/lib/cni/bridge iptables:iptables
-  conntrack:conntrack iproute2:ip util-linux:nsenter)
+  conntrack:conntrack iproute2:ip util-linux:nsenter nftables:nft)

@@ -245,6 +245,7 @@ func hostState() []string {
 			add("iptables", regexp.MustCompile(`\[\d+:\d+\]`).ReplaceAllString(l, ""))
 		}
 	}
+	add("nft", output("nft", "list", "tables")...)
 	for _, l := range output("ip", "-o", "link", "show") {
 		if f := strings.Fields(l); len(f) > 1 {
 			add("link", strings.TrimSuffix(f[1], ":"))

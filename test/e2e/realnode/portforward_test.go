@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -115,8 +117,11 @@ func (u *unrouted) stop() {
 // through the API server's port-forward, and the Database becomes Running
 // with its replicas streaming; the primary's pod is deleted under a writer,
 // and the failover goes through the tunnels too, no acknowledged write
-// lost. The failover delay is 0, as TestReplicationFailoverAndSwitchover's,
-// whose writer's outage is the direct path's figure. A 3-replica MariaDB
+// lost. Then every tunnel the controller holds dies without breaking (a
+// black hole on the host), and the new primary's pod is deleted: the
+// failover goes through new tunnels. The failover delay is 0, as
+// TestReplicationFailoverAndSwitchover's, whose writer's outage is the
+// direct path's figure. A 3-replica MariaDB
 // Database beside it, unrouted too, becomes Running and fails over the
 // same way. (The connections counted are the suite's controller's, for
 // every test: those through the API server are this test's alone.)
@@ -124,6 +129,7 @@ func TestServersReachedThroughTheAPIServer(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
 	before := dialsByPath(t)
+	known := controllerConnections(t)
 	u := unroute(t, ns, "tunnel", "5432")
 	mu := unroute(t, ns, "mtunnel", "3306")
 	start := time.Now()
@@ -158,6 +164,23 @@ func TestServersReachedThroughTheAPIServer(t *testing.T) {
 	writer.waitAcknowledged(t, 3)
 	killed := deletePrimary(t, ns, "tunnel", db.Status.Replication.Primary)
 	parseWrites(t, writer.wait(t)).across(t, ns, "tunnel", "the failover through the API server", killed)
+
+	// Dead tunnels: every tunnel the controller holds now becomes a black
+	// hole (its packets dropped both ways, the connection left open, as a
+	// NAT or a proxy that forgot it), then the primary's pod is deleted
+	// again. The failover opens new tunnels: each dial waits 1 s for its
+	// streams on a dead one (podnet's StreamTimeout), then goes through a
+	// new one.
+	holes := blackHoleConnections(t, known)
+	dead := dialsByPath(t)
+	primary := e2eutil.GetDB(t, ns, "tunnel").Status.Replication.Primary
+	deletePrimary(t, ns, "tunnel", primary)
+	holes.remove(t)
+	made := dialsByPath(t)
+	t.Logf("since the tunnels went dead: %s", made.since(dead))
+	if made["tunnels made"]-dead["tunnels made"] < 1 {
+		t.Errorf("no tunnel made after the %d tunnels went dead", len(holes.ports))
+	}
 	u.stop()
 
 	// MariaDB's replication the same way: Running through the API server,
@@ -173,6 +196,93 @@ func TestServersReachedThroughTheAPIServer(t *testing.T) {
 	minutes := time.Since(start).Minutes()
 	t.Logf("through the API server, per Database and minute: %.1f upgrade requests, %.0f bytes (%.1f min, two Databases of three servers)",
 		(after["tunnels made"]-before["tunnels made"])/2/minutes, (after["tunnel bytes"]-before["tunnel bytes"])/2/minutes, minutes)
+}
+
+// apiServerPort is the port of the suite's API server, from its
+// kubeconfig.
+func apiServerPort(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(localDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`server: https://[^:]+:(\d+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no server in %s", filepath.Join(localDir, "kubeconfig"))
+	}
+	return string(m[1])
+}
+
+// controllerConnections are the local ports of the suite's controller's
+// TCP connections to the API server (ss(8)).
+func controllerConnections(t *testing.T) map[string]bool {
+	t.Helper()
+	controller.mu.Lock()
+	pid := controller.cmd.Process.Pid
+	controller.mu.Unlock()
+	api := apiServerPort(t)
+	out, err := exec.Command("ss", "-tnpH", "state", "established").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ss: %v: %s", err, out)
+	}
+	ports := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.Contains(line, fmt.Sprintf("pid=%d,", pid)) {
+			continue
+		}
+		_, local, _ := net.SplitHostPort(f[2])
+		if _, peer, _ := net.SplitHostPort(f[3]); peer == api {
+			ports[local] = true
+		}
+	}
+	return ports
+}
+
+// holes is an nftables table of the host's that drops the packets of some
+// of the controller's connections to the API server, both ways (a table of
+// its own, removed whole: the host keeps no trace of it).
+type holes struct {
+	table string
+	ports []string
+	once  sync.Once
+}
+
+// blackHoleConnections drops the packets of the controller's connections
+// to the API server made since known was taken (its tunnels: its clients'
+// connections were made at its start), until remove, or the test's end.
+func blackHoleConnections(t *testing.T, known map[string]bool) *holes {
+	t.Helper()
+	h := &holes{table: "dbc_e2e_holes_" + fmt.Sprintf("%x", sha256.Sum256([]byte(t.Name())))[:8]}
+	for port := range controllerConnections(t) {
+		if !known[port] {
+			h.ports = append(h.ports, port)
+		}
+	}
+	if len(h.ports) == 0 {
+		t.Fatalf("the controller holds no tunnel to make a black hole of")
+	}
+	api := apiServerPort(t)
+	rules := ""
+	for _, port := range h.ports {
+		rules += fmt.Sprintf("    ip daddr 127.0.0.1 tcp sport %s tcp dport %s drop\n    ip saddr 127.0.0.1 tcp sport %s tcp dport %s drop\n", port, api, api, port)
+	}
+	t.Cleanup(func() { h.remove(t) })
+	nft := exec.Command("nft", "-f", "-")
+	nft.Stdin = strings.NewReader(fmt.Sprintf("table ip %s {\n  chain output {\n    type filter hook output priority 0; policy accept;\n%s  }\n}\n", h.table, rules))
+	if out, err := nft.CombinedOutput(); err != nil {
+		t.Fatalf("nft: %v: %s", err, out)
+	}
+	t.Logf("%d connections of the controller to the API server made a black hole (local ports %v)", len(h.ports), h.ports)
+	return h
+}
+
+func (h *holes) remove(t *testing.T) {
+	h.once.Do(func() {
+		if out, err := exec.Command("nft", "delete", "table", "ip", h.table).CombinedOutput(); err != nil {
+			t.Errorf("nft: %v: %s", err, out)
+		}
+	})
 }
 
 // deletePrimary deletes the pod of db's primary old, waits for another
