@@ -63,6 +63,7 @@ type options struct {
 	workers          int
 	qps              float64
 	burst            int
+	compression      bool
 	resync           time.Duration
 	credentialsCheck time.Duration
 	tlsTrustPeriod   time.Duration
@@ -90,6 +91,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.workers, "workers", 4, "Number of Databases synced in parallel.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Steady queries per second allowed to the API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries allowed to the API server above --kube-api-qps.")
+	fs.BoolVar(&o.compression, "kube-api-compression", false,
+		"Ask the API server to gzip its responses, watches included. Off by default, as kube-controller-manager and kube-scheduler have it: next to the API server, compressing costs both ends more CPU than it saves; turn it on over a slow link to the cluster.")
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "How often every Database is synced again even when nothing changed.")
 	fs.DurationVar(&o.tlsTrustPeriod, "tls-trust-period", reconcile.DefaultTrustPeriod,
 		"How long a Database's new certificate authority is trusted beside the old one, in the Secrets clients read, before it signs the servers' certificates.")
@@ -161,13 +164,10 @@ func run(ctx context.Context, o options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	logger := klog.FromContext(ctx)
-	cfg, err := clientcmd.BuildConfigFromFlags(o.masterURL, o.kubeconfig)
+	cfg, err := restConfig(o)
 	if err != nil {
-		return fmt.Errorf("building kubeconfig: %w", err)
+		return err
 	}
-	cfg.QPS = float32(o.qps)
-	cfg.Burst = o.burst
-	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + " " + controllerAgentName + "/" + version
 
 	// Metrics must be registered before the clients and the queue exist.
 	m := metrics.New()
@@ -519,6 +519,20 @@ func listenAndServe(ctx context.Context, address string, handler http.Handler) e
 
 // protobufConfig is cfg asking for, and sending, protobuf: for clients of
 // built-in kinds only.
+// restConfig is the API server's address and credentials of the flags,
+// with the clients' limits, compression and user agent.
+func restConfig(o options) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags(o.masterURL, o.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("building kubeconfig: %w", err)
+	}
+	cfg.QPS = float32(o.qps)
+	cfg.Burst = o.burst
+	cfg.DisableCompression = !o.compression
+	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + " " + controllerAgentName + "/" + version
+	return cfg, nil
+}
+
 func protobufConfig(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.ContentType = runtime.ContentTypeProtobuf

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/pem"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -145,6 +147,51 @@ func TestDefaultShutdownTimeout(t *testing.T) {
 	o.addFlags(flag.NewFlagSet("controller", flag.ContinueOnError))
 	if o.drainTimeout != 30*time.Second {
 		t.Fatalf("default --shutdown-timeout = %s, want 30s", o.drainTimeout)
+	}
+}
+
+// The clients ask the API server for gzip only with --kube-api-compression.
+func TestKubeAPICompression(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--kube-api-compression"}, "gzip"},
+	} {
+		asked := make(chan string, 1)
+		// TLS, as every API server: client-go gives a plain-HTTP config
+		// Go's default transport, compression and all.
+		server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case asked <- r.Header.Get("Accept-Encoding"):
+			default:
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"kind":"SecretList","apiVersion":"v1","metadata":{},"items":[]}`)
+		}))
+		var o options
+		fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+		o.addFlags(fs)
+		if err := fs.Parse(append([]string{"--master=" + server.URL}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := restConfig(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.CAData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})
+		client, err := kubernetes.NewForConfig(protobufConfig(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.CoreV1().Secrets("ns").List(context.Background(), metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-asked; got != tc.want {
+			t.Errorf("%v: Accept-Encoding %q, want %q", tc.args, got, tc.want)
+		}
+		server.Close()
 	}
 }
 
