@@ -121,9 +121,9 @@ func (u *unrouted) stop() {
 // black hole on the host), and the new primary's pod is deleted: the
 // failover goes through new tunnels. The failover delay is 0, as
 // TestReplicationFailoverAndSwitchover's, whose writer's outage is the
-// direct path's figure. A 3-replica MariaDB
-// Database beside it, unrouted too, becomes Running and fails over the
-// same way. (The connections counted are the suite's controller's, for
+// direct path's figure. A 3-replica MariaDB Database and a 3-replica
+// Oracle MySQL one beside it, unrouted too, become Running and fail over
+// the same way. (The connections counted are the suite's controller's, for
 // every test: those through the API server are this test's alone.)
 func TestServersReachedThroughTheAPIServer(t *testing.T) {
 	t.Parallel()
@@ -132,9 +132,11 @@ func TestServersReachedThroughTheAPIServer(t *testing.T) {
 	known := controllerConnections(t)
 	u := unroute(t, ns, "tunnel", "5432")
 	mu := unroute(t, ns, "mtunnel", "3306")
+	ou := unroute(t, ns, "otunnel", "3306")
 	start := time.Now()
 	e2eutil.KubectlIn(t, dbYAML("tunnel", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
 	e2eutil.KubectlIn(t, mysqlYAML("mtunnel", "10.11", mariadbImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, mysqlYAML("otunnel", "9.7", mysqlImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n", "-n", ns, "create", "-f", "-")
 	db := waitReplicating(t, ns, "tunnel", "three replicas, one primary and two streaming, reached through the API server")
 	t.Logf("Running and replicating through the API server after %s; primary %s", time.Since(start).Round(time.Second), db.Status.Replication.Primary)
 
@@ -189,13 +191,19 @@ func TestServersReachedThroughTheAPIServer(t *testing.T) {
 	t.Logf("MariaDB: Running and replicating through the API server %s after it was created", time.Since(start).Round(time.Second))
 	deletePrimary(t, ns, "mtunnel", mdb.Status.Replication.Primary)
 	mu.stop()
+
+	// And Oracle MySQL's.
+	odb := waitReplicating(t, ns, "otunnel", "three Oracle MySQL servers, one primary and two replicating, reached through the API server")
+	t.Logf("Oracle MySQL: Running and replicating through the API server %s after it was created", time.Since(start).Round(time.Second))
+	deletePrimary(t, ns, "otunnel", odb.Status.Replication.Primary)
+	ou.stop()
 	after = dialsByPath(t)
 	t.Logf("the controller's connections since the test began: %s", after.since(before))
 	// What the tunnels cost the API server, per replicated Database: the
 	// upgrade requests, and the bytes it relays.
 	minutes := time.Since(start).Minutes()
-	t.Logf("through the API server, per Database and minute: %.1f upgrade requests, %.0f bytes (%.1f min, two Databases of three servers)",
-		(after["tunnels made"]-before["tunnels made"])/2/minutes, (after["tunnel bytes"]-before["tunnel bytes"])/2/minutes, minutes)
+	t.Logf("through the API server, per Database and minute: %.1f upgrade requests, %.0f bytes (%.1f min, three Databases of three servers)",
+		(after["tunnels made"]-before["tunnels made"])/3/minutes, (after["tunnel bytes"]-before["tunnel bytes"])/3/minutes, minutes)
 }
 
 // apiServerPort is the port of the suite's API server, from its
