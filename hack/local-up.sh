@@ -553,7 +553,7 @@ if ((EUID == 0)); then
     printf '%s\n' "$POD_CIDR" > "$LOCAL_DIR/unreachable-route"
   fi
 else
-  echo "[local-up] not root: kwok's pod addresses ($POD_CIDR) have no route of their own, and the controller's connections to them go to the default route" >&2
+  echo "[local-up] not root: kwok's pod addresses ($POD_CIDR) have no route of their own; run the controller with --server-access=port-forward (make run-local does), or its connections to them go to the default route, off this machine" >&2
 fi
 # kwok provisions claims of the class kwok-volume only; the provision stage
 # also takes kwok-expandable, a second class that allows volume expansion.

@@ -274,6 +274,14 @@ step_done "CRD databases.dbcontroller.io Established"
 # ---------------------------------------------------------------------------
 step 3 "starting the controller" "$CONTROLLER_LOG"
 check_controller_ports
+# kwok's pods have addresses nothing has. local-up.sh routes them
+# unreachable when it can (as root); otherwise the controller's direct dials
+# would follow the default route off this machine, so it reaches them
+# through the API server instead, which asks kwok, on this machine.
+if ((!REAL_NODE)) && [[ ! -f "$LOCAL_DIR/unreachable-route" && " ${EXTRA_ARGS[*]} " != *" --server-access"* ]]; then
+  local::log "kwok's pod addresses have no route of their own: the controller reaches them through the API server (--server-access=port-forward)"
+  EXTRA_ARGS+=(--server-access=port-forward)
+fi
 : > "$CONTROLLER_LOG"
 # A session of its own (local-down.sh stops the whole session), immune to the
 # terminal's hangup, not holding our lock. Its --kubeconfig argument points
