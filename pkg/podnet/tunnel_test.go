@@ -32,9 +32,22 @@ type kubelet struct {
 func (k *kubelet) connect(Pod) (httpstream.Connection, error) {
 	k.connects.Add(1)
 	client, server := net.Pipe()
+	sc, err := servePortForward(server)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.conns = append(k.conns, sc)
+	k.mu.Unlock()
+	return spdy.NewClientConnection(client)
+}
+
+// servePortForward serves the kubelet's end of the port-forward protocol
+// on conn: each request ID's pair of streams is forwarded.
+func servePortForward(conn net.Conn) (httpstream.Connection, error) {
 	pairs := map[string][]httpstream.Stream{}
 	var mu sync.Mutex
-	sc, err := spdy.NewServerConnection(server, func(s httpstream.Stream, replySent <-chan struct{}) error {
+	return spdy.NewServerConnection(conn, func(s httpstream.Stream, replySent <-chan struct{}) error {
 		id := s.Headers().Get(corev1.PortForwardRequestIDHeader)
 		mu.Lock()
 		pairs[id] = append(pairs[id], s)
@@ -45,13 +58,6 @@ func (k *kubelet) connect(Pod) (httpstream.Connection, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	k.mu.Lock()
-	k.conns = append(k.conns, sc)
-	k.mu.Unlock()
-	return spdy.NewClientConnection(client)
 }
 
 func forward(pair []httpstream.Stream, replySent <-chan struct{}) {
@@ -262,8 +268,8 @@ type blackHole struct {
 	addr     string
 	connects atomic.Int32
 	mu       sync.Mutex
-	frozen   []chan struct{}
-	open     []chan struct{}
+	// open holds, for each connection carried, the channel that freezes it.
+	open []chan struct{}
 }
 
 func newBlackHole(t *testing.T) *blackHole {
@@ -278,19 +284,7 @@ func newBlackHole(t *testing.T) *blackHole {
 			if err != nil {
 				return
 			}
-			pairs := map[string][]httpstream.Stream{}
-			var mu sync.Mutex
-			_, _ = spdy.NewServerConnection(c, func(s httpstream.Stream, replySent <-chan struct{}) error {
-				id := s.Headers().Get(corev1.PortForwardRequestIDHeader)
-				mu.Lock()
-				pairs[id] = append(pairs[id], s)
-				pair := pairs[id]
-				mu.Unlock()
-				if len(pair) == 2 {
-					go forward(pair, replySent)
-				}
-				return nil
-			})
+			_, _ = servePortForward(c)
 		}
 	}()
 	proxy, err := net.Listen("tcp", "127.0.0.1:0")
