@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -98,18 +100,82 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 }
 
 // coveredChild is a child found to hold every field of its desired state:
-// a hash of the version of it found, and of the digest plan stamped on
-// what was desired (drift.AppliedAnnotation), which stands for all of it.
-// The same version compared with the same desired state is found the
-// same: drift's comparison reads nothing else.
+// a hash of the content of it found (contentVersion), and of the digest
+// plan stamped on what was desired (drift.AppliedAnnotation), which stands
+// for all of it. The same content compared with the same desired state is
+// found the same: drift's comparison reads nothing else.
 type coveredChild uint64
 
 // coveredBy is what a pass that finds existing holding every field of
 // desired remembers; comparable is false when either has nothing to
 // remember it by (no resourceVersion, no digest).
 func coveredBy(existing metav1.Object, desired any) (coveredChild, bool) {
-	rv, digest := existing.GetResourceVersion(), stampedDigest(desired)
-	return coveredChild(hashStrings(string(existing.GetUID()), rv, digest)), rv != "" && digest != ""
+	version, digest := contentVersion(existing), stampedDigest(desired)
+	return coveredChild(hashStrings(string(existing.GetUID()), version, digest)), version != "" && digest != ""
+}
+
+// contentVersion names what of existing the drift comparison reads, so
+// that a version of it with the same name needs no comparison again:
+// desired sets metadata and spec, never status. For a StatefulSet or a
+// PodDisruptionBudget that is the generation, which the API server raises
+// with every change of the spec and never with one of the status, with the
+// metadata desired can set (labels, annotations, owners, finalizers, the
+// deletion), hashed here: the status of such a child changes with every
+// pod's progress, each a new resourceVersion, and the StatefulSet is the
+// largest child to compare. For the other kinds it is the resourceVersion.
+// "" when existing has none: it was never read from an API server.
+func contentVersion(existing metav1.Object) string {
+	rv := existing.GetResourceVersion()
+	switch existing.(type) {
+	case *appsv1.StatefulSet, *policyv1.PodDisruptionBudget:
+		if rv == "" {
+			return ""
+		}
+		return "g" + strconv.FormatInt(existing.GetGeneration(), 10) + "/" + strconv.FormatUint(metadataHash(existing), 16)
+	}
+	return rv
+}
+
+// metadataHash hashes the metadata of o that desired states can set and
+// that changes without a new generation. Maps are hashed entry by entry
+// and summed, in no order; lists in order.
+func metadataHash(o metav1.Object) uint64 {
+	h := hashStrings("labels")
+	for k, v := range o.GetLabels() {
+		h += mix(hashStrings(k, v))
+	}
+	h = mix(h) + mix(hashStrings("annotations"))
+	for k, v := range o.GetAnnotations() {
+		h += mix(hashStrings(k, v))
+	}
+	parts := []string{"owners"}
+	for _, ref := range o.GetOwnerReferences() {
+		parts = append(parts, ref.APIVersion, ref.Kind, ref.Name, string(ref.UID), boolPtr(ref.Controller), boolPtr(ref.BlockOwnerDeletion))
+	}
+	parts = append(parts, "finalizers")
+	parts = append(parts, o.GetFinalizers()...)
+	parts = append(parts, "deleting", strconv.FormatBool(o.GetDeletionTimestamp() != nil))
+	return mix(h) ^ hashStrings(parts...)
+}
+
+// mix is splitmix64's finalizer: hashes summed are mixed first, so that
+// equal sums of different entries are as unlikely as collisions of one.
+func mix(h uint64) uint64 {
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	return h ^ h>>31
+}
+
+func boolPtr(b *bool) string {
+	switch {
+	case b == nil:
+		return "nil"
+	case *b:
+		return "true"
+	}
+	return "false"
 }
 
 // stampedDigest is the digest plan stamped on an apply configuration,

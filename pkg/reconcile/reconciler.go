@@ -155,7 +155,7 @@ type Reconciler struct {
 	// so that the next look is a read, not a create that fails.
 	conflicts *ttlSet[ChildKey, struct{}]
 	// covered remembers the children last found to hold every field of
-	// their desired state, by the version found and the digest of what was
+	// their desired state, by the content found and the digest of what was
 	// desired (children.go), so that a pass brought by another object's
 	// change does not compare them again.
 	covered *ttlSet[ChildKey, coveredChild]

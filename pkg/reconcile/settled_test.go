@@ -55,6 +55,7 @@ func TestSettledDatabaseIsSkippedUntilSomethingChanges(t *testing.T) {
 
 			drifted := sts.DeepCopy()
 			drifted.Spec.Template.Spec.Containers[0].Image = "postgres:latest"
+			drifted.Generation++ // as the API server does with every change of a spec
 			if err := f.caches.StatefulSets.Update(drifted); err != nil {
 				t.Fatal(err)
 			}
