@@ -107,7 +107,7 @@ func main() {
 	flag.StringVar(&c.controlPlaneLimits, "control-plane-limits", "", "the client QPS and burst of kube-controller-manager and kube-scheduler, when not their defaults (for the report)")
 	flag.StringVar(&c.volumes, "volumes", "static", "static: volumes made in advance, bound by kube-controller-manager; kwok: claims provisioned by kwok's stages, one step at a time")
 	flag.StringVar(&c.restart, "restart", "", "shell command that stops the control plane and starts a fresh one, with the CRDs installed, before the controller's run")
-	flag.DurationVar(&c.sampleEvery, "sample-every", time.Second, "how often the controller's /metrics is sampled")
+	flag.DurationVar(&c.sampleEvery, "sample-every", 0, "how often the controller's /metrics is sampled; 0: every N/1000 seconds, at least every second (see sampleInterval)")
 	flag.IntVar(&c.warmup, "warmup", 20, "Databases the floor brings to Running first, unmeasured, so that neither run meets a cold API server")
 	flag.DurationVar(&c.settle, "settle", 5*time.Second, "after all are Running, how long trailing writes are counted apart before the steady state begins")
 	flag.Func("controller-env", "VAR=value to set in the controller's environment (repeatable), such as GOMEMLIMIT=80MiB", func(v string) error {
@@ -129,9 +129,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -volumes must be static or kwok")
 		os.Exit(2)
 	}
-	if c.n < 1 || c.workers < 1 || c.qps <= 0 || c.burst < 1 || c.creators < 1 || c.resync < 0 || c.hold <= 0 {
-		fmt.Fprintln(os.Stderr, "bench: -n, -workers, -qps, -burst, -creators and -hold must be positive, -resync not negative")
+	if c.n < 1 || c.workers < 1 || c.qps <= 0 || c.burst < 1 || c.creators < 1 || c.resync < 0 || c.hold <= 0 || c.sampleEvery < 0 {
+		fmt.Fprintln(os.Stderr, "bench: -n, -workers, -qps, -burst, -creators and -hold must be positive, -resync and -sample-every not negative")
 		os.Exit(2)
+	}
+	if c.sampleEvery == 0 {
+		c.sampleEvery = sampleInterval(c.n)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

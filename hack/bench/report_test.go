@@ -31,3 +31,11 @@ database_controller_cached_objects{kind="Database"} 1000
 		t.Errorf("without the metric: %q %v %v, want the labelled objects and the Databases, 7000", label, byKind, all)
 	}
 }
+
+func TestSampleInterval(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: time.Second, 300: time.Second, 1000: time.Second, 2500: 2500 * time.Millisecond, 5000: 5 * time.Second} {
+		if got := sampleInterval(n); got != want {
+			t.Errorf("sampleInterval(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
