@@ -88,7 +88,11 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Only required if out-of-cluster.")
 	fs.StringVar(&o.masterURL, "master", "", "The address of the Kubernetes API server. Overrides any value in kubeconfig. Only required if out-of-cluster.")
 	fs.StringVar(&o.namespace, "namespace", metav1.NamespaceAll, "Watch Databases in this namespace only. The default is all namespaces.")
-	fs.IntVar(&o.workers, "workers", 4, "Number of Databases synced in parallel.")
+	// Eight: a pass sends one request at a time and waits for the answer
+	// (tens of ms on a busy API server), so four workers could not use
+	// --kube-api-qps's 50 creates a second while some of them wrote
+	// statuses (docs/benchmarks.md, issue 30's sixth sitting).
+	fs.IntVar(&o.workers, "workers", 8, "Number of Databases synced in parallel.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Steady queries per second allowed to the API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries allowed to the API server above --kube-api-qps.")
 	fs.BoolVar(&o.compression, "kube-api-compression", false,

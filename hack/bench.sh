@@ -17,7 +17,8 @@
 #   BENCH_N                 number of Databases [1000]
 #   BENCH_OUT               the report; the chart is written beside it as .png
 #                           [_output/bench/report.md]
-#   BENCH_WORKERS           controller --workers, and the floor's goroutines [4]
+#   BENCH_WORKERS           controller --workers, and the floor's goroutines [8, the
+#                           controller's default]
 #   BENCH_QPS               controller --kube-api-qps, and the floor's QPS [50]
 #   BENCH_BURST             controller --kube-api-burst, and the floor's burst [100]
 #   BENCH_RESYNC            controller --resync-period [not given: the controller's
@@ -85,7 +86,7 @@ abs() {
 }
 
 N=${BENCH_N:-1000}
-WORKERS=${BENCH_WORKERS:-4}
+WORKERS=${BENCH_WORKERS:-8}
 QPS=${BENCH_QPS:-50}
 BURST=${BENCH_BURST:-100}
 RESYNC=${BENCH_RESYNC:-0}

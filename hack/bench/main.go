@@ -92,7 +92,7 @@ func main() {
 	flag.StringVar(&c.workDir, "work-dir", "_output/bench", "directory for the controller's log")
 	flag.StringVar(&c.command, "command", "", "the command line to print in the report")
 	flag.IntVar(&c.n, "n", 1000, "number of Databases")
-	flag.IntVar(&c.workers, "workers", 4, "controller --workers, and the floor's goroutines")
+	flag.IntVar(&c.workers, "workers", 8, "controller --workers (its default), and the floor's goroutines")
 	flag.Float64Var(&c.qps, "qps", 50, "controller --kube-api-qps, and the floor's QPS")
 	flag.IntVar(&c.burst, "burst", 100, "controller --kube-api-burst, and the floor's burst")
 	flag.DurationVar(&c.resync, "resync", 0, "controller --resync-period; 0: the flag is not given, and the controller resyncs as installed (this project's: 10 min)")
