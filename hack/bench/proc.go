@@ -258,11 +258,11 @@ func tail(path string, n int) string {
 // Databases: every n/1000 seconds, and at least every second. A scrape
 // costs the controller time in proportion to the Databases (it exports a
 // few series for each: readiness, its reason, its certificates' expiry):
-// about 15 ms at 5,000, where one a second was up to a third of the controller's
-// CPU in convergence, and a Prometheus server scrapes every 15 to 60 s. At
-// one scrape per n/1000 seconds the sampler costs the controller the same
-// share of its time at every n, that of N=1000 at one a second, the
-// interval of the runs before this one.
+// about 60 ms at 5,000, where one a second was up to a third of the
+// controller's CPU in convergence; a Prometheus server scrapes every 15 to
+// 60 s. At one scrape per n/1000 seconds the sampler costs the controller
+// the same share of its time at every n, that of N=1000 at one a second,
+// the interval of the runs before this one.
 func sampleInterval(n int) time.Duration {
 	return max(time.Second, time.Duration(n)*time.Second/1000)
 }
