@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -152,12 +154,38 @@ func main() {
 		return
 	}
 
+	gcPercent := setGCPercent(os.LookupEnv)
+
 	ctx := signals.SetupSignalHandler()
+	klog.FromContext(ctx).Info("Garbage collection", "GOGC", gcPercent)
 	if err := run(ctx, o); err != nil {
 		klog.FromContext(ctx).Error(err, "Controller failed")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
 	klog.Flush()
+}
+
+// defaultGCPercent is the garbage collector's target the controller runs
+// with unless GOGC is in its environment: a collection when the heap has
+// grown by half of what was live after the last one, not by all of it (Go's
+// 100). Most of the heap is the informers' caches, which live as long as
+// the process, so Go's default let the heap peak at about twice them. At
+// 1,000 Databases (make bench, docs/benchmarks.md) 50 took the peak RSS
+// from 126.0 to 107.3 MiB for 7% more CPU in convergence (17.8 → 19.1 s);
+// 25 took it to 94.8 MiB for 39% more (24.8 s), and on a busy machine the
+// Databases came up 10% later.
+const defaultGCPercent = 50
+
+// setGCPercent sets the garbage collector's target to defaultGCPercent
+// unless the environment sets GOGC (lookupEnv is os.LookupEnv), which the
+// Go runtime has then read at start and which rules. It returns the target
+// in force, as GOGC is written.
+func setGCPercent(lookupEnv func(string) (string, bool)) string {
+	if v, set := lookupEnv("GOGC"); set {
+		return v
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	return strconv.Itoa(defaultGCPercent)
 }
 
 func run(ctx context.Context, o options) error {

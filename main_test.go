@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,6 +148,34 @@ func TestDefaultShutdownTimeout(t *testing.T) {
 	o.addFlags(flag.NewFlagSet("controller", flag.ContinueOnError))
 	if o.drainTimeout != 30*time.Second {
 		t.Fatalf("default --shutdown-timeout = %s, want 30s", o.drainTimeout)
+	}
+}
+
+// The controller collects its garbage at GOGC 50 unless GOGC is in its
+// environment, which then rules as the runtime read it.
+func TestGCPercentIsFiftyUnlessGOGCIsSet(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		want    string
+		inForce int
+	}{
+		{"GOGC not set", map[string]string{"GOMEMLIMIT": "1GiB"}, "50", 50},
+		{"GOGC set", map[string]string{"GOGC": "200"}, "200", 100},
+		{"GOGC set empty, the runtime's default", map[string]string{"GOGC": ""}, "", 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetGCPercent(100) // as the runtime starts without GOGC
+			lookup := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
+			if got := setGCPercent(lookup); got != tc.want {
+				t.Errorf("setGCPercent = %q, want %q", got, tc.want)
+			}
+			if got := debug.SetGCPercent(100); got != tc.inForce {
+				t.Errorf("GC percent in force = %d, want %d", got, tc.inForce)
+			}
+		})
 	}
 }
 
