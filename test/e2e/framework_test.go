@@ -258,7 +258,12 @@ func tryStartController(t testing.TB, o controllerOptions) (p *controllerProcess
 	if o.namespace != "" {
 		args = append(args, "--namespace="+o.namespace)
 	}
-	env := os.Environ()
+	// client-go keeps a copy of each object its informers cache, for two
+	// minutes, and panics, naming the kind, if the cached one changes: a
+	// reader wrote into the cache, which every reader shares (it must
+	// DeepCopy first), and into maps that cached objects share (package
+	// intern).
+	env := append(os.Environ(), "KUBE_CACHE_MUTATION_DETECTOR=true")
 	if o.kubeconfigMode {
 		args = append(args, "--kubeconfig="+kubeconfig)
 	} else {
@@ -281,6 +286,9 @@ func tryStartController(t testing.TB, o controllerOptions) (p *controllerProcess
 	go func() { _ = p.cmd.Wait(); logFile.Close(); close(p.exited) }()
 	t.Cleanup(func() {
 		p.stop()
+		if log, err := os.ReadFile(p.logPath); err == nil && bytes.Contains(log, []byte("panic: cache ")) {
+			t.Errorf("the controller wrote into an object of its informers' caches:\n%s", tail(p.logPath, 40))
+		}
 		if t.Failed() {
 			t.Logf("controller log %s (last lines):\n%s", p.logPath, tail(p.logPath, 40))
 		}
