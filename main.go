@@ -671,9 +671,8 @@ func newNodeInformerFactory(kubeClient kubernetes.Interface) kubeinformers.Share
 }
 
 // cacheStrings holds one copy of the strings that cached objects share
-// (images, commands, label and annotation keys, their owner's kind), and of
-// their equal maps of strings (a Database's children's labels, selectors):
-// 2^14 slots of each, 384 KiB and what they hold.
+// (images, commands, label and annotation keys, their owner's kind): 2^14
+// slots, 256 KiB and the strings in them.
 var cacheStrings = intern.New(1 << 14)
 
 // stripForCache drops what the controller never reads before an object
@@ -686,9 +685,9 @@ var cacheStrings = intern.New(1 << 14)
 // the capacity); all of a node but whether it is cordoned; all of an event
 // but what names its object, its kind and when and how often it happened;
 // and the copy of a Database's manifest that `kubectl apply` keeps in an
-// annotation. What is left shares the strings and the maps of strings
-// other cached objects hold (cacheStrings): each decoded object brings its
-// own copies, a quarter of a StatefulSet's memory.
+// annotation. What is left shares the strings other cached objects hold
+// (cacheStrings): each decoded object brings its own copies, a quarter of
+// a StatefulSet's memory.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)

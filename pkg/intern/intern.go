@@ -7,19 +7,10 @@
 // annotation key. A Table keeps one copy of the strings it has seen lately,
 // and Strings points an object's strings at it: the object reads the same,
 // and the copies its decoder made become garbage.
-//
-// The same goes for the maps of strings: a Database's children carry the
-// same labels, and its Services and StatefulSet the same selector, so
-// equal maps are made one, which the objects then share. An object in an
-// informer's cache is read by every reader and written by none (they copy
-// it first, DeepCopy copying its maps), so sharing them changes nothing a
-// reader sees.
 package intern
 
 import (
 	"hash/maphash"
-	"maps"
-	"math/bits"
 	"reflect"
 	"strings"
 	"sync"
@@ -39,9 +30,6 @@ type Table struct {
 	mu    sync.Mutex
 	seed  maphash.Seed
 	slots []string
-	// maps holds maps of strings in sets of ways slots as slots holds
-	// strings, each map's set picked by a hash of its entries.
-	maps []map[string]string
 }
 
 // ways is the number of slots a string may sit in: with one, two strings
@@ -51,7 +39,7 @@ const ways = 4
 // New returns a Table of at least the given number of slots.
 func New(slots int) *Table {
 	sets := max((slots+ways-1)/ways, 1)
-	return &Table{seed: maphash.MakeSeed(), slots: make([]string, sets*ways), maps: make([]map[string]string, sets*ways)}
+	return &Table{seed: maphash.MakeSeed(), slots: make([]string, sets*ways)}
 }
 
 // String returns s, or the equal string the table holds, which it then
@@ -245,15 +233,11 @@ var stringPlan = &plan{walk: func(t *Table, v reflect.Value) {
 }}
 
 // walkStringMap interns a map of strings' keys and values: setting a key
-// that is there replaces the map's copy of the key with the one given. A
-// map of the plain type (labels, selectors) is then made the equal one the
-// table holds, where its field can be set.
+// that is there replaces the map's copy of the key with the one given.
 func (t *Table) walkStringMap(m reflect.Value) {
 	if plain, ok := m.Interface().(map[string]string); ok {
-		// Without reflection's copies.
-		if shared := t.stringMap(plain); m.CanSet() {
-			m.Set(reflect.ValueOf(shared))
-		}
+		// Labels, annotations, selectors: without reflection's copies.
+		t.stringMap(plain)
 		return
 	}
 	keyType, elemType := m.Type().Key(), m.Type().Elem()
@@ -266,8 +250,8 @@ func (t *Table) walkStringMap(m reflect.Value) {
 func (t *Table) walkObjectMeta(m *metav1.ObjectMeta) {
 	m.GenerateName = t.str(m.GenerateName)
 	m.Namespace = t.str(m.Namespace)
-	m.Labels = t.stringMap(m.Labels)
-	m.Annotations = t.stringMap(m.Annotations)
+	t.stringMap(m.Labels)
+	t.stringMap(m.Annotations)
 	for i := range m.OwnerReferences {
 		o := &m.OwnerReferences[i]
 		o.APIVersion, o.Kind, o.Name, o.UID = t.str(o.APIVersion), t.str(o.Kind), t.str(o.Name), types.UID(t.str(string(o.UID)))
@@ -277,45 +261,8 @@ func (t *Table) walkObjectMeta(m *metav1.ObjectMeta) {
 	}
 }
 
-// stringMap returns the map equal to m the table holds, or else m, its
-// keys and values interned, which the table then holds. An empty map is
-// returned as it is.
-func (t *Table) stringMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return m
-	}
-	var h uint64
-	for k, v := range m {
-		// The entries' hashes are added up, as a map has no order.
-		h += mix(maphash.String(t.seed, k), maphash.String(t.seed, v))
-	}
-	h = mix(h, uint64(len(m)))
-	set := t.maps[h%uint64(len(t.maps)/ways)*ways:][:ways]
-	free := -1
-	for i, held := range set {
-		if held == nil {
-			if free < 0 {
-				free = i
-			}
-			continue
-		}
-		if maps.Equal(held, m) {
-			return held
-		}
-	}
+func (t *Table) stringMap(m map[string]string) {
 	for k, v := range m {
 		m[t.str(k)] = t.str(v)
 	}
-	if free < 0 {
-		free = int((h >> 32) % ways)
-	}
-	set[free] = m
-	return m
-}
-
-// mix is a hash of the pair (a, b), with every bit of each spread over the
-// result.
-func mix(a, b uint64) uint64 {
-	h := (a ^ bits.RotateLeft64(b, 31)) * 0x9e3779b97f4a7c15
-	return h ^ h>>29
 }

@@ -2,7 +2,6 @@ package intern
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"reflect"
 	"runtime"
@@ -144,93 +143,6 @@ func TestStringsShares(t *testing.T) {
 		if same(pair[0], pair[1]) {
 			t.Errorf("the object's own %s is interned: it churns the table", what)
 		}
-	}
-}
-
-func sameMap(a, b map[string]string) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
-// Equal maps of strings, in one object or in objects of different kinds
-// decoded apart, are made one; maps that differ by an entry are not.
-func TestStringsSharesEqualMaps(t *testing.T) {
-	src := statefulSets(t)[0]
-	src.Annotations = map[string]string{"dbcontroller.io/applied": "5d41402abc4b2a76"}
-	a, b := decoded(t, src), decoded(t, src)
-	if sameMap(a.Labels, b.Labels) {
-		t.Fatal("decoded copies share their labels before interning: the test proves nothing")
-	}
-	table := New(1 << 10)
-	table.Strings(a)
-	table.Strings(b)
-	for what, pair := range map[string][2]map[string]string{
-		"labels":                           {a.Labels, b.Labels},
-		"annotations":                      {a.Annotations, b.Annotations},
-		"selector":                         {a.Spec.Selector.MatchLabels, b.Spec.Selector.MatchLabels},
-		"the template's labels":            {a.Spec.Template.Labels, b.Spec.Template.Labels},
-		"labels and the template's, equal": {a.Labels, a.Spec.Template.Labels},
-	} {
-		if len(pair[0]) == 0 {
-			t.Fatalf("%s: empty in the golden StatefulSet: the test proves nothing", what)
-		}
-		if !sameMap(pair[0], pair[1]) {
-			t.Errorf("%s %v are not shared", what, pair[0])
-		}
-	}
-	if !maps.Equal(a.Labels, src.Labels) || !maps.Equal(a.Spec.Selector.MatchLabels, src.Spec.Selector.MatchLabels) {
-		t.Errorf("shared maps differ from the object's own: labels %v, selector %v", a.Labels, a.Spec.Selector.MatchLabels)
-	}
-
-	objs := others()
-	for _, o := range objs {
-		table.Strings(o)
-	}
-	secret, service := objs[0].(*corev1.Secret), objs[1].(*corev1.Service)
-	if !sameMap(secret.Labels, service.Labels) {
-		t.Error("a Secret's and a Service's equal labels are not shared")
-	}
-	if sameMap(service.Labels, service.Spec.Selector) {
-		t.Errorf("labels %v and selector %v, which differ, are one map", service.Labels, service.Spec.Selector)
-	}
-
-	c := decoded(t, src)
-	c.Labels["extra"] = "1"
-	table.Strings(c)
-	if sameMap(c.Labels, a.Labels) || c.Labels["extra"] != "1" {
-		t.Errorf("labels with one more entry were made the held ones: %v", c.Labels)
-	}
-	d := decoded(t, src)
-	d.Labels["app.kubernetes.io/instance"] = "other"
-	table.Strings(d)
-	if sameMap(d.Labels, a.Labels) || d.Labels["app.kubernetes.io/instance"] != "other" {
-		t.Errorf("labels with another value were made the held ones: %v", d.Labels)
-	}
-	empty := decoded(t, src)
-	empty.Annotations = map[string]string{}
-	table.Strings(empty)
-	if empty.Annotations == nil || len(empty.Annotations) != 0 {
-		t.Errorf("empty annotations became %#v", empty.Annotations)
-	}
-}
-
-// A map takes a slot of one before it: the table holds no more maps than
-// it has slots.
-func TestTableOfMapsIsBounded(t *testing.T) {
-	table := New(1)
-	mk := func(v string) map[string]string { return map[string]string{"app": v} }
-	first := table.stringMap(mk("one"))
-	if got := table.stringMap(mk("one")); !sameMap(got, first) {
-		t.Error("a map the table holds is not given back")
-	}
-	// In the table's one set, with the held one.
-	if got := table.stringMap(mk("two")); sameMap(got, first) || got["app"] != "two" {
-		t.Errorf("a map of another value was given the held one: %v", got)
-	}
-	for i := range 100 * ways {
-		table.stringMap(mk(fmt.Sprint(i)))
-	}
-	if got := table.stringMap(mk("one")); sameMap(got, first) {
-		t.Errorf("a table of %d slots holds %d maps", ways, 100*ways+1)
 	}
 }
 
