@@ -261,8 +261,7 @@ func tryStartController(t testing.TB, o controllerOptions) (p *controllerProcess
 	// client-go keeps a copy of each object its informers cache, for two
 	// minutes, and panics, naming the kind, if the cached one changes: a
 	// reader wrote into the cache, which every reader shares (it must
-	// DeepCopy first), and into maps that cached objects share (package
-	// intern).
+	// DeepCopy first).
 	env := append(os.Environ(), "KUBE_CACHE_MUTATION_DETECTOR=true")
 	if o.kubeconfigMode {
 		args = append(args, "--kubeconfig="+kubeconfig)
