@@ -89,6 +89,11 @@ type Facts struct {
 	// does not hold either: a session may turn
 	// default_transaction_read_only off.
 	FenceHolds bool
+	// Stalled is, on a primary, in the server's words, that commits have
+	// waited long for replicas to acknowledge them (MySQL's and
+	// MariaDB's semi-synchronous replication), and what else waits for
+	// them; empty while none has, and for engines that do not tell.
+	Stalled string
 	// Broken is, on a replica, why it cannot replicate from its primary
 	// until it rejoins or is seeded again, in the server's words: the
 	// primary no longer has the changes it needs (purged from its log),

@@ -138,7 +138,17 @@ const (
 	// semiSync is a source's semi-synchronous replication, by variable
 	// name: no rows when its plugin is not loaded.
 	semiSync = `SELECT VARIABLE_NAME AS name, VARIABLE_VALUE AS value FROM performance_schema.global_variables WHERE VARIABLE_NAME IN ('rpl_semi_sync_source_enabled', 'rpl_semi_sync_source_wait_for_replica_count', 'rpl_semi_sync_source_timeout')`
+	// stalledCommits counts a semi-synchronous source's sessions whose
+	// commit has waited stalledAfter seconds or more for its
+	// acknowledgements (MySQL's state ends "from replica", MariaDB's
+	// "from slave").
+	stalledCommits = `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for semi-sync ACK from %' AND TIME >= 5`
 )
+
+// stalledAfter is how long a commit waits for its acknowledgements before
+// the primary's Facts say so (stalledCommits' TIME): a replica that
+// streams acknowledges within a second.
+const stalledAfter = "5 s"
 
 // semiSyncTimeout is the longest a commit waits for its acknowledgements
 // (ms, the variable's largest value, about 49 days): MySQL commits
@@ -225,7 +235,12 @@ func probeMySQL(ctx context.Context, s *server, host string) (ha.Facts, error) {
 	}
 	f.Written = executed.count()
 	f.Fenced = state[0]["super_read_only"] == "1"
-	return probeSource(ctx, s.conn, host, f, semiSync, synchronous, showReplicas)
+	return probeSource(ctx, s.conn, host, f, semiSync, synchronous, showReplicas,
+		// Measured on MySQL 9.7: CLONE INSTANCE stays in its page copy
+		// while a commit waits for its acknowledgement (it waits for
+		// prepared transactions to end), and the clone's donor sends
+		// nothing meanwhile.
+		"; a replica cloned from it waits for them to end")
 }
 
 // The errors a source sends a replica's receiver when it cannot send
@@ -255,15 +270,26 @@ func brokenReceiver(row map[string]string, fatal string) string {
 
 // probeSource completes the Facts f of a server that is no replica: how
 // many replicas its commits wait for (semiQuery's rows, read by
-// readSemi), and the replicas connected to it (replicasQuery's rows, by
-// their report_host in column Host), in either dialect's SQL.
+// readSemi), whether commits have waited long for them (stalledCommits,
+// asked only when some wait at all; stalledMore says what else waits for
+// them), and the replicas connected to it (replicasQuery's rows, by their
+// report_host in column Host), in either dialect's SQL.
 func probeSource(ctx context.Context, c conn, host string, f ha.Facts, semiQuery string,
-	readSemi func([]map[string]string) int32, replicasQuery string) (ha.Facts, error) {
+	readSemi func([]map[string]string) int32, replicasQuery, stalledMore string) (ha.Facts, error) {
 	semi, err := c.Query(ctx, semiQuery)
 	if err != nil {
 		return ha.Facts{}, fmt.Errorf("asking %s for its semi-synchronous replication: %w", host, err)
 	}
 	f.Synchronous = readSemi(semi)
+	if f.Synchronous != 0 {
+		stalled, err := c.Query(ctx, stalledCommits)
+		if err != nil {
+			return ha.Facts{}, fmt.Errorf("asking %s for its commits waiting for replicas: %w", host, err)
+		}
+		if len(stalled) == 1 && stalled[0]["n"] != "0" {
+			f.Stalled = "commits have waited " + stalledAfter + " or more for replicas to acknowledge them" + stalledMore
+		}
+	}
 	replicas, err := c.Query(ctx, replicasQuery)
 	if err != nil {
 		return ha.Facts{}, fmt.Errorf("asking %s for its replicas: %w", host, err)
@@ -306,7 +332,7 @@ func probeMariaDB(ctx context.Context, s *server, host string) (ha.Facts, error)
 		return ha.Facts{}, err
 	}
 	f.Fenced = state[0]["read_only"] == "1"
-	return probeSource(ctx, s.conn, host, f, mariadbSemiSync, mariadbSynchronous, mariadbReplicas)
+	return probeSource(ctx, s.conn, host, f, mariadbSemiSync, mariadbSynchronous, mariadbReplicas, "")
 }
 
 // mariadbPosition sums the sequence numbers of a MariaDB GTID position,

@@ -99,7 +99,19 @@ func TestProbe(t *testing.T) {
 				{"name": "rpl_semi_sync_source_timeout", "value": semiSyncTimeout}},
 		}),
 		want: ha.Facts{Name: "db-0", FenceHolds: true, Written: 40, Synchronous: 1},
-		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, showReplicas, "close"},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, stalledCommits, showReplicas, "close"},
+	}, {
+		name: "a MySQL primary whose commits have waited long for their replica: a clone from it waits too",
+		server: mysqlServer("db-0", map[string][]map[string]string{
+			mysqlState: {{"executed": uuidA + ":1-40", "super_read_only": "0"}},
+			semiSync: {{"name": "rpl_semi_sync_source_enabled", "value": "ON"},
+				{"name": "rpl_semi_sync_source_wait_for_replica_count", "value": "1"},
+				{"name": "rpl_semi_sync_source_timeout", "value": semiSyncTimeout}},
+			stalledCommits: {{"n": "2"}},
+		}),
+		want: ha.Facts{Name: "db-0", FenceHolds: true, Written: 40, Synchronous: 1,
+			Stalled: "commits have waited 5 s or more for replicas to acknowledge them; a replica cloned from it waits for them to end"},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, stalledCommits, showReplicas, "close"},
 	}, {
 		name: "a MySQL primary with semi-synchronous replication that falls back to asynchronous: a setting the controller does not make",
 		server: mysqlServer("db-0", map[string][]map[string]string{
@@ -109,7 +121,7 @@ func TestProbe(t *testing.T) {
 				{"name": "rpl_semi_sync_source_timeout", "value": "10000"}},
 		}),
 		want: ha.Facts{Name: "db-0", FenceHolds: true, Written: 40, Synchronous: -1},
-		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, showReplicas, "close"},
+		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, stalledCommits, showReplicas, "close"},
 	}, {
 		name: "a fenced MySQL primary",
 		server: mysqlServer("db-0", map[string][]map[string]string{
@@ -142,7 +154,18 @@ func TestProbe(t *testing.T) {
 				{"Variable_name": "rpl_semi_sync_master_wait_point", "Value": "AFTER_SYNC"}},
 		}),
 		want: ha.Facts{Name: "db-0", Written: 12, Fenced: true, Synchronous: 1},
-		sent: []string{"dial", identify, mariadbState, replicaStatus, mariadbSemiSync, mariadbReplicas, "close"},
+		sent: []string{"dial", identify, mariadbState, replicaStatus, mariadbSemiSync, stalledCommits, mariadbReplicas, "close"},
+	}, {
+		name: "a MariaDB primary whose commits have waited long for their replica",
+		server: mariadbServer("db-0", map[string][]map[string]string{
+			mariadbState: {{"current": "0-1-12", "applied": "", "read_only": "0"}},
+			mariadbSemiSync: {{"Variable_name": "rpl_semi_sync_master_enabled", "Value": "ON"},
+				{"Variable_name": "rpl_semi_sync_master_timeout", "Value": semiSyncTimeout},
+				{"Variable_name": "rpl_semi_sync_master_wait_point", "Value": "AFTER_SYNC"}},
+			stalledCommits: {{"n": "1"}},
+		}),
+		want: ha.Facts{Name: "db-0", Written: 12, Synchronous: 1, Stalled: "commits have waited 5 s or more for replicas to acknowledge them"},
+		sent: []string{"dial", identify, mariadbState, replicaStatus, mariadbSemiSync, stalledCommits, mariadbReplicas, "close"},
 	}, {
 		name: "a MariaDB primary with semi-synchronous replication as MariaDB sets it by default: a setting the controller does not make",
 		server: mariadbServer("db-0", map[string][]map[string]string{
@@ -152,7 +175,7 @@ func TestProbe(t *testing.T) {
 				{"Variable_name": "rpl_semi_sync_master_wait_point", "Value": "AFTER_COMMIT"}},
 		}),
 		want: ha.Facts{Name: "db-0", Written: 12, Synchronous: -1},
-		sent: []string{"dial", identify, mariadbState, replicaStatus, mariadbSemiSync, mariadbReplicas, "close"},
+		sent: []string{"dial", identify, mariadbState, replicaStatus, mariadbSemiSync, stalledCommits, mariadbReplicas, "close"},
 	}, {
 		name: "a MariaDB replica",
 		server: mariadbServer("db-1", map[string][]map[string]string{

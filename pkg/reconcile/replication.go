@@ -221,7 +221,7 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 			case !primaryLost(rs) || s.handingOver(rs, instances):
 				reason, kind = ReasonSwitchingOver, corev1.EventTypeNormal
 			}
-			found.condition = replicatingCondition(rs, instances, last, desired)
+			found.condition = replicatingCondition(rs, instances, last, desired, s.p.db.Spec.Replication)
 			// Recorded before anything is done for it: a controller
 			// restarted from here on finishes this failover, not another.
 			if err := record(ctx, found); err != nil {
@@ -299,7 +299,7 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 		found.pollAfter = min(found.pollAfter, time.Second)
 	}
 	rs.Instances = instanceStatuses(rs, instances)
-	found.condition = replicatingCondition(rs, instances, last, desired)
+	found.condition = replicatingCondition(rs, instances, last, desired, s.p.db.Spec.Replication)
 	if refused != nil {
 		found.condition.Status, found.condition.Reason = metav1.ConditionFalse, status.ReasonSynchronousUnsupported
 		found.condition.Message = fmt.Sprintf("%s; spec.replication.synchronous is not applied: %s", found.condition.Message, refused.Why)
@@ -857,8 +857,9 @@ func instanceStatuses(rs *dbv1alpha1.ReplicationStatus, instances map[string]*in
 }
 
 // replicatingCondition is the Replicating condition of what was observed,
-// and of the last step decided.
-func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance, last ha.Action, desired int32) *metav1.Condition {
+// and of the last step decided. spec (the Database's spec.replication)
+// says what holds commits the primary reports stalled.
+func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance, last ha.Action, desired int32, spec *dbv1alpha1.ReplicationSpec) *metav1.Condition {
 	c := &metav1.Condition{Type: dbv1alpha1.ConditionReplicating, Status: metav1.ConditionFalse}
 	primary, exists := instances[rs.Primary]
 	switch {
@@ -916,6 +917,16 @@ func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string
 			if len(lagging) > 0 {
 				c.Message += "; not streaming yet: " + strings.Join(lagging, ", ")
 			}
+		}
+		if primary.facts.Stalled != "" {
+			c.Message += fmt.Sprintf("; on %s, %s", rs.Primary, primary.facts.Stalled)
+			if spec != nil && spec.Synchronous != nil && spec.Synchronous.Durability() == dbv1alpha1.DataDurabilityRequired {
+				// Preferred lets the primary commit without them while
+				// too few stream (synchronousReplicas).
+				c.Message += " (dataDurability Required holds each commit until enough replicas have it; Preferred lets commits go on while too few replicas stream)"
+			}
+		}
+		if c.Reason == status.ReasonReplicasNotStreaming {
 			break
 		}
 		c.Status, c.Reason = metav1.ConditionTrue, status.ReasonStreaming

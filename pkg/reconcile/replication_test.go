@@ -744,6 +744,47 @@ func TestReplicationSynchronousUnsupported(t *testing.T) {
 	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 }
 
+// Commits that have waited long for their acknowledgements (a MySQL
+// primary's semi-synchronous replication, with too few replicas
+// streaming): the Replicating condition says so in the server's words,
+// and, under dataDurability Required, what holds them and what would let
+// them go on. Said once: the next pass writes nothing.
+func TestReplicationStalledCommits(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: 2, DataDurability: dbv1alpha1.DataDurabilityRequired}}
+	f.convergedReplicated(db)
+	primary := f.sql.Facts[podIP(0)]
+	primary.Synchronous = 2
+	primary.Standbys = primary.Standbys[:1]
+	primary.Stalled = "commits have waited 5 s or more for replicas to acknowledge them; a replica cloned from it waits for them to end"
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	rs := db.Status.Replication.DeepCopy()
+	rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2", Role: "replica"}
+	msg := "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2; on orders-0, commits have waited 5 s or more " +
+		"for replicas to acknowledge them; a replica cloned from it waits for them to end (dataDurability Required holds each commit " +
+		"until enough replicas have it; Preferred lets commits go on while too few replicas stream)"
+	st := replicatedStatus(db, "Running", rs,
+		"True", "AllReplicasReady", "3/3 replicas are ready",
+		"False", "Converged", "the Database matches its spec",
+		"False", "ReplicasNotStreaming", msg)
+	for k := range st.Conditions[:2] {
+		// Unchanged: their times are kept.
+		st.Conditions[k].LastTransitionTime = f.dbLister[0].Status.Conditions[k].LastTransitionTime
+	}
+	f.expectStatusUpdate(db, st)
+	f.calls = probes(0, 1, 2)
+	f.run(ctx, ref(db), pollServers)
+	// Said: the next pass writes nothing.
+	f.dbLister[0].Status = *st.DeepCopy()
+	f.kubeactions, f.actions, f.events = nil, nil, nil
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.calls = probes(0, 1, 2)
+	r, recorder := f.newReconciler()
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+}
+
 // A single server scaled up into a replicated Database: it runs the earlier
 // revision of the pods (no replication access yet), and no replica can
 // take over, so it restarts first, in place; and a replicated Database
