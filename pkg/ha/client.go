@@ -94,6 +94,10 @@ type Facts struct {
 	// MariaDB's semi-synchronous replication), and what else waits for
 	// them; empty while none has, and for engines that do not tell.
 	Stalled string
+	// CloneWaits says that a clone from the primary waits for its stalled
+	// commits to end (MySQL's): while too few replicas stream, neither
+	// ends by itself.
+	CloneWaits bool
 	// Broken is, on a replica, why it cannot replicate from its primary
 	// until it rejoins or is seeded again, in the server's words: the
 	// primary no longer has the changes it needs (purged from its log),

@@ -139,10 +139,10 @@ const (
 	// name: no rows when its plugin is not loaded.
 	semiSync = `SELECT VARIABLE_NAME AS name, VARIABLE_VALUE AS value FROM performance_schema.global_variables WHERE VARIABLE_NAME IN ('rpl_semi_sync_source_enabled', 'rpl_semi_sync_source_wait_for_replica_count', 'rpl_semi_sync_source_timeout')`
 	// stalledCommits counts a semi-synchronous source's sessions whose
-	// commit has waited stalledAfter seconds or more for its
-	// acknowledgements (MySQL's state ends "from replica", MariaDB's
-	// "from slave").
-	stalledCommits = `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for semi-sync ACK from %' AND TIME >= 5`
+	// commit has waited stalledAfter or more for its acknowledgements
+	// (MySQL's state ends "from replica", MariaDB's "from slave"), and
+	// the clones it gives (a MySQL donor's sessions of command clone).
+	stalledCommits = `SELECT SUM(STATE LIKE 'Waiting for semi-sync ACK from %' AND TIME >= 5) AS stalled, SUM(COMMAND = 'clone') AS clones FROM information_schema.PROCESSLIST`
 )
 
 // stalledAfter is how long a commit waits for its acknowledgements before
@@ -235,12 +235,7 @@ func probeMySQL(ctx context.Context, s *server, host string) (ha.Facts, error) {
 	}
 	f.Written = executed.count()
 	f.Fenced = state[0]["super_read_only"] == "1"
-	return probeSource(ctx, s.conn, host, f, semiSync, synchronous, showReplicas,
-		// Measured on MySQL 9.7: CLONE INSTANCE stays in its page copy
-		// while a commit waits for its acknowledgement (it waits for
-		// prepared transactions to end), and the clone's donor sends
-		// nothing meanwhile.
-		"; a replica cloned from it waits for them to end")
+	return probeSource(ctx, s.conn, host, f, semiSync, synchronous, showReplicas)
 }
 
 // The errors a source sends a replica's receiver when it cannot send
@@ -271,11 +266,11 @@ func brokenReceiver(row map[string]string, fatal string) string {
 // probeSource completes the Facts f of a server that is no replica: how
 // many replicas its commits wait for (semiQuery's rows, read by
 // readSemi), whether commits have waited long for them (stalledCommits,
-// asked only when some wait at all; stalledMore says what else waits for
-// them), and the replicas connected to it (replicasQuery's rows, by their
-// report_host in column Host), in either dialect's SQL.
+// asked only when some wait at all), and the replicas connected to it
+// (replicasQuery's rows, by their report_host in column Host), in either
+// dialect's SQL.
 func probeSource(ctx context.Context, c conn, host string, f ha.Facts, semiQuery string,
-	readSemi func([]map[string]string) int32, replicasQuery, stalledMore string) (ha.Facts, error) {
+	readSemi func([]map[string]string) int32, replicasQuery string) (ha.Facts, error) {
 	semi, err := c.Query(ctx, semiQuery)
 	if err != nil {
 		return ha.Facts{}, fmt.Errorf("asking %s for its semi-synchronous replication: %w", host, err)
@@ -286,9 +281,7 @@ func probeSource(ctx context.Context, c conn, host string, f ha.Facts, semiQuery
 		if err != nil {
 			return ha.Facts{}, fmt.Errorf("asking %s for its commits waiting for replicas: %w", host, err)
 		}
-		if len(stalled) == 1 && stalled[0]["n"] != "0" {
-			f.Stalled = "commits have waited " + stalledAfter + " or more for replicas to acknowledge them" + stalledMore
-		}
+		f.Stalled, f.CloneWaits = stalledWords(stalled)
 	}
 	replicas, err := c.Query(ctx, replicasQuery)
 	if err != nil {
@@ -332,7 +325,7 @@ func probeMariaDB(ctx context.Context, s *server, host string) (ha.Facts, error)
 		return ha.Facts{}, err
 	}
 	f.Fenced = state[0]["read_only"] == "1"
-	return probeSource(ctx, s.conn, host, f, mariadbSemiSync, mariadbSynchronous, mariadbReplicas, "")
+	return probeSource(ctx, s.conn, host, f, mariadbSemiSync, mariadbSynchronous, mariadbReplicas)
 }
 
 // mariadbPosition sums the sequence numbers of a MariaDB GTID position,
@@ -661,6 +654,23 @@ func mariadbSynchronous(rows []map[string]string) int32 {
 		return -1
 	}
 	return 1
+}
+
+// stalledWords are Facts.Stalled and CloneWaits from stalledCommits' row:
+// empty while no commit has waited stalledAfter. A MySQL clone from the server, as
+// measured on MySQL 9.7, stays in its page copy while such a commit waits
+// (CLONE INSTANCE waits for the transactions prepared in the donor's
+// binary log to end), its donor sending nothing: the commits and the
+// clone wait for each other while too few replicas stream.
+func stalledWords(rows []map[string]string) (words string, cloneWaits bool) {
+	if len(rows) != 1 || rows[0]["stalled"] == "" || rows[0]["stalled"] == "0" {
+		return "", false
+	}
+	words = "commits have waited " + stalledAfter + " or more for replicas to acknowledge them"
+	if c := rows[0]["clones"]; c != "" && c != "0" {
+		return words + ", and a clone from it waits for them to end", true
+	}
+	return words, false
 }
 
 // quoteString quotes s as a MySQL string literal.

@@ -101,16 +101,16 @@ func TestProbe(t *testing.T) {
 		want: ha.Facts{Name: "db-0", FenceHolds: true, Written: 40, Synchronous: 1},
 		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, stalledCommits, showReplicas, "close"},
 	}, {
-		name: "a MySQL primary whose commits have waited long for their replica: a clone from it waits too",
+		name: "a MySQL primary whose commits have waited long for their replica, with a clone from it",
 		server: mysqlServer("db-0", map[string][]map[string]string{
 			mysqlState: {{"executed": uuidA + ":1-40", "super_read_only": "0"}},
 			semiSync: {{"name": "rpl_semi_sync_source_enabled", "value": "ON"},
 				{"name": "rpl_semi_sync_source_wait_for_replica_count", "value": "1"},
 				{"name": "rpl_semi_sync_source_timeout", "value": semiSyncTimeout}},
-			stalledCommits: {{"n": "2"}},
+			stalledCommits: {{"stalled": "2", "clones": "2"}},
 		}),
 		want: ha.Facts{Name: "db-0", FenceHolds: true, Written: 40, Synchronous: 1,
-			Stalled: "commits have waited 5 s or more for replicas to acknowledge them; a replica cloned from it waits for them to end"},
+			Stalled: "commits have waited 5 s or more for replicas to acknowledge them, and a clone from it waits for them to end", CloneWaits: true},
 		sent: []string{"dial", identify, mysqlState, replicaStatus, semiSync, stalledCommits, showReplicas, "close"},
 	}, {
 		name: "a MySQL primary with semi-synchronous replication that falls back to asynchronous: a setting the controller does not make",
@@ -162,7 +162,7 @@ func TestProbe(t *testing.T) {
 			mariadbSemiSync: {{"Variable_name": "rpl_semi_sync_master_enabled", "Value": "ON"},
 				{"Variable_name": "rpl_semi_sync_master_timeout", "Value": semiSyncTimeout},
 				{"Variable_name": "rpl_semi_sync_master_wait_point", "Value": "AFTER_SYNC"}},
-			stalledCommits: {{"n": "1"}},
+			stalledCommits: {{"stalled": "1", "clones": "0"}},
 		}),
 		want: ha.Facts{Name: "db-0", Written: 12, Synchronous: 1, Stalled: "commits have waited 5 s or more for replicas to acknowledge them"},
 		sent: []string{"dial", identify, mariadbState, replicaStatus, mariadbSemiSync, stalledCommits, mariadbReplicas, "close"},
@@ -408,6 +408,27 @@ func TestQuoteString(t *testing.T) {
 	for in, want := range map[string]string{`a:1-3`: `'a:1-3'`, `it's`: `'it\'s'`, `back\slash`: `'back\\slash'`} {
 		if got := quoteString(in); got != want {
 			t.Errorf("quoteString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// Stalled commits are named once one has waited 5 s, and a clone from the
+// server only with them: a clone alone goes on.
+func TestStalledWords(t *testing.T) {
+	const stalled = "commits have waited 5 s or more for replicas to acknowledge them"
+	for _, tt := range []struct {
+		rows       []map[string]string
+		want       string
+		cloneWaits bool
+	}{
+		{rows: nil, want: ""},
+		{rows: []map[string]string{{"stalled": "", "clones": ""}}, want: ""},
+		{rows: []map[string]string{{"stalled": "0", "clones": "2"}}, want: ""},
+		{rows: []map[string]string{{"stalled": "1", "clones": "0"}}, want: stalled},
+		{rows: []map[string]string{{"stalled": "3", "clones": "2"}}, want: stalled + ", and a clone from it waits for them to end", cloneWaits: true},
+	} {
+		if got, cloneWaits := stalledWords(tt.rows); got != tt.want || cloneWaits != tt.cloneWaits {
+			t.Errorf("stalledWords(%v) = %q, %v, want %q, %v", tt.rows, got, cloneWaits, tt.want, tt.cloneWaits)
 		}
 	}
 }

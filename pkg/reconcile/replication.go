@@ -140,6 +140,10 @@ type replicationFindings struct {
 	condition *metav1.Condition
 	// pollAfter is when to ask its servers again; 0 for no need.
 	pollAfter time.Duration
+	// stalled is the cause a replica that is not ready waits on when the
+	// primary's commits have waited long for acknowledgements; nil while
+	// they have not.
+	stalled *status.Cause
 }
 
 // replicaSet is a replicated Database in one run of the replication step:
@@ -300,6 +304,13 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 	}
 	rs.Instances = instanceStatuses(rs, instances)
 	found.condition = replicatingCondition(rs, instances, last, desired, s.p.db.Spec.Replication)
+	if primary, ok := instances[rs.Primary]; ok && primary.facts.Stalled != "" {
+		words := stalledWords(rs.Primary, primary.facts, s.p.db.Spec.Replication)
+		// The words are the cause's subject: commits that a clone waits
+		// for too are news, and worth a Warning, as they do not end by
+		// themselves.
+		found.stalled = &status.Cause{Reason: status.ReasonCommitsStalled, Subject: words, Message: words, Stuck: primary.facts.CloneWaits}
+	}
 	if refused != nil {
 		found.condition.Status, found.condition.Reason = metav1.ConditionFalse, status.ReasonSynchronousUnsupported
 		found.condition.Message = fmt.Sprintf("%s; spec.replication.synchronous is not applied: %s", found.condition.Message, refused.Why)
@@ -919,12 +930,7 @@ func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string
 			}
 		}
 		if primary.facts.Stalled != "" {
-			c.Message += fmt.Sprintf("; on %s, %s", rs.Primary, primary.facts.Stalled)
-			if spec != nil && spec.Synchronous != nil && spec.Synchronous.Durability() == dbv1alpha1.DataDurabilityRequired {
-				// Preferred lets the primary commit without them while
-				// too few stream (synchronousReplicas).
-				c.Message += " (dataDurability Required holds each commit until enough replicas have it; Preferred lets commits go on while too few replicas stream)"
-			}
+			c.Message += "; " + stalledWords(rs.Primary, primary.facts, spec)
 		}
 		if c.Reason == status.ReasonReplicasNotStreaming {
 			break
@@ -932,6 +938,19 @@ func replicatingCondition(rs *dbv1alpha1.ReplicationStatus, instances map[string
 		c.Status, c.Reason = metav1.ConditionTrue, status.ReasonStreaming
 	}
 	return c
+}
+
+// stalledWords say that the commits of the primary (its facts) have waited
+// long for acknowledgements, in the server's words, and, under spec's
+// dataDurability Required, what holds them and what would let them go on.
+func stalledWords(primary string, facts ha.Facts, spec *dbv1alpha1.ReplicationSpec) string {
+	words := fmt.Sprintf("on %s, %s", primary, facts.Stalled)
+	if spec != nil && spec.Synchronous != nil && spec.Synchronous.Durability() == dbv1alpha1.DataDurabilityRequired {
+		// Preferred lets the primary commit without them while too few
+		// stream (synchronousReplicas).
+		words += " (dataDurability Required holds each commit until enough replicas have it; Preferred lets commits go on while too few replicas stream)"
+	}
+	return words
 }
 
 func sortedNames(instances map[string]*instance) []string {

@@ -758,12 +758,12 @@ func TestReplicationStalledCommits(t *testing.T) {
 	primary := f.sql.Facts[podIP(0)]
 	primary.Synchronous = 2
 	primary.Standbys = primary.Standbys[:1]
-	primary.Stalled = "commits have waited 5 s or more for replicas to acknowledge them; a replica cloned from it waits for them to end"
+	primary.Stalled = "commits have waited 5 s or more for replicas to acknowledge them, and a clone from it waits for them to end"
 	f.expectGet(secretsResource, "default", "orders-credentials")
 	rs := db.Status.Replication.DeepCopy()
 	rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2", Role: "replica"}
 	msg := "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2; on orders-0, commits have waited 5 s or more " +
-		"for replicas to acknowledge them; a replica cloned from it waits for them to end (dataDurability Required holds each commit " +
+		"for replicas to acknowledge them, and a clone from it waits for them to end (dataDurability Required holds each commit " +
 		"until enough replicas have it; Preferred lets commits go on while too few replicas stream)"
 	st := replicatedStatus(db, "Running", rs,
 		"True", "AllReplicasReady", "3/3 replicas are ready",
@@ -777,6 +777,48 @@ func TestReplicationStalledCommits(t *testing.T) {
 	f.calls = probes(0, 1, 2)
 	f.run(ctx, ref(db), pollServers)
 	// Said: the next pass writes nothing.
+	f.dbLister[0].Status = *st.DeepCopy()
+	f.kubeactions, f.actions, f.events = nil, nil, nil
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.calls = probes(0, 1, 2)
+	r, recorder := f.newReconciler()
+	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+}
+
+// A replica that is not ready while the primary's commits stall, and a
+// clone from the primary waits for them (MySQL's clone of that replica):
+// the Ready condition names them, with one Warning, as they do not end by
+// themselves. Said once: the next pass writes and tells nothing.
+func TestReplicationStalledCommitsAndAClone(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: 2}}
+	f.convergedReplicated(db)
+	primary := f.sql.Facts[podIP(0)]
+	primary.Synchronous = 2
+	primary.Standbys = primary.Standbys[:1]
+	primary.Stalled = "commits have waited 5 s or more for replicas to acknowledge them, and a clone from it waits for them to end"
+	primary.CloneWaits = true
+	// orders-2 waits in its init container for its clone.
+	f.podLister[2].Status.Conditions[0].Status = corev1.ConditionFalse
+	f.statefulSetLister[0].Status.ReadyReplicas = 2
+	delete(f.sql.Facts, podIP(2))
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	rs := db.Status.Replication.DeepCopy()
+	rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2"}
+	stalled := "on orders-0, commits have waited 5 s or more for replicas to acknowledge them, and a clone from it waits for them to end " +
+		"(dataDurability Required holds each commit until enough replicas have it; Preferred lets commits go on while too few replicas stream)"
+	st := replicatedStatus(db, "Degraded", rs,
+		"False", "CommitsStalled", "2/3 replicas are ready: "+stalled,
+		"True", "WaitingForReadiness", "every replica runs the current spec; waiting for 1/3 to pass the readiness probe",
+		"False", "ReplicasNotStreaming", "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2; "+stalled)
+	st.ReadyReplicas = 2
+	f.expectStatusUpdate(db, st)
+	f.events = []string{"Warning CommitsStalled " + stalled}
+	f.calls = probes(0, 1, 2)
+	f.run(ctx, ref(db), pollServers)
+	// Said: the next pass writes and tells nothing.
 	f.dbLister[0].Status = *st.DeepCopy()
 	f.kubeactions, f.actions, f.events = nil, nil, nil
 	f.expectGet(secretsResource, "default", "orders-credentials")

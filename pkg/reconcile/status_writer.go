@@ -81,6 +81,11 @@ func (p *pass) writeStatus(ctx context.Context, f *findings, problem *status.Pro
 		if cause, recheck, err = p.cause(ctx, f); err != nil {
 			return nil, err
 		}
+		if cause == nil && f.replication != nil {
+			// No pod says why it is not ready: a replica that cannot
+			// start replicating may wait on the primary's commits.
+			cause = f.replication.stalled
+		}
 	}
 	var refusal *status.Cause
 	if problem == nil && f.termination == nil {

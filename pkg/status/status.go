@@ -73,6 +73,11 @@ const (
 	// for more than the primary's server can wait for (MariaDB: one
 	// replica); its replication is left as it is.
 	ReasonSynchronousUnsupported = "SynchronousUnsupported"
+	// ReasonCommitsStalled: the primary's commits have waited long for
+	// replicas to acknowledge them (synchronous replication with too few
+	// replicas streaming); Stuck while a clone from the primary waits for
+	// them too.
+	ReasonCommitsStalled = "CommitsStalled"
 )
 
 // Reasons of the ParametersApplied condition.
