@@ -259,11 +259,21 @@ func (s *labelSampler) finish(t testing.TB) {
 // primary and every other pod streaming from it, and returns it.
 func waitReplicating(t testing.TB, ns, name, why string) *dbv1alpha1.Database {
 	t.Helper()
+	return waitReplicatingWatching(t, ns, name, why, nil)
+}
+
+// waitReplicatingWatching is waitReplicating that hands watch, when not
+// nil, each Database it reads and its Replicating condition's message.
+func waitReplicatingWatching(t testing.TB, ns, name, why string, watch func(db *dbv1alpha1.Database, replicating string)) *dbv1alpha1.Database {
+	t.Helper()
 	var db *dbv1alpha1.Database
 	e2eutil.Eventually(t, 3*converge, why, func() (bool, string) {
 		db = e2eutil.GetDB(t, ns, name)
 		running, msg := e2eutil.IsRunning(db)
 		st, reason, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
+		if watch != nil {
+			watch(db, rmsg)
+		}
 		return running && st == "True", fmt.Sprintf("%s; Replicating=%s/%s (%s)", msg, st, reason, rmsg)
 	})
 	return db
