@@ -284,6 +284,13 @@ func tryStartController(t testing.TB, o controllerOptions) (p *controllerProcess
 	}
 	go func() { _ = p.cmd.Wait(); logFile.Close(); close(p.exited) }()
 	t.Cleanup(func() {
+		if p.running() {
+			// The detector compares the cache with its copies once a
+			// second: a write in the test's last second is compared too.
+			// (Planted in the controller's sync, TestCreate, 17 s, passed
+			// without this wait.)
+			time.Sleep(mutationCheckPeriod)
+		}
 		p.stop()
 		if log, err := os.ReadFile(p.logPath); err == nil && bytes.Contains(log, []byte("panic: cache ")) {
 			// Its last lines follow; the detector's diff ("CACHE ...
@@ -320,6 +327,10 @@ func (p *controllerProcess) running() bool {
 }
 
 // stop sends SIGTERM and waits for a clean exit.
+// mutationCheckPeriod is a little more than how often client-go's cache
+// mutation detector compares each informer's objects with its copies (1 s).
+const mutationCheckPeriod = 1100 * time.Millisecond
+
 func (p *controllerProcess) stop() {
 	if !p.running() {
 		return
