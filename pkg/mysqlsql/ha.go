@@ -657,11 +657,11 @@ func mariadbSynchronous(rows []map[string]string) int32 {
 }
 
 // stalledWords are Facts.Stalled and CloneWaits from stalledCommits' row:
-// empty while no commit has waited stalledAfter. A MySQL clone from the server, as
-// measured on MySQL 9.7, stays in its page copy while such a commit waits
-// (CLONE INSTANCE waits for the transactions prepared in the donor's
-// binary log to end), its donor sending nothing: the commits and the
-// clone wait for each other while too few replicas stream.
+// empty while no commit has waited stalledAfter. A MySQL clone from the
+// server, as measured on MySQL 9.7, stays in its page copy while such a
+// commit waits (CLONE INSTANCE waits for the transactions prepared in the
+// donor's binary log to end), its donor sending nothing: the commits and
+// the clone wait for each other while too few replicas stream.
 func stalledWords(rows []map[string]string) (words string, cloneWaits bool) {
 	if len(rows) != 1 || rows[0]["stalled"] == "" || rows[0]["stalled"] == "0" {
 		return "", false

@@ -758,12 +758,12 @@ func TestReplicationStalledCommits(t *testing.T) {
 	primary := f.sql.Facts[podIP(0)]
 	primary.Synchronous = 2
 	primary.Standbys = primary.Standbys[:1]
-	primary.Stalled = "commits have waited 5 s or more for replicas to acknowledge them, and a clone from it waits for them to end"
+	primary.Stalled = "commits have waited 5 s or more for replicas to acknowledge them"
 	f.expectGet(secretsResource, "default", "orders-credentials")
 	rs := db.Status.Replication.DeepCopy()
 	rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2", Role: "replica"}
 	msg := "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2; on orders-0, commits have waited 5 s or more " +
-		"for replicas to acknowledge them, and a clone from it waits for them to end (dataDurability Required holds each commit " +
+		"for replicas to acknowledge them (dataDurability Required holds each commit " +
 		"until enough replicas have it; Preferred lets commits go on while too few replicas stream)"
 	st := replicatedStatus(db, "Running", rs,
 		"True", "AllReplicasReady", "3/3 replicas are ready",
