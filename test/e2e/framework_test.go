@@ -326,11 +326,11 @@ func (p *controllerProcess) running() bool {
 	}
 }
 
-// stop sends SIGTERM and waits for a clean exit.
 // mutationCheckPeriod is a little more than how often client-go's cache
 // mutation detector compares each informer's objects with its copies (1 s).
 const mutationCheckPeriod = 1100 * time.Millisecond
 
+// stop sends SIGTERM and waits for a clean exit.
 func (p *controllerProcess) stop() {
 	if !p.running() {
 		return
