@@ -746,85 +746,87 @@ func TestReplicationSynchronousUnsupported(t *testing.T) {
 
 // Commits that have waited long for their acknowledgements (a MySQL
 // primary's semi-synchronous replication, with too few replicas
-// streaming): the Replicating condition says so in the server's words,
-// and, under dataDurability Required, what holds them and what would let
-// them go on. Said once: the next pass writes nothing.
+// streaming, dataDurability Required): the Replicating condition says so
+// in the server's words, with what holds them and what would let them go
+// on. While a replica is not ready, the Ready condition names them too,
+// with one Warning when a clone from the primary waits for them, as they
+// then do not end by themselves. Said once: the next pass writes and tells
+// nothing.
 func TestReplicationStalledCommits(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t)
-	db := newDatabase("orders", "postgresql", "16", 3)
-	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: 2, DataDurability: dbv1alpha1.DataDurabilityRequired}}
-	f.convergedReplicated(db)
-	primary := f.sql.Facts[podIP(0)]
-	primary.Synchronous = 2
-	primary.Standbys = primary.Standbys[:1]
-	primary.Stalled = "commits have waited 5 s or more for replicas to acknowledge them"
-	f.expectGet(secretsResource, "default", "orders-credentials")
-	rs := db.Status.Replication.DeepCopy()
-	rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2", Role: "replica"}
-	msg := "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2; on orders-0, commits have waited 5 s or more " +
-		"for replicas to acknowledge them (dataDurability Required holds each commit " +
-		"until enough replicas have it; Preferred lets commits go on while too few replicas stream)"
-	st := replicatedStatus(db, "Running", rs,
-		"True", "AllReplicasReady", "3/3 replicas are ready",
-		"False", "Converged", "the Database matches its spec",
-		"False", "ReplicasNotStreaming", msg)
-	for k := range st.Conditions[:2] {
-		// Unchanged: their times are kept.
-		st.Conditions[k].LastTransitionTime = f.dbLister[0].Status.Conditions[k].LastTransitionTime
+	const required = " (dataDurability Required holds each commit until enough replicas have it; Preferred lets commits go on while too few replicas stream)"
+	const stalledClone = "on orders-0, commits have waited 5 s or more for replicas to acknowledge them, and a clone from it waits for them to end" + required
+	for _, tt := range []struct {
+		name       string
+		stalled    string
+		cloneWaits bool
+		// notReady: orders-2 waits in its init container.
+		notReady bool
+		// status is the status written, from the Replicating condition's
+		// message; events the events told.
+		status func(f *fixture, db *dbv1alpha1.Database, rs *dbv1alpha1.ReplicationStatus, replicating string) dbv1alpha1.DatabaseStatus
+		events []string
+	}{{
+		name:    "every replica ready: the Replicating condition alone",
+		stalled: "commits have waited 5 s or more for replicas to acknowledge them",
+		status: func(f *fixture, db *dbv1alpha1.Database, rs *dbv1alpha1.ReplicationStatus, replicating string) dbv1alpha1.DatabaseStatus {
+			st := replicatedStatus(db, "Running", rs,
+				"True", "AllReplicasReady", "3/3 replicas are ready",
+				"False", "Converged", "the Database matches its spec",
+				"False", "ReplicasNotStreaming", replicating)
+			for k := range st.Conditions[:2] {
+				// Unchanged: their times are kept.
+				st.Conditions[k].LastTransitionTime = f.dbLister[0].Status.Conditions[k].LastTransitionTime
+			}
+			return st
+		},
+	}, {
+		name:       "a replica not ready, a clone waiting: Ready names them, with a Warning",
+		stalled:    "commits have waited 5 s or more for replicas to acknowledge them, and a clone from it waits for them to end",
+		cloneWaits: true,
+		notReady:   true,
+		status: func(f *fixture, db *dbv1alpha1.Database, rs *dbv1alpha1.ReplicationStatus, replicating string) dbv1alpha1.DatabaseStatus {
+			st := replicatedStatus(db, "Degraded", rs,
+				"False", "CommitsStalled", "2/3 replicas are ready: "+stalledClone,
+				"True", "WaitingForReadiness", "every replica runs the current spec; waiting for 1/3 to pass the readiness probe",
+				"False", "ReplicasNotStreaming", replicating)
+			st.ReadyReplicas = 2
+			return st
+		},
+		events: []string{"Warning CommitsStalled " + stalledClone},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 3)
+			db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: 2, DataDurability: dbv1alpha1.DataDurabilityRequired}}
+			f.convergedReplicated(db)
+			primary := f.sql.Facts[podIP(0)]
+			primary.Synchronous = 2
+			primary.Standbys = primary.Standbys[:1]
+			primary.Stalled, primary.CloneWaits = tt.stalled, tt.cloneWaits
+			rs := db.Status.Replication.DeepCopy()
+			rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2", Role: "replica"}
+			if tt.notReady {
+				f.podLister[2].Status.Conditions[0].Status = corev1.ConditionFalse
+				f.statefulSetLister[0].Status.ReadyReplicas = 2
+				delete(f.sql.Facts, podIP(2))
+				rs.Instances[2].Role = ""
+			}
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			st := tt.status(f, db, rs, "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2; on orders-0, "+tt.stalled+required)
+			f.expectStatusUpdate(db, st)
+			f.events = tt.events
+			f.calls = probes(0, 1, 2)
+			f.run(ctx, ref(db), pollServers)
+			// Said: the next pass writes and tells nothing.
+			f.dbLister[0].Status = *st.DeepCopy()
+			f.kubeactions, f.actions, f.events = nil, nil, nil
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			f.calls = probes(0, 1, 2)
+			r, recorder := f.newReconciler()
+			f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+		})
 	}
-	f.expectStatusUpdate(db, st)
-	f.calls = probes(0, 1, 2)
-	f.run(ctx, ref(db), pollServers)
-	// Said: the next pass writes nothing.
-	f.dbLister[0].Status = *st.DeepCopy()
-	f.kubeactions, f.actions, f.events = nil, nil, nil
-	f.expectGet(secretsResource, "default", "orders-credentials")
-	f.calls = probes(0, 1, 2)
-	r, recorder := f.newReconciler()
-	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
-}
-
-// A replica that is not ready while the primary's commits stall, and a
-// clone from the primary waits for them (MySQL's clone of that replica):
-// the Ready condition names them, with one Warning, as they do not end by
-// themselves. Said once: the next pass writes and tells nothing.
-func TestReplicationStalledCommitsAndAClone(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t)
-	db := newDatabase("orders", "postgresql", "16", 3)
-	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{Synchronous: &dbv1alpha1.SynchronousReplication{Number: 2}}
-	f.convergedReplicated(db)
-	primary := f.sql.Facts[podIP(0)]
-	primary.Synchronous = 2
-	primary.Standbys = primary.Standbys[:1]
-	primary.Stalled = "commits have waited 5 s or more for replicas to acknowledge them, and a clone from it waits for them to end"
-	primary.CloneWaits = true
-	// orders-2 waits in its init container for its clone.
-	f.podLister[2].Status.Conditions[0].Status = corev1.ConditionFalse
-	f.statefulSetLister[0].Status.ReadyReplicas = 2
-	delete(f.sql.Facts, podIP(2))
-	f.expectGet(secretsResource, "default", "orders-credentials")
-	rs := db.Status.Replication.DeepCopy()
-	rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2"}
-	stalled := "on orders-0, commits have waited 5 s or more for replicas to acknowledge them, and a clone from it waits for them to end " +
-		"(dataDurability Required holds each commit until enough replicas have it; Preferred lets commits go on while too few replicas stream)"
-	st := replicatedStatus(db, "Degraded", rs,
-		"False", "CommitsStalled", "2/3 replicas are ready: "+stalled,
-		"True", "WaitingForReadiness", "every replica runs the current spec; waiting for 1/3 to pass the readiness probe",
-		"False", "ReplicasNotStreaming", "orders-0 is the primary; 1/2 replicas stream from it; not streaming yet: orders-2; "+stalled)
-	st.ReadyReplicas = 2
-	f.expectStatusUpdate(db, st)
-	f.events = []string{"Warning CommitsStalled " + stalled}
-	f.calls = probes(0, 1, 2)
-	f.run(ctx, ref(db), pollServers)
-	// Said: the next pass writes and tells nothing.
-	f.dbLister[0].Status = *st.DeepCopy()
-	f.kubeactions, f.actions, f.events = nil, nil, nil
-	f.expectGet(secretsResource, "default", "orders-credentials")
-	f.calls = probes(0, 1, 2)
-	r, recorder := f.newReconciler()
-	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 }
 
 // A single server scaled up into a replicated Database: it runs the earlier
