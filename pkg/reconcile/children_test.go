@@ -18,6 +18,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/drift"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/status"
 )
 
 func TestCreatesEverythingForANewDatabase(t *testing.T) {
@@ -156,44 +157,47 @@ func TestDriftAfterAPassThatFoundNone(t *testing.T) {
 		name        string
 		change      func(f *fixture, db *dbv1alpha1.Database, sts *appsv1.StatefulSet)
 		notCompared bool
+		// rollsOut: the repair is of the pod template, which the
+		// StatefulSet rolls out; the status says so.
+		rollsOut bool
 	}{
 		{"status progressed", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 			progressed := sts.DeepCopy()
 			progressed.ResourceVersion = "5"
 			progressed.Spec.Template.Spec.EnableServiceLinks = nil // planted: desired sets false
 			f.update(f.caches.StatefulSets, progressed)
-		}, true},
+		}, true, false},
 		{"StatefulSet image edited", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 			edited := sts.DeepCopy()
 			edited.Spec.Template.Spec.Containers[0].Image = "postgres:latest"
 			edited.ResourceVersion = "5"
 			edited.Generation++ // as the API server does with every change of a spec
 			f.update(f.caches.StatefulSets, edited)
-		}, false},
+		}, false, true},
 		{"StatefulSet label removed", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 			edited := sts.DeepCopy()
 			delete(edited.Labels, names.LabelInstance)
 			edited.ResourceVersion = "5" // metadata: the generation stays
 			f.update(f.caches.StatefulSets, edited)
-		}, false},
+		}, false, false},
 		{"StatefulSet's applied digest edited", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 			edited := sts.DeepCopy()
 			edited.Annotations[drift.AppliedAnnotation] = "0123456789abcdef"
 			edited.ResourceVersion = "5"
 			f.update(f.caches.StatefulSets, edited)
-		}, false},
+		}, false, false},
 		{"StatefulSet's owner reference no longer blocks its owner's deletion", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 			edited := sts.DeepCopy()
 			edited.OwnerReferences[0].BlockOwnerDeletion = ptr.To(false)
 			edited.ResourceVersion = "5"
 			f.update(f.caches.StatefulSets, edited)
-		}, false},
+		}, false, false},
 		{"spec.resources set", func(f *fixture, db *dbv1alpha1.Database, _ *appsv1.StatefulSet) {
 			changed := db.DeepCopy()
 			changed.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
 			changed.ResourceVersion = "11"
 			f.update(f.databases, changed)
-		}, false},
+		}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -215,6 +219,11 @@ func TestDriftAfterAPassThatFoundNone(t *testing.T) {
 			}
 			f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, want))
 			f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+			if tt.rollsOut {
+				f.expectStatusUpdate(want, actiontest.WantStatus(want, dbv1alpha1.PhaseUpdating, 1, 1, "16",
+					metav1.ConditionFalse, status.ReasonReplicasNotReady, "1/1 replicas are ready",
+					metav1.ConditionTrue, status.ReasonRollingUpdate, "rolling out: 1/1 replicas updated, 1 ready"))
+			}
 			f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 		})
 	}

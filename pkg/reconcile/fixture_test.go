@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -370,6 +371,16 @@ func (f *fixture) update(indexer cache.Indexer, obj any) {
 	f.t.Helper()
 	if err := indexer.Update(obj); err != nil {
 		f.t.Fatal(err)
+	}
+	// The API server holds what the cache shows.
+	if sts, ok := obj.(*appsv1.StatefulSet); ok && f.kubeclient != nil {
+		tracker := f.kubeclient.Tracker()
+		gvr := appsv1.SchemeGroupVersion.WithResource("statefulsets")
+		if err := tracker.Update(gvr, sts.DeepCopy(), sts.Namespace); apierrors.IsNotFound(err) {
+			err = tracker.Add(sts.DeepCopy())
+		} else if err != nil {
+			f.t.Fatal(err)
+		}
 	}
 }
 

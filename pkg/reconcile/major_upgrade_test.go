@@ -319,6 +319,7 @@ func TestMajorUpgradeOfAReplicatedDatabaseStopsReplication(t *testing.T) {
 	held := heldAt16Database(db, 0)
 	sts := actiontest.RolledOut(expectedStatefulSet(t, held), 0)
 	f.statefulSetLister = []*appsv1.StatefulSet{sts}
+	f.kubeobjects = append(slices.DeleteFunc(f.kubeobjects, func(o runtime.Object) bool { _, ok := o.(*appsv1.StatefulSet); return ok }), sts)
 	f.expectCreate(actiontest.Jobs, jobObject(builder.NewMajorUpgradeJob(db, profile(t, db), "postgres:16", "postgres:17", "17", "data-orders-0")))
 	msg := "upgrading the data from 16 to 17 in place: the server is stopped while the upgrade Job runs"
 	st := upgradeStatus(db, 0, 0, "16", metav1.Condition{Status: "False", Reason: "MajorUpgrade", Message: msg}, msg, db.Status.MajorUpgrade)
