@@ -42,9 +42,11 @@ lint:
 verify:
 	./hack/verify-codegen.sh
 
-## test-unit: fixture and table tests with fake clientsets, under the race detector
+## test-unit: fixture and table tests with fake clientsets, under the race detector;
+##   the reconcile tests again with their cached StatefulSets stripped, as the informer cache holds them
 test-unit:
 	go test -count=1 -race ./...
+	go test -count=1 ./pkg/reconcile/ -args -stripped-templates
 
 ## test-image: the Dockerfile and install manifests, parsed and checked
 test-image:

@@ -461,9 +461,27 @@ func TestStripForCache(t *testing.T) {
 				Spec:   corev1.NodeSpec{Unschedulable: true, PodCIDR: "10.0.0.0/24", Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
 				Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"postgres:16"}}}}},
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "7"}, Spec: corev1.NodeSpec{Unschedulable: true}}},
-		{"StatefulSet: all but managed fields",
-			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: managed}, Spec: appsv1.StatefulSetSpec{ServiceName: "h"}},
-			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: appsv1.StatefulSetSpec{ServiceName: "h"}}},
+		{"StatefulSet: of its pod template, the containers' names, images and arguments, and the restore's environment",
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: managed}, Spec: appsv1.StatefulSetSpec{ServiceName: "h",
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"}},
+					Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v"}}, ServiceAccountName: "sa",
+						InitContainers: []corev1.Container{
+							{Name: "install-tools", Image: "tools:1", Command: []string{"cp"}, Env: []corev1.EnvVar{{Name: "X", Value: "1"}}},
+							{Name: "restore", Image: "postgres:16", Env: []corev1.EnvVar{{Name: "DBC_RESTORE_BACKUP", Value: "b"}},
+								VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}}}},
+						Containers: []corev1.Container{{Name: "postgresql", Image: "postgres:16", Args: []string{"-c", "x=1"},
+							Env: []corev1.EnvVar{{Name: "PGDATA", Value: "/d"}}, ReadinessProbe: &corev1.Probe{PeriodSeconds: 2}}}}},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}},
+				Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}},
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: appsv1.StatefulSetSpec{ServiceName: "h",
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
+					Annotations: map[string]string{builder.AnnotationTemplateStripped: "true"}},
+					Spec: corev1.PodSpec{
+						InitContainers: []corev1.Container{{Name: "install-tools", Image: "tools:1"},
+							{Name: "restore", Image: "postgres:16", Env: []corev1.EnvVar{{Name: "DBC_RESTORE_BACKUP", Value: "b"}}}},
+						Containers: []corev1.Container{{Name: "postgresql", Image: "postgres:16", Args: []string{"-c", "x=1"}}}}},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}},
+				Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := stripForCache(tt.in)

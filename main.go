@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -684,7 +685,8 @@ var cacheStrings = intern.New(1 << 14)
 // asked and whether it is bound (not the provisioner's annotations, nor
 // the capacity); all of a node but whether it is cordoned; all of an event
 // but what names its object, its kind and when and how often it happened;
-// and the copy of a Database's manifest that `kubectl apply` keeps in an
+// most of a StatefulSet's pod template (builder.StripTemplate: the drift
+// comparison reads the API server's copy); and the copy of a Database's manifest that `kubectl apply` keeps in an
 // annotation. What is left shares the strings other cached objects hold
 // (cacheStrings): each decoded object brings its own copies, a quarter of
 // a StatefulSet's memory.
@@ -720,6 +722,8 @@ func stripForCache(obj interface{}) (interface{}, error) {
 			InvolvedObject: o.InvolvedObject, Type: o.Type, Reason: o.Reason, Message: o.Message, Count: o.Count, Series: o.Series,
 			FirstTimestamp: o.FirstTimestamp, LastTimestamp: o.LastTimestamp, EventTime: o.EventTime,
 		}
+	case *appsv1.StatefulSet:
+		builder.StripTemplate(o)
 	case *dbv1alpha1.Database:
 		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
 	}

@@ -96,6 +96,14 @@ func (a statefulSetAdapter) live(ctx context.Context, namespace, name string) (*
 	return a.client.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
+// stripped reports whether cached is the informer cache's copy, stripped
+// of most of its pod template (builder.StripTemplate).
+func (statefulSetAdapter) stripped(cached *appsv1.StatefulSet) bool {
+	return builder.TemplateStripped(cached)
+}
+
+var _ fullReader[*appsv1.StatefulSet] = statefulSetAdapter{}
+
 func (a statefulSetAdapter) create(ctx context.Context, desired *appsv1ac.StatefulSetApplyConfiguration) (*appsv1.StatefulSet, error) {
 	obj := &appsv1.StatefulSet{}
 	if err := builder.Convert(desired, obj); err != nil {

@@ -70,6 +70,7 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 			return existing, nil, err
 		}
 		if created {
+			r.noteCovered(key, existing, desired)
 			return existing, []string{kind + " " + name}, nil
 		}
 	}
@@ -83,7 +84,20 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 	if c, ok := r.covered.get(key); ok && comparable && c == seen {
 		return existing, nil, nil
 	}
-	field, err := drift.FirstDifference(existing, desired)
+	compared := existing
+	if f, ok := any(a).(fullReader[T]); ok && f.stripped(existing) {
+		// The cache's copy lacks fields the comparison reads: the API
+		// server's has them.
+		if compared, err = a.live(ctx, db.Namespace, name); err != nil {
+			return zero, nil, fmt.Errorf("reading %s %s to compare it with the Database spec: %w", kind, name, err)
+		}
+		if !metav1.IsControlledBy(compared, db) {
+			r.conflicts.put(key, struct{}{})
+			return zero, nil, conflict(db, kind, name)
+		}
+		seen, comparable = coveredBy(compared, desired)
+	}
+	field, err := drift.FirstDifference(compared, desired)
 	if err != nil || field == "" {
 		if err == nil && comparable {
 			r.covered.put(key, seen)
@@ -95,8 +109,31 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 	if err != nil {
 		return zero, nil, fmt.Errorf("applying %s %s: %w", kind, name, err)
 	}
+	r.noteCovered(key, updated, desired)
 	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Updated %s %s to match the Database spec", kind, name)
 	return updated, nil, nil
+}
+
+// fullReader is a childAdapter whose kind the informer cache keeps
+// stripped of fields the drift comparison reads (the StatefulSet's pod
+// template, builder.StripTemplate): stripped says whether a cached copy
+// is, and ensureChild then compares the API server's copy (live).
+type fullReader[T metav1.Object] interface {
+	stripped(cached T) bool
+}
+
+// noteCovered remembers obj, as a write just returned it, as covering
+// desired when it does: the cache's copy at the same generation then needs
+// no comparison, and a StatefulSet no read from the API server, on the
+// next pass.
+func (r *Reconciler) noteCovered(key ChildKey, obj metav1.Object, desired any) {
+	seen, comparable := coveredBy(obj, desired)
+	if !comparable {
+		return
+	}
+	if field, err := drift.FirstDifference(obj, desired); err == nil && field == "" {
+		r.covered.put(key, seen)
+	}
 }
 
 // coveredChild is a child found to hold every field of its desired state:

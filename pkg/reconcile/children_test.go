@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -9,8 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -549,4 +553,133 @@ func TestContentVersion(t *testing.T) {
 	if got := contentVersion(svc); got != "7" {
 		t.Errorf("a Service's content version is %q, want its resourceVersion", got)
 	}
+}
+
+// The caches hold StatefulSets as the controller's informer cache does,
+// stripped of most of their pod template (builder.StripTemplate): the
+// drift comparison reads the API server's copy when it has not found the
+// StatefulSet's generation and metadata covered yet, and not again after,
+// nor after a write that answered with what is desired.
+func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
+	stsGVR := appsv1.SchemeGroupVersion.WithResource("statefulsets")
+	setUp := func(t *testing.T) (context.Context, *fixture, *dbv1alpha1.Database, *appsv1.StatefulSet, *Reconciler, *record.FakeRecorder) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		f.stripTemplates = true
+		db := newDatabase("orders", "postgresql", "16", 1)
+		sts, _, _, _ := f.convergedAtVersions(db)
+		r, recorder := f.newReconciler()
+		return ctx, f, db, sts, r, recorder
+	}
+	again := func(f *fixture, r *Reconciler, db *dbv1alpha1.Database) {
+		r.settled.remove(ref(db))
+		f.actions, f.kubeactions, f.events = nil, nil, nil
+	}
+
+	t.Run("unchanged: one read, then none", func(t *testing.T) {
+		ctx, f, db, _, r, recorder := setUp(t)
+		f.expectGet(statefulSetsResource, "default", "orders")
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+		again(f, r, db)
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	})
+
+	t.Run("a field the cache does not keep removed: read and repaired, then no read", func(t *testing.T) {
+		ctx, f, db, sts, r, recorder := setUp(t)
+		f.expectGet(statefulSetsResource, "default", "orders")
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+
+		edited := sts.DeepCopy()
+		edited.Spec.Template.Spec.Containers[0].ReadinessProbe = nil
+		edited.ResourceVersion = "5"
+		edited.Generation++
+		f.update(f.caches.StatefulSets, edited)
+		again(f, r, db)
+		f.expectGet(statefulSetsResource, "default", "orders")
+		f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+		st := actiontest.WantStatus(db, dbv1alpha1.PhaseUpdating, 1, 1, "16",
+			metav1.ConditionFalse, status.ReasonReplicasNotReady, "1/1 replicas are ready",
+			metav1.ConditionTrue, status.ReasonRollingUpdate, "rolling out: 1/1 replicas updated, 1 ready")
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+		stored := db.DeepCopy()
+		stored.Status, stored.ResourceVersion = st, "11"
+		f.update(f.databases, stored)
+
+		// The informer brings the answer of the apply: covered already.
+		applied, err := f.kubeclient.Tracker().Get(stsGVR, "default", "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if applied.(*appsv1.StatefulSet).Spec.Template.Spec.Containers[0].ReadinessProbe == nil {
+			t.Fatal("the apply did not put the probe back")
+		}
+		f.update(f.caches.StatefulSets, applied)
+		again(f, r, db)
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	})
+
+	t.Run("created: remembered from the create's answer, no read", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		f.stripTemplates = true
+		db := newDatabase("orders", "postgresql", "16", 1)
+		f.seed(db)
+		r, recorder := f.newReconciler()
+		// As an API server does, and the fake does not.
+		f.kubeclient.PrependReactor("create", "statefulsets", func(a core.Action) (bool, runtime.Object, error) {
+			a.(core.CreateAction).GetObject().(metav1.Object).SetResourceVersion("1")
+			return false, nil, nil
+		})
+		f.expectNewDatabase(db)
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+
+		// The informers bring what was created, as the API server holds it.
+		for _, c := range []struct {
+			gvr   schema.GroupVersionResource
+			name  string
+			cache cache.Indexer
+		}{
+			{corev1.SchemeGroupVersion.WithResource("secrets"), "orders-credentials", f.caches.Secrets},
+			{corev1.SchemeGroupVersion.WithResource("services"), "orders-headless", f.caches.Services},
+			{corev1.SchemeGroupVersion.WithResource("services"), "orders", f.caches.Services},
+			{stsGVR, "orders", f.caches.StatefulSets},
+		} {
+			created, err := f.kubeclient.Tracker().Get(c.gvr, "default", c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.add(c.cache, created)
+		}
+		again(f, r, db)
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	})
+
+	t.Run("gone from the API server: looked at again", func(t *testing.T) {
+		ctx, f, db, _, r, recorder := setUp(t)
+		if err := f.kubeclient.Tracker().Delete(stsGVR, "default", "orders"); err != nil {
+			t.Fatal(err)
+		}
+		f.expectGet(statefulSetsResource, "default", "orders")
+		f.syncAndCheck(ctx, r, recorder, ref(db), transient)
+	})
+
+	t.Run("another owner's on the API server: left untouched", func(t *testing.T) {
+		ctx, f, db, sts, r, recorder := setUp(t)
+		taken := sts.DeepCopy()
+		taken.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "other", UID: "other-uid", Controller: ptr.To(true)}}
+		if err := f.kubeclient.Tracker().Update(stsGVR, taken, "default"); err != nil {
+			t.Fatal(err)
+		}
+		f.expectGet(statefulSetsResource, "default", "orders")
+		msg := "StatefulSet default/orders already exists and is not controlled by this Database; it is left untouched: delete or rename it, or give the Database another name"
+		st := actiontest.WantStatus(db, dbv1alpha1.PhaseFailed, 1, 1, "16", metav1.ConditionFalse, status.ReasonResourceConflict, msg,
+			metav1.ConditionFalse, status.ReasonResourceConflict, msg)
+		// Progressing was False (converged) already.
+		st.Conditions[1].LastTransitionTime = db.Status.Conditions[1].LastTransitionTime
+		f.expectStatusUpdate(db, st)
+		f.events = []string{"Warning ResourceConflict " + msg}
+		f.syncAndCheck(ctx, r, recorder, ref(db), needsPersonRecheck)
+	})
 }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"reflect"
 	"slices"
@@ -103,6 +104,9 @@ type fixture struct {
 	archived   []string
 	// noToolsImage runs the reconciler without --tools-image.
 	noToolsImage bool
+	// stripTemplates has the StatefulSets' cache hold them as the
+	// controller's informer cache does (cached).
+	stripTemplates bool
 
 	// Once newReconciler ran: the caches a pass reads (caches), what was
 	// read of them (raw), and the Databases by key.
@@ -310,7 +314,7 @@ func (f *fixture) PrimaryChanged(namespace, database string, failover bool) {
 }
 
 func (f *fixture) add(indexer cache.Indexer, obj any) {
-	if err := indexer.Add(obj); err != nil {
+	if err := indexer.Add(f.cached(obj)); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -369,10 +373,11 @@ func (l *loggedIndexer) ListIndexFuncValues(index string) []string {
 // informer would.
 func (f *fixture) update(indexer cache.Indexer, obj any) {
 	f.t.Helper()
-	if err := indexer.Update(obj); err != nil {
+	if err := indexer.Update(f.cached(obj)); err != nil {
 		f.t.Fatal(err)
 	}
-	// The API server holds what the cache shows.
+	// The API server holds what the cache shows: a pass reads a
+	// StatefulSet whose cached copy is stripped from there.
 	if sts, ok := obj.(*appsv1.StatefulSet); ok && f.kubeclient != nil {
 		tracker := f.kubeclient.Tracker()
 		gvr := appsv1.SchemeGroupVersion.WithResource("statefulsets")
@@ -382,6 +387,40 @@ func (f *fixture) update(indexer cache.Indexer, obj any) {
 			f.t.Fatal(err)
 		}
 	}
+}
+
+// kubeActions are the actions of the kube clientset since they were last
+// cleared, but, under -stripped-templates in a test that did not ask for
+// it, the reads of StatefulSets.
+func (f *fixture) kubeActions() []core.Action {
+	actions := f.kubeclient.Actions()
+	if *strippedTemplates && !f.stripTemplates {
+		actions = slices.DeleteFunc(actions, func(a core.Action) bool {
+			return a.GetVerb() == "get" && a.GetResource().Resource == "statefulsets"
+		})
+	}
+	return actions
+}
+
+// strippedTemplates runs every test of the package with the StatefulSets
+// of the caches stripped of their pod templates, as the controller's
+// informer cache holds them (builder.StripTemplate), and the fake
+// clientset holding them whole: each test's expectations must hold but
+// for the reads of StatefulSets from the API server that the drift
+// comparison then makes (make test runs it both ways). The tests written
+// for those reads set stripTemplates instead.
+var strippedTemplates = flag.Bool("stripped-templates", false, "strip the pod templates of the cached StatefulSets in every test, and ignore the reads of StatefulSets from the API server")
+
+// cached is obj as the cache of a test holds it: a StatefulSet with its pod
+// template stripped (builder.StripTemplate) when the test asks or
+// -stripped-templates is given; the fake clientset holds it whole.
+func (f *fixture) cached(obj any) any {
+	if sts, ok := obj.(*appsv1.StatefulSet); ok && (f.stripTemplates || *strippedTemplates) {
+		sts = sts.DeepCopy()
+		builder.StripTemplate(sts)
+		return sts
+	}
+	return obj
 }
 
 func ref(db *dbv1alpha1.Database) types.NamespacedName {
@@ -484,7 +523,7 @@ func (f *fixture) syncAndCheck(ctx context.Context, r *Reconciler, recorder *rec
 	}
 	// No informer reads these clientsets: every list is the pass's own.
 	actiontest.CheckAllActions(f.t, "database clientset", f.actions, f.client.Actions())
-	actiontest.CheckAllActions(f.t, "kube clientset", f.kubeactions, f.kubeclient.Actions())
+	actiontest.CheckAllActions(f.t, "kube clientset", f.kubeactions, f.kubeActions())
 	if f.dynamic != nil {
 		actiontest.CheckAllActions(f.t, "dynamic client", f.dynamicActions, f.dynamic.Actions())
 	}

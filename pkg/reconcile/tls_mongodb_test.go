@@ -43,7 +43,7 @@ func (f *fixture) convergedMongoWithTLS(db *dbv1alpha1.Database, issuedAt time.T
 // pass's patch of the StatefulSet applied; "" when it patched none.
 func patchedTemplateSerial(t *testing.T, f *fixture) string {
 	t.Helper()
-	for _, a := range f.kubeclient.Actions() {
+	for _, a := range f.kubeActions() {
 		if p, ok := a.(core.PatchAction); ok && a.GetResource().Resource == "statefulsets" {
 			var sts appsv1.StatefulSet
 			if err := json.Unmarshal(p.GetPatch(), &sts); err != nil {
@@ -68,12 +68,12 @@ func TestMongoDBTLSNewDatabase(t *testing.T) {
 		t.Fatalf("Sync: %v", err)
 	}
 	want := "create secrets orders-ca,create secrets orders-tls,create secrets orders-credentials,create services orders-headless,create services orders,create statefulsets orders"
-	if got := strings.Join(described(f.kubeclient.Actions()), ","); got != want {
+	if got := strings.Join(described(f.kubeActions()), ","); got != want {
 		t.Fatalf("actions %s, want %s", got, want)
 	}
 	var server *corev1.Secret
 	var sts *appsv1.StatefulSet
-	for _, a := range f.kubeclient.Actions() {
+	for _, a := range f.kubeActions() {
 		switch o := a.(core.CreateAction).GetObject().(type) {
 		case *corev1.Secret:
 			if o.Name == "orders-tls" {
@@ -111,7 +111,7 @@ func TestMongoDBTLSRenewalRestarts(t *testing.T) {
 	f.clock.SetTime(testNow.Add(61 * 24 * time.Hour))
 	r, _ := f.newReconciler()
 	_, _, _ = r.sync(ctx, db)
-	acts := strings.Join(described(f.kubeclient.Actions()), ",")
+	acts := strings.Join(described(f.kubeActions()), ",")
 	if !strings.HasPrefix(acts, "get secrets orders-ca,get secrets orders-tls,patch secrets orders-tls,") || !strings.Contains(acts, "patch statefulsets orders") {
 		t.Fatalf("actions %s, want the certificate issued again and the StatefulSet patched", acts)
 	}
@@ -143,7 +143,7 @@ func TestMongoDBTLSAuthorityDroppedOnceThePodsRestarted(t *testing.T) {
 			f.podLister[len(f.podLister)-1].Annotations = map[string]string{builder.AnnotationSerial: tc.podMade(server)}
 			r, _ := f.newReconciler()
 			_, _, _ = r.sync(ctx, db)
-			acts := strings.Join(described(f.kubeclient.Actions()), ",")
+			acts := strings.Join(described(f.kubeActions()), ",")
 			if got := strings.HasPrefix(acts, "get secrets orders-ca,get secrets orders-tls,patch secrets orders-tls,patch secrets orders-credentials"); got != tc.dropped {
 				t.Errorf("actions %s: the old authority dropped %v, want %v", acts, got, tc.dropped)
 			}

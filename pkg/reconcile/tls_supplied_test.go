@@ -101,11 +101,11 @@ func TestTLSSuppliedForANewDatabase(t *testing.T) {
 	}
 	want := "create secrets orders-ca,get secrets orders-cert,create secrets orders-tls,create secrets orders-credentials," +
 		"create services orders-headless,create services orders,create statefulsets orders"
-	if got := strings.Join(described(f.kubeclient.Actions()), ","); got != want {
+	if got := strings.Join(described(f.kubeActions()), ","); got != want {
 		t.Fatalf("actions\n%s\nwant\n%s", got, want)
 	}
 	created := map[string]*corev1.Secret{}
-	for _, a := range f.kubeclient.Actions() {
+	for _, a := range f.kubeActions() {
 		if c, ok := a.(core.CreateAction); ok {
 			if s, ok := c.GetObject().(*corev1.Secret); ok {
 				created[s.Name] = s
@@ -171,7 +171,7 @@ func TestTLSSuppliedThatCannotServe(t *testing.T) {
 			if tc.gets {
 				want += ",get secrets orders-cert"
 			}
-			if got := strings.Join(described(f.kubeclient.Actions()), ","); got != want {
+			if got := strings.Join(described(f.kubeActions()), ","); got != want {
 				t.Errorf("actions %s, want %s", got, want)
 			}
 			ready := writtenReady(t, f)
@@ -210,7 +210,7 @@ func TestTLSSuppliedReplacesTheOwn(t *testing.T) {
 			t.Errorf("Sync: %v, want to look again once the trust period is over", err)
 		}
 		want := "get secrets orders-cert,get secrets orders-tls,patch secrets orders-tls,patch secrets orders-credentials"
-		if got := strings.Join(described(f.kubeclient.Actions()), ","); got != want {
+		if got := strings.Join(described(f.kubeActions()), ","); got != want {
 			t.Fatalf("actions %s, want %s", got, want)
 		}
 		applied := appliedSecret(t, f, 2)
@@ -239,7 +239,7 @@ func TestTLSSuppliedReplacesTheOwn(t *testing.T) {
 		r, _ := f.newReconciler()
 		_, _, _ = r.sync(ctx, db)
 		want := "get secrets orders-cert,get secrets orders-tls,patch secrets orders-tls"
-		if got := strings.Join(described(f.kubeclient.Actions()), ","); got != want {
+		if got := strings.Join(described(f.kubeActions()), ","); got != want {
 			t.Fatalf("actions %s, want %s", got, want)
 		}
 		applied := appliedSecret(t, f, 2)
@@ -271,7 +271,7 @@ func TestTLSSuppliedReplacesTheOwn(t *testing.T) {
 			_, _, _ = r.sync(ctx, db)
 			f.kubeclient.ClearActions()
 			_, _, _ = r.sync(ctx, db)
-			got := described(f.kubeclient.Actions())
+			got := described(f.kubeActions())
 			if strings.Join(got, ",") != tc.want {
 				t.Fatalf("actions of the second pass %v, want %s", got, tc.want)
 			}
@@ -301,7 +301,7 @@ func TestTLSSuppliedChangedToWhatCannotServe(t *testing.T) {
 	if _, _, err := r.sync(ctx, db); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	if got := strings.Join(described(f.kubeclient.Actions()), ","); got != "get secrets orders-cert" {
+	if got := strings.Join(described(f.kubeActions()), ","); got != "get secrets orders-cert" {
 		t.Errorf("actions %s, want the user's Secret read, nothing written", got)
 	}
 	want := "Secret orders-cert, named by spec.tls.secretName, cannot serve: tls.crt does not serve orders.default.svc through ca.crt's authorities"
@@ -347,7 +347,7 @@ func TestTLSSuppliedHandedBack(t *testing.T) {
 		t.Errorf("Sync: %v, want to look again once the trust period is over", err)
 	}
 	want := "get secrets orders-ca,get secrets orders-tls,patch secrets orders-tls,patch secrets orders-credentials"
-	if got := strings.Join(described(f.kubeclient.Actions()), ","); got != want {
+	if got := strings.Join(described(f.kubeActions()), ","); got != want {
 		t.Fatalf("actions %s, want %s", got, want)
 	}
 	applied := appliedSecret(t, f, 2)
@@ -371,7 +371,7 @@ func TestTLSSuppliedRenewal(t *testing.T) {
 		t.Fatalf("Sync: %v", err)
 	}
 	want := "get secrets orders-cert,get secrets orders-tls,patch secrets orders-tls"
-	if got := strings.Join(described(f.kubeclient.Actions()), ","); got != want {
+	if got := strings.Join(described(f.kubeActions()), ","); got != want {
 		t.Fatalf("actions %s, want %s", got, want)
 	}
 	if applied := appliedSecret(t, f, 2); string(applied.Data["tls.crt"]) != string(renewed.Data["tls.crt"]) {

@@ -117,7 +117,7 @@ func TestTLSIssuedForANewDatabase(t *testing.T) {
 	if _, _, err := r.sync(ctx, db); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	got := strings.Join(described(f.kubeclient.Actions()), "\n")
+	got := strings.Join(described(f.kubeActions()), "\n")
 	want := strings.Join([]string{
 		"create secrets orders-ca",
 		"create secrets orders-tls",
@@ -131,7 +131,7 @@ func TestTLSIssuedForANewDatabase(t *testing.T) {
 	}
 	created := map[string]*corev1.Secret{}
 	var sts runtime.Object
-	for _, a := range f.kubeclient.Actions() {
+	for _, a := range f.kubeActions() {
 		if c, ok := a.(core.CreateAction); ok {
 			if s, ok := c.GetObject().(*corev1.Secret); ok {
 				created[s.Name] = s
@@ -204,7 +204,7 @@ func TestTLSReissued(t *testing.T) {
 			tc.setup(f, db)
 			r, recorder := f.newReconciler()
 			_, _, _ = r.sync(ctx, db)
-			acts := described(f.kubeclient.Actions())
+			acts := described(f.kubeActions())
 			if len(acts) < 3 || acts[0] != "get secrets orders-ca" || acts[1] != "get secrets orders-tls" || acts[2] != "patch secrets orders-tls" {
 				t.Fatalf("actions %v, want the authority and the bundle read, then the TLS Secret applied", acts)
 			}
@@ -213,7 +213,7 @@ func TestTLSReissued(t *testing.T) {
 					t.Errorf("unexpected %s: the authority did not change", a)
 				}
 			}
-			applied := f.kubeclient.Actions()[2].(core.PatchAction)
+			applied := f.kubeActions()[2].(core.PatchAction)
 			var s corev1.Secret
 			if err := json.Unmarshal(applied.GetPatch(), &s); err != nil {
 				t.Fatal(err)
@@ -246,11 +246,11 @@ func TestTLSAuthorityAddedToAnOlderSecret(t *testing.T) {
 	if _, _, err := r.sync(ctx, db); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	acts := described(f.kubeclient.Actions())
+	acts := described(f.kubeActions())
 	if strings.Join(acts, ",") != "get secrets orders-tls,patch secrets orders-credentials" {
 		t.Fatalf("actions %v, want the TLS Secret read and the credentials patched", acts)
 	}
-	patch := string(f.kubeclient.Actions()[1].(core.PatchAction).GetPatch())
+	patch := string(f.kubeActions()[1].(core.PatchAction).GetPatch())
 	for _, key := range []string{"password", "username", "uri"} {
 		if strings.Contains(patch, `"`+key+`"`) {
 			t.Errorf("the patch %s touches %s", patch, key)
@@ -274,7 +274,7 @@ func TestTLSSecretOfAnotherOwner(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Secret default/orders-tls already exists and is not controlled by this Database") {
 		t.Fatalf("Sync: %v, want the conflict named", err)
 	}
-	for _, a := range described(f.kubeclient.Actions()) {
+	for _, a := range described(f.kubeActions()) {
 		if strings.Contains(a, "orders-tls") && !strings.HasPrefix(a, "get") {
 			t.Errorf("%s: the Secret of another owner is written", a)
 		}
@@ -401,7 +401,7 @@ func (f *fixture) readyPod(db *dbv1alpha1.Database, serial string) {
 func appliedSecret(t *testing.T, f *fixture, i int) corev1.Secret {
 	t.Helper()
 	var s corev1.Secret
-	if err := json.Unmarshal(f.kubeclient.Actions()[i].(core.PatchAction).GetPatch(), &s); err != nil {
+	if err := json.Unmarshal(f.kubeActions()[i].(core.PatchAction).GetPatch(), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -428,7 +428,7 @@ func TestTLSAuthorityRotation(t *testing.T) {
 		if !errors.As(err, &recheck) || recheck.After != DefaultTrustPeriod {
 			t.Errorf("Sync: %v, want to look again once the trust period (%s) is over", err, DefaultTrustPeriod)
 		}
-		acts := described(f.kubeclient.Actions())
+		acts := described(f.kubeActions())
 		if strings.Join(acts, ",") != "create secrets orders-ca,get secrets orders-tls,patch secrets orders-tls,patch secrets orders-credentials" {
 			t.Fatalf("actions %v, want the new authority made, the bundle written beside the certificate, and the credentials' ca.crt", acts)
 		}
@@ -453,7 +453,7 @@ func TestTLSAuthorityRotation(t *testing.T) {
 		if !errors.As(err, &recheck) || recheck.After != DefaultTrustPeriod-time.Minute {
 			t.Errorf("Sync: %v, want to look again when the trust period is over, in %s", err, DefaultTrustPeriod-time.Minute)
 		}
-		if acts := described(f.kubeclient.Actions()); len(acts) > 0 {
+		if acts := described(f.kubeActions()); len(acts) > 0 {
 			t.Errorf("actions %v, want none", acts)
 		}
 	})
@@ -464,7 +464,7 @@ func TestTLSAuthorityRotation(t *testing.T) {
 		f.rotating(db, false, testNow.Add(-DefaultTrustPeriod))
 		r, _ := f.newReconciler()
 		_, _, _ = r.sync(ctx, db)
-		acts := described(f.kubeclient.Actions())
+		acts := described(f.kubeActions())
 		if strings.Join(acts, ",") != "get secrets orders-ca,get secrets orders-tls,patch secrets orders-tls" {
 			t.Fatalf("actions %v, want the authority and the bundle read, and a certificate of the new authority written", acts)
 		}
@@ -497,7 +497,7 @@ func TestTLSAuthorityRotation(t *testing.T) {
 			_, _, _ = r.sync(ctx, db)
 			f.kubeclient.ClearActions()
 			_, _, _ = r.sync(ctx, db)
-			got := described(f.kubeclient.Actions())
+			got := described(f.kubeActions())
 			if strings.Join(got, ",") != tc.want {
 				t.Fatalf("actions of the second pass %v, want %s", got, tc.want)
 			}
