@@ -461,8 +461,9 @@ func TestStripForCache(t *testing.T) {
 				Spec:   corev1.NodeSpec{Unschedulable: true, PodCIDR: "10.0.0.0/24", Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
 				Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"postgres:16"}}}}},
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "7"}, Spec: corev1.NodeSpec{Unschedulable: true}}},
-		{"StatefulSet: of its pod template, the containers' names, images and arguments, and the restore's environment",
+		{"StatefulSet: its replicas, its containers' names, images and arguments, the restore's environment, its volume's size and class",
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: managed}, Spec: appsv1.StatefulSetSpec{ServiceName: "h",
+				Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"}},
 					Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v"}}, ServiceAccountName: "sa",
 						InitContainers: []corev1.Container{
@@ -471,16 +472,21 @@ func TestStripForCache(t *testing.T) {
 								VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}}}},
 						Containers: []corev1.Container{{Name: "postgresql", Image: "postgres:16", Args: []string{"-c", "x=1"},
 							Env: []corev1.EnvVar{{Name: "PGDATA", Value: "/d"}}, ReadinessProbe: &corev1.Probe{PeriodSeconds: 2}}}}},
-				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"a": "b"}},
+					Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To("fast"),
+						Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+					Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}}},
 				Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}},
-			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: appsv1.StatefulSetSpec{ServiceName: "h",
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3),
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
 					Annotations: map[string]string{builder.AnnotationTemplateStripped: "true"}},
 					Spec: corev1.PodSpec{
 						InitContainers: []corev1.Container{{Name: "install-tools", Image: "tools:1"},
 							{Name: "restore", Image: "postgres:16", Env: []corev1.EnvVar{{Name: "DBC_RESTORE_BACKUP", Value: "b"}}}},
 						Containers: []corev1.Container{{Name: "postgresql", Image: "postgres:16", Args: []string{"-c", "x=1"}}}}},
-				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fast"),
+						Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}},
 				Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -964,7 +970,7 @@ func BenchmarkStripForCachePod(b *testing.B) {
 
 // BenchmarkStripForCacheStatefulSet reports the heap a StatefulSet holds
 // as the builder makes it (no API server defaults: fewer bytes than one
-// sent), decoded, and as the cache keeps it (builder.StripTemplate).
+// sent), decoded, and as the cache keeps it (builder.StripTemplates).
 func BenchmarkStripForCacheStatefulSet(b *testing.B) {
 	db := actiontest.NewDatabase("orders", "postgresql", "16", 3)
 	sent := actiontest.RolledOut(actiontest.StatefulSet(b, db), 3)

@@ -685,11 +685,12 @@ var cacheStrings = intern.New(1 << 14)
 // asked and whether it is bound (not the provisioner's annotations, nor
 // the capacity); all of a node but whether it is cordoned; all of an event
 // but what names its object, its kind and when and how often it happened;
-// most of a StatefulSet's pod template (builder.StripTemplate: the drift
-// comparison reads the API server's copy); and the copy of a Database's manifest that `kubectl apply` keeps in an
-// annotation. What is left shares the strings other cached objects hold
-// (cacheStrings): each decoded object brings its own copies, a quarter of
-// a StatefulSet's memory.
+// most of a StatefulSet's spec, its pod and claim templates
+// (builder.StripTemplates: the drift comparison reads the API server's
+// copy); and the copy of a Database's
+// manifest that `kubectl apply` keeps in an annotation. What is left
+// shares the strings other cached objects hold (cacheStrings): each
+// decoded object brings its own copies.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)
@@ -723,7 +724,7 @@ func stripForCache(obj interface{}) (interface{}, error) {
 			FirstTimestamp: o.FirstTimestamp, LastTimestamp: o.LastTimestamp, EventTime: o.EventTime,
 		}
 	case *appsv1.StatefulSet:
-		builder.StripTemplate(o)
+		builder.StripTemplates(o)
 	case *dbv1alpha1.Database:
 		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
 	}

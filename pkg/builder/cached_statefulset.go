@@ -7,42 +7,50 @@ import (
 )
 
 // AnnotationTemplateStripped marks the pod template of a StatefulSet that
-// StripTemplate has stripped: it is set on the copy in the informer cache
+// StripTemplates has stripped: it is set on the copy in the informer cache
 // only, never on an object the controller writes.
 const AnnotationTemplateStripped = "dbcontroller.io/cache-stripped-template"
 
-// StripTemplate keeps of the pod template of sts, for the informer cache,
-// what a pass reads there, and marks it stripped: of each container its
-// name, image and arguments (the image that runs, ImageOf; the parameters
-// given at start); of each init container its name and image (the tools
-// image, ToolsImageOf) and, for the restore's, its environment (Restores,
-// BaseRestoring). The rest of the template (its labels and annotations,
-// volumes, probes, resources, security contexts, the environment of the
-// others: most of a StatefulSet's memory) is read only by the drift
+// StripTemplates keeps of the spec of sts, for the informer cache, what a
+// pass reads there, and marks its pod template stripped: the replicas; of
+// the pod template, each container's name, image and arguments (the image
+// that runs, ImageOf; the parameters given at start), each init
+// container's name and image (the tools image, ToolsImageOf) and the
+// restore's environment (Restores, BaseRestoring); of each claim template,
+// its name, the storage it asks for and its class (StorageOfStatefulSet).
+// The rest of the spec (the selector, the labels, annotations, volumes,
+// probes, resources, security contexts and other environments of the pod
+// template: most of a StatefulSet's memory) is read only by the drift
 // comparison, which reads the StatefulSet from the API server when the
-// cache's copy is stripped (TemplateStripped). The rest of the spec, the
-// volume claim templates with it, and the status are kept.
-func StripTemplate(sts *appsv1.StatefulSet) {
-	in := sts.Spec.Template.Spec
-	out := corev1.PodSpec{}
-	for _, c := range in.Containers {
-		out.Containers = append(out.Containers, corev1.Container{Name: c.Name, Image: c.Image, Args: c.Args})
+// cache's copy is stripped (TemplateStripped). The status is kept.
+func StripTemplates(sts *appsv1.StatefulSet) {
+	in := sts.Spec
+	out := appsv1.StatefulSetSpec{Replicas: in.Replicas}
+	pod := &out.Template.Spec
+	for _, c := range in.Template.Spec.Containers {
+		pod.Containers = append(pod.Containers, corev1.Container{Name: c.Name, Image: c.Image, Args: c.Args})
 	}
-	for _, c := range in.InitContainers {
+	for _, c := range in.Template.Spec.InitContainers {
 		kept := corev1.Container{Name: c.Name, Image: c.Image}
 		if c.Name == restoreContainer {
 			kept.Env = c.Env
 		}
-		out.InitContainers = append(out.InitContainers, kept)
+		pod.InitContainers = append(pod.InitContainers, kept)
 	}
-	sts.Spec.Template = corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationTemplateStripped: "true"}},
-		Spec:       out,
+	out.Template.Annotations = map[string]string{AnnotationTemplateStripped: "true"}
+	for _, t := range in.VolumeClaimTemplates {
+		kept := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: t.Name},
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: t.Spec.StorageClassName}}
+		if size, ok := t.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+			kept.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: size}
+		}
+		out.VolumeClaimTemplates = append(out.VolumeClaimTemplates, kept)
 	}
+	sts.Spec = out
 }
 
 // TemplateStripped reports whether the pod template of sts is the informer
-// cache's stripped copy (StripTemplate), which the drift comparison cannot
+// cache's stripped copy (StripTemplates), which the drift comparison cannot
 // read.
 func TemplateStripped(sts *appsv1.StatefulSet) bool {
 	return sts != nil && sts.Spec.Template.Annotations[AnnotationTemplateStripped] == "true"

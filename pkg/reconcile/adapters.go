@@ -97,7 +97,7 @@ func (a statefulSetAdapter) live(ctx context.Context, namespace, name string) (*
 }
 
 // stripped reports whether cached is the informer cache's copy, stripped
-// of most of its pod template (builder.StripTemplate).
+// of most of its spec (builder.StripTemplates).
 func (statefulSetAdapter) stripped(cached *appsv1.StatefulSet) bool {
 	return builder.TemplateStripped(cached)
 }

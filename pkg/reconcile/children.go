@@ -115,8 +115,8 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 }
 
 // fullReader is a childAdapter whose kind the informer cache keeps
-// stripped of fields the drift comparison reads (the StatefulSet's pod
-// template, builder.StripTemplate): stripped says whether a cached copy
+// stripped of fields the drift comparison reads (most of the StatefulSet's
+// spec, builder.StripTemplates): stripped says whether a cached copy
 // is, and ensureChild then compares the API server's copy (live).
 type fullReader[T metav1.Object] interface {
 	stripped(cached T) bool

@@ -556,7 +556,7 @@ func TestContentVersion(t *testing.T) {
 }
 
 // The caches hold StatefulSets as the controller's informer cache does,
-// stripped of most of their pod template (builder.StripTemplate): the
+// stripped of most of their spec (builder.StripTemplates): the
 // drift comparison reads the API server's copy when it has not found the
 // StatefulSet's generation and metadata covered yet, and not again after,
 // nor after a write that answered with what is desired.
@@ -581,6 +581,23 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 		f.expectGet(statefulSetsResource, "default", "orders")
 		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 		again(f, r, db)
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	})
+
+	// The plan keeps the claim template of the StatefulSet observed, which
+	// cannot change: read from the stripped copy, it must be the same.
+	t.Run("a storage class: one read, no write", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		f.stripTemplates = true
+		db := newDatabase("orders", "postgresql", "16", 1)
+		db.Spec.Storage.StorageClassName = ptr.To("fast")
+		sts, _, _, _ := f.convergedAtVersions(db)
+		if class := sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName; class == nil || *class != "fast" {
+			t.Fatalf("the claim template's class is %v, want fast", class)
+		}
+		r, recorder := f.newReconciler()
+		f.expectGet(statefulSetsResource, "default", "orders")
 		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 	})
 

@@ -403,21 +403,21 @@ func (f *fixture) kubeActions() []core.Action {
 }
 
 // strippedTemplates runs every test of the package with the StatefulSets
-// of the caches stripped of their pod templates, as the controller's
-// informer cache holds them (builder.StripTemplate), and the fake
+// of the caches stripped of their templates, as the controller's
+// informer cache holds them (builder.StripTemplates), and the fake
 // clientset holding them whole: each test's expectations must hold but
 // for the reads of StatefulSets from the API server that the drift
 // comparison then makes (make test runs it both ways). The tests written
 // for those reads set stripTemplates instead.
-var strippedTemplates = flag.Bool("stripped-templates", false, "strip the pod templates of the cached StatefulSets in every test, and ignore the reads of StatefulSets from the API server")
+var strippedTemplates = flag.Bool("stripped-templates", false, "strip the templates of the cached StatefulSets in every test, and ignore the reads of StatefulSets from the API server")
 
-// cached is obj as the cache of a test holds it: a StatefulSet with its pod
-// template stripped (builder.StripTemplate) when the test asks or
+// cached is obj as the cache of a test holds it: a StatefulSet with its
+// templates stripped (builder.StripTemplates) when the test asks or
 // -stripped-templates is given; the fake clientset holds it whole.
 func (f *fixture) cached(obj any) any {
 	if sts, ok := obj.(*appsv1.StatefulSet); ok && (f.stripTemplates || *strippedTemplates) {
 		sts = sts.DeepCopy()
-		builder.StripTemplate(sts)
+		builder.StripTemplates(sts)
 		return sts
 	}
 	return obj

@@ -147,7 +147,7 @@ func TestDriftIsRepaired(t *testing.T) {
 	e2eutil.Kubectl(t, "-n", ns, "annotate", "statefulset/drift", "team.example.com/owner=payments")
 	e2eutil.Kubectl(t, "-n", ns, "scale", "statefulset/drift", "--replicas=4")
 	e2eutil.Kubectl(t, "-n", ns, "set", "image", "statefulset/drift", "postgresql=postgres:9.6")
-	// A field the controller's cache does not keep (builder.StripTemplate).
+	// A field the controller's cache does not keep (builder.StripTemplates).
 	e2eutil.Kubectl(t, "-n", ns, "patch", "statefulset/drift", "--type=json", "-p", `[{"op":"remove","path":"/spec/template/spec/containers/0/readinessProbe"}]`)
 	e2eutil.Kubectl(t, "-n", ns, "delete", "service", "drift")
 
