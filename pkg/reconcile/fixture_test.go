@@ -381,9 +381,11 @@ func (f *fixture) update(indexer cache.Indexer, obj any) {
 	if sts, ok := obj.(*appsv1.StatefulSet); ok && f.kubeclient != nil {
 		tracker := f.kubeclient.Tracker()
 		gvr := appsv1.SchemeGroupVersion.WithResource("statefulsets")
-		if err := tracker.Update(gvr, sts.DeepCopy(), sts.Namespace); apierrors.IsNotFound(err) {
+		err := tracker.Update(gvr, sts.DeepCopy(), sts.Namespace)
+		if apierrors.IsNotFound(err) {
 			err = tracker.Add(sts.DeepCopy())
-		} else if err != nil {
+		}
+		if err != nil {
 			f.t.Fatal(err)
 		}
 	}
