@@ -15,6 +15,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/klog/v2"
 
+	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/drift"
 	"github.com/dbcontroller/database-controller/pkg/names"
 	"github.com/dbcontroller/database-controller/pkg/plan"
@@ -75,11 +76,9 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 		}
 	}
 
-	if !metav1.IsControlledBy(existing, db) {
-		r.conflicts.put(key, struct{}{})
-		return zero, nil, conflict(db, kind, name)
+	if err := r.controlledBy(key, existing, db); err != nil {
+		return zero, nil, err
 	}
-	r.conflicts.remove(key)
 	seen, comparable := coveredBy(existing, desired)
 	if c, ok := r.covered.get(key); ok && comparable && c == seen {
 		return existing, nil, nil
@@ -91,9 +90,8 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 		if compared, err = a.live(ctx, db.Namespace, name); err != nil {
 			return zero, nil, fmt.Errorf("reading %s %s to compare it with the Database spec: %w", kind, name, err)
 		}
-		if !metav1.IsControlledBy(compared, db) {
-			r.conflicts.put(key, struct{}{})
-			return zero, nil, conflict(db, kind, name)
+		if err := r.controlledBy(key, compared, db); err != nil {
+			return zero, nil, err
 		}
 		seen, comparable = coveredBy(compared, desired)
 	}
@@ -112,6 +110,18 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 	r.noteCovered(key, updated, desired)
 	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Updated %s %s to match the Database spec", kind, name)
 	return updated, nil, nil
+}
+
+// controlledBy returns nil when db controls obj, the child key names, and
+// otherwise the conflict, remembered so that the next look reads the name
+// before it creates.
+func (r *Reconciler) controlledBy(key ChildKey, obj metav1.Object, db *dbv1alpha1.Database) error {
+	if !metav1.IsControlledBy(obj, db) {
+		r.conflicts.put(key, struct{}{})
+		return conflict(db, key.Kind, key.Name)
+	}
+	r.conflicts.remove(key)
+	return nil
 }
 
 // fullReader is a childAdapter whose kind the informer cache keeps

@@ -562,11 +562,19 @@ func TestContentVersion(t *testing.T) {
 // nor after a write that answered with what is desired.
 func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 	stsGVR := appsv1.SchemeGroupVersion.WithResource("statefulsets")
-	setUp := func(t *testing.T) (context.Context, *fixture, *dbv1alpha1.Database, *appsv1.StatefulSet, *Reconciler, *record.FakeRecorder) {
+	newStripped := func(t *testing.T) (context.Context, *fixture) {
 		_, ctx := ktesting.NewTestContext(t)
 		f := newFixture(t)
 		f.stripTemplates = true
+		return ctx, f
+	}
+	// setUp seeds a converged Database, changed first by change when not nil.
+	setUp := func(t *testing.T, change func(*dbv1alpha1.Database)) (context.Context, *fixture, *dbv1alpha1.Database, *appsv1.StatefulSet, *Reconciler, *record.FakeRecorder) {
+		ctx, f := newStripped(t)
 		db := newDatabase("orders", "postgresql", "16", 1)
+		if change != nil {
+			change(db)
+		}
 		sts, _, _, _ := f.convergedAtVersions(db)
 		r, recorder := f.newReconciler()
 		return ctx, f, db, sts, r, recorder
@@ -577,7 +585,7 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 	}
 
 	t.Run("unchanged: one read, then none", func(t *testing.T) {
-		ctx, f, db, _, r, recorder := setUp(t)
+		ctx, f, db, _, r, recorder := setUp(t, nil)
 		f.expectGet(statefulSetsResource, "default", "orders")
 		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 		again(f, r, db)
@@ -587,22 +595,16 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 	// The plan keeps the claim template of the StatefulSet observed, which
 	// cannot change: read from the stripped copy, it must be the same.
 	t.Run("a storage class: one read, no write", func(t *testing.T) {
-		_, ctx := ktesting.NewTestContext(t)
-		f := newFixture(t)
-		f.stripTemplates = true
-		db := newDatabase("orders", "postgresql", "16", 1)
-		db.Spec.Storage.StorageClassName = ptr.To("fast")
-		sts, _, _, _ := f.convergedAtVersions(db)
+		ctx, f, db, sts, r, recorder := setUp(t, func(db *dbv1alpha1.Database) { db.Spec.Storage.StorageClassName = ptr.To("fast") })
 		if class := sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName; class == nil || *class != "fast" {
 			t.Fatalf("the claim template's class is %v, want fast", class)
 		}
-		r, recorder := f.newReconciler()
 		f.expectGet(statefulSetsResource, "default", "orders")
 		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 	})
 
 	t.Run("a field the cache does not keep removed: read and repaired, then no read", func(t *testing.T) {
-		ctx, f, db, sts, r, recorder := setUp(t)
+		ctx, f, db, sts, r, recorder := setUp(t, nil)
 		f.expectGet(statefulSetsResource, "default", "orders")
 		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 
@@ -638,9 +640,7 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 	})
 
 	t.Run("created: remembered from the create's answer, no read", func(t *testing.T) {
-		_, ctx := ktesting.NewTestContext(t)
-		f := newFixture(t)
-		f.stripTemplates = true
+		ctx, f := newStripped(t)
 		db := newDatabase("orders", "postgresql", "16", 1)
 		f.seed(db)
 		r, recorder := f.newReconciler()
@@ -674,7 +674,7 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 	})
 
 	t.Run("gone from the API server: looked at again", func(t *testing.T) {
-		ctx, f, db, _, r, recorder := setUp(t)
+		ctx, f, db, _, r, recorder := setUp(t, nil)
 		if err := f.kubeclient.Tracker().Delete(stsGVR, "default", "orders"); err != nil {
 			t.Fatal(err)
 		}
@@ -683,7 +683,7 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 	})
 
 	t.Run("another owner's on the API server: left untouched", func(t *testing.T) {
-		ctx, f, db, sts, r, recorder := setUp(t)
+		ctx, f, db, sts, r, recorder := setUp(t, nil)
 		taken := sts.DeepCopy()
 		taken.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "other", UID: "other-uid", Controller: ptr.To(true)}}
 		if err := f.kubeclient.Tracker().Update(stsGVR, taken, "default"); err != nil {
