@@ -185,7 +185,8 @@ type Reconciler struct {
 	archiver   Archiver
 	parameters map[dbv1alpha1.Engine]ParameterClient
 	// written remembers the status last written to each Database until
-	// the cache shows it (written.go); tlsWritten, the TLS Secrets (tls.go).
+	// the cache shows it (written.go); tlsWritten, the Secrets the TLS step
+	// wrote (tls.go).
 	written    *ttlSet[types.UID, writtenStatus]
 	tlsWritten writtenSecrets
 	// presenters asks the servers which certificate they present; presented

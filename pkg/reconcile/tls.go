@@ -503,10 +503,17 @@ func (p *pass) ensureAuthorityInSecret(ctx context.Context, t tlsFindings) error
 		return nil
 	}
 	name := names.SecretName(db)
+	key := ChildKey{Kind: "Secret", Namespace: db.Namespace, Name: name}
 	cached, err := p.read.secret(db.Namespace, name)
-	if err != nil || !metav1.IsControlledBy(cached, db) || cached.Annotations[builder.AnnotationBundle] == t.bundle {
+	if err != nil || !metav1.IsControlledBy(cached, db) {
 		// Missing or not ours: ensureSecret has said so, or created it with
 		// the bundle, which the cache shows later.
+		return nil
+	}
+	// A pass soon after this one patched it may find the cache behind the
+	// patch: what the patch returned says the bundle is there (and a patch
+	// with the cache's resourceVersion would be refused).
+	if r.tlsWritten.newest(key, cached).Annotations[builder.AnnotationBundle] == t.bundle {
 		return nil
 	}
 	bundle := t.bundlePEM
@@ -524,9 +531,12 @@ func (p *pass) ensureAuthorityInSecret(ctx context.Context, t tlsFindings) error
 	if err != nil {
 		return err
 	}
-	if _, err := r.kube.CoreV1().Secrets(db.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	patched, err := r.kube.CoreV1().Secrets(db.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
 		return fmt.Errorf("adding the authorities (ca.crt) to Secret %s: %w", name, err)
 	}
+	patched.Data = nil
+	r.tlsWritten.put(key, patched)
 	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated,
 		"Updated Secret %s: ca.crt holds the authorities that sign the servers' certificates, for clients that verify them; no other key changed", name)
 	return nil
@@ -534,7 +544,8 @@ func (p *pass) ensureAuthorityInSecret(ctx context.Context, t tlsFindings) error
 
 // writtenSecrets remembers the Secrets the TLS step last wrote until the
 // cache shows them, so that a pass on a cache behind its write does not
-// issue a certificate again.
+// issue a certificate again, nor add the authorities to the credentials
+// Secret again.
 type writtenSecrets struct {
 	*ttlSet[ChildKey, *corev1.Secret]
 }
