@@ -97,6 +97,7 @@ type Runner struct {
 	volume  *VolumeTarget
 	store   *StoreTarget
 	created *createdSet
+	written *writtenSet
 
 	// pruneFailures are the failed WAL prune Jobs reported already, by UID:
 	// each is reported once (once more after a restart of the controller).
@@ -107,7 +108,7 @@ type Runner struct {
 // New returns a Runner over cfg.
 func New(cfg Config) *Runner {
 	created := newCreatedSet(cfg.Clock)
-	return &Runner{cfg: cfg, created: created, pruneFailures: map[types.UID]bool{},
+	return &Runner{cfg: cfg, created: created, written: newWrittenSet(cfg.Clock), pruneFailures: map[types.UID]bool{},
 		volume: &VolumeTarget{client: cfg.KubeClient, claims: cfg.Claims, fieldManager: cfg.FieldManager, created: created},
 		store:  &StoreTarget{toolsImage: cfg.ToolsImage},
 	}
@@ -159,6 +160,14 @@ func (r *Runner) Sync(ctx context.Context, namespace, name string, db *dbv1alpha
 	all, err := List(r.cfg.Backups, namespace, name)
 	if err != nil {
 		return 0, err
+	}
+	for _, b := range all {
+		if r.written.behind(b) {
+			// The cache shows this backup's new version soon, and that
+			// brings another pass.
+			klog.FromContext(ctx).V(4).Info("Waiting for the cache to show the last write", "backup", klog.KObj(b))
+			return 0, nil
+		}
 	}
 	var live []*dbv1alpha1.DatabaseBackup
 	for _, b := range all {
@@ -254,7 +263,10 @@ func (r *Runner) start(ctx context.Context, b *dbv1alpha1.DatabaseBackup, db *db
 	if err := target.Ensure(ctx, db); err != nil {
 		return err
 	}
-	if err := r.addFinalizer(ctx, b); err != nil {
+	// The status is written over the object the finalizer's patch returned:
+	// over the one listed, the API server would refuse it (its
+	// resourceVersion is no longer the stored one).
+	if b, err = r.addFinalizer(ctx, b); err != nil {
 		return err
 	}
 	st := b.Status.DeepCopy()
@@ -446,10 +458,12 @@ func (r *Runner) finish(ctx context.Context, b *dbv1alpha1.DatabaseBackup, phase
 func (r *Runner) writeStatus(ctx context.Context, b *dbv1alpha1.DatabaseBackup, st *dbv1alpha1.DatabaseBackupStatus) error {
 	updated := b.DeepCopy()
 	updated.Status = *st
-	if _, err := r.cfg.DBClient.DbcontrollerV1alpha1().DatabaseBackups(b.Namespace).UpdateStatus(ctx, updated,
-		metav1.UpdateOptions{FieldManager: r.cfg.FieldManager}); err != nil {
+	written, err := r.cfg.DBClient.DbcontrollerV1alpha1().DatabaseBackups(b.Namespace).UpdateStatus(ctx, updated,
+		metav1.UpdateOptions{FieldManager: r.cfg.FieldManager})
+	if err != nil {
 		return fmt.Errorf("updating the status of DatabaseBackup %s: %w", b.Name, err)
 	}
+	r.written.add(written)
 	return nil
 }
 
@@ -750,11 +764,17 @@ func hasFinalizer(finalizers []string) bool {
 	return false
 }
 
-func (r *Runner) addFinalizer(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error {
+// addFinalizer returns b as it is with the finalizer: b itself when it had
+// it, else what the patch returned.
+func (r *Runner) addFinalizer(ctx context.Context, b *dbv1alpha1.DatabaseBackup) (*dbv1alpha1.DatabaseBackup, error) {
 	if hasFinalizer(b.Finalizers) {
-		return nil
+		return b, nil
 	}
-	return r.patchFinalizers(ctx, b, append(append([]string(nil), b.Finalizers...), dbv1alpha1.FinalizerBackupFile))
+	patched, err := r.patchFinalizers(ctx, b, append(append([]string(nil), b.Finalizers...), dbv1alpha1.FinalizerBackupFile))
+	if err == nil && patched == nil {
+		err = fmt.Errorf("DatabaseBackup %s is gone", b.Name)
+	}
+	return patched, err
 }
 
 func (r *Runner) removeFinalizer(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error {
@@ -764,22 +784,28 @@ func (r *Runner) removeFinalizer(ctx context.Context, b *dbv1alpha1.DatabaseBack
 			kept = append(kept, f)
 		}
 	}
-	return r.patchFinalizers(ctx, b, kept)
+	_, err := r.patchFinalizers(ctx, b, kept)
+	return err
 }
 
 // patchFinalizers replaces b's finalizers with a JSON patch that first
-// tests they are still those read, so that another writer's change is never lost.
-func (r *Runner) patchFinalizers(ctx context.Context, b *dbv1alpha1.DatabaseBackup, finalizers []string) error {
+// tests they are still those read, so that another writer's change is never
+// lost. It returns the patched object; nil when b is gone.
+func (r *Runner) patchFinalizers(ctx context.Context, b *dbv1alpha1.DatabaseBackup, finalizers []string) (*dbv1alpha1.DatabaseBackup, error) {
 	patch, err := FinalizersPatch(b.ResourceVersion, b.Finalizers, finalizers)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = r.cfg.DBClient.DbcontrollerV1alpha1().DatabaseBackups(b.Namespace).Patch(ctx, b.Name, types.JSONPatchType, patch,
+	patched, err := r.cfg.DBClient.DbcontrollerV1alpha1().DatabaseBackups(b.Namespace).Patch(ctx, b.Name, types.JSONPatchType, patch,
 		metav1.PatchOptions{FieldManager: r.cfg.FieldManager})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("updating the finalizers of DatabaseBackup %s: %w", b.Name, err)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("updating the finalizers of DatabaseBackup %s: %w", b.Name, err)
 	}
-	return nil
+	r.written.add(patched)
+	return patched, nil
 }
 
 // FinalizersPatch is a JSON patch that replaces the finalizers old with

@@ -74,7 +74,7 @@ func TestObjectStoreBackupStarts(t *testing.T) {
 		finalizerPatch("5", nil, []string{dbv1alpha1.FinalizerBackupFile})))
 	s := startedInStore(b)
 	f.kubeactions = append(f.kubeactions, core.NewCreateAction(jobsResource, "default", storeJob(t, s, db)))
-	s.Finalizers = nil
+	s.ResourceVersion = "6" // written over what the finalizer's patch returned
 	f.expectUpdateStatus(s)
 	f.events = []string{"Normal Started Backing up postgresql 16 orders with Job mine"}
 	f.run(db)
@@ -217,7 +217,7 @@ func TestBaseBackup(t *testing.T) {
 		finalizerPatch("5", nil, []string{dbv1alpha1.FinalizerBackupFile})))
 	s := startedBase(b)
 	f.kubeactions = append(f.kubeactions, core.NewCreateAction(jobsResource, "default", baseJob(t, s, db)))
-	s.Finalizers = nil
+	s.ResourceVersion = "6" // written over what the finalizer's patch returned
 	f.expectUpdateStatus(s)
 	f.events = []string{"Normal Started Backing up postgresql 16 orders with Job mine"}
 	f.run(db)
@@ -249,7 +249,7 @@ func TestDumpOfAnArchivingDatabase(t *testing.T) {
 		finalizerPatch("5", nil, []string{dbv1alpha1.FinalizerBackupFile})))
 	s := startedInStore(b)
 	f.kubeactions = append(f.kubeactions, core.NewCreateAction(jobsResource, "default", storeJob(t, s, db)))
-	s.Finalizers = nil
+	s.ResourceVersion = "6" // written over what the finalizer's patch returned
 	f.expectUpdateStatus(s)
 	f.events = []string{"Normal Started Backing up postgresql 16 orders with Job mine"}
 	f.run(db)

@@ -543,9 +543,7 @@ func TestRestartWhileCreating(t *testing.T) {
 	if len(evs) > 0 {
 		t.Errorf("Warning events after the restart: %q", evs)
 	}
-	if m := second.metrics(); sum(m, "database_controller_reconcile_total", `result="error"`) != 0 {
-		t.Errorf("the restarted controller had failed syncs:\n%s", tail(second.logPath, 20))
-	}
+	second.expectNoFailedSyncs()
 }
 
 // managedBy selects the children the controller labels as its own.

@@ -370,6 +370,16 @@ func (p *controllerProcess) metrics() map[string]float64 {
 	return m
 }
 
+// expectNoFailedSyncs fails t when the controller had a sync that ended in
+// an error (retried with backoff), with its log's last lines: what the
+// test did is expected to need none.
+func (p *controllerProcess) expectNoFailedSyncs() {
+	p.t.Helper()
+	if n := sum(p.metrics(), "database_controller_reconcile_total", `result="error"`); n != 0 {
+		p.t.Errorf("the controller had %v failed syncs; its log's last lines:\n%s", n, tail(p.logPath, 20))
+	}
+}
+
 // sum adds every series of a metric whose labels contain all of match.
 func sum(m map[string]float64, name string, match ...string) float64 {
 	return e2eutil.SumMetric(m, name, match...)
