@@ -21,6 +21,7 @@ import (
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/drift"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/engine/registry"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
@@ -110,8 +111,12 @@ func Service(t testing.TB, db *dbv1alpha1.Database) *corev1.Service {
 	return Object[corev1.Service](t, Desired(t, db).Service)
 }
 
+// A StatefulSet is created as generation 1 of its spec, and says it
+// (drift.WrittenGenerationAnnotation).
 func StatefulSet(t testing.TB, db *dbv1alpha1.Database) *appsv1.StatefulSet {
-	return Object[appsv1.StatefulSet](t, Desired(t, db).StatefulSet)
+	sts := Object[appsv1.StatefulSet](t, Desired(t, db).StatefulSet)
+	sts.Annotations[drift.WrittenGenerationAnnotation] = "1"
+	return sts
 }
 
 // RolledOut marks sts as fully rolled out with n ready replicas.

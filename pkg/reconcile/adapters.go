@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 
 	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/drift"
 )
 
 var (
@@ -102,11 +105,43 @@ func (statefulSetAdapter) stripped(cached *appsv1.StatefulSet) bool {
 	return builder.TemplateStripped(cached)
 }
 
-var _ fullReader[*appsv1.StatefulSet] = statefulSetAdapter{}
+var _ fullReader[*appsv1.StatefulSet, *appsv1ac.StatefulSetApplyConfiguration] = statefulSetAdapter{}
 
+// metadataOf is desired's metadata alone.
+func (statefulSetAdapter) metadataOf(desired *appsv1ac.StatefulSetApplyConfiguration) any {
+	return &appsv1ac.StatefulSetApplyConfiguration{TypeMetaApplyConfiguration: desired.TypeMetaApplyConfiguration,
+		ObjectMetaApplyConfiguration: desired.ObjectMetaApplyConfiguration}
+}
+
+// specOf is desired without its metadata.
+func (statefulSetAdapter) specOf(desired *appsv1ac.StatefulSetApplyConfiguration) any {
+	d := *desired
+	d.ObjectMetaApplyConfiguration = nil
+	return &d
+}
+
+// withWrittenGeneration is desired with drift.WrittenGenerationAnnotation
+// set to generation; desired itself is not changed.
+func (statefulSetAdapter) withWrittenGeneration(desired *appsv1ac.StatefulSetApplyConfiguration, generation string) *appsv1ac.StatefulSetApplyConfiguration {
+	d := *desired
+	meta := metav1ac.ObjectMetaApplyConfiguration{}
+	if desired.ObjectMetaApplyConfiguration != nil {
+		meta = *desired.ObjectMetaApplyConfiguration
+	}
+	meta.Annotations = maps.Clone(meta.Annotations)
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[drift.WrittenGenerationAnnotation] = generation
+	d.ObjectMetaApplyConfiguration = &meta
+	return &d
+}
+
+// create makes the StatefulSet, with the generation every new object has
+// as the one written (drift.WrittenGenerationAnnotation).
 func (a statefulSetAdapter) create(ctx context.Context, desired *appsv1ac.StatefulSetApplyConfiguration) (*appsv1.StatefulSet, error) {
 	obj := &appsv1.StatefulSet{}
-	if err := builder.Convert(desired, obj); err != nil {
+	if err := builder.Convert(a.withWrittenGeneration(desired, "1"), obj); err != nil {
 		return nil, err
 	}
 	return a.client.AppsV1().StatefulSets(*desired.Namespace).Create(ctx, obj, createOptions)

@@ -83,8 +83,16 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 	if c, ok := r.covered.get(key); ok && comparable && c == seen {
 		return existing, nil, nil
 	}
-	compared := existing
-	if f, ok := any(a).(fullReader[T]); ok && f.stripped(existing) {
+	compared, against := existing, any(desired)
+	full, isFull := any(a).(fullReader[T, AC])
+	unchangedSpec := false
+	switch {
+	case !isFull || !full.stripped(existing):
+	case writtenUnchanged(existing, desired):
+		// Its spec is as this controller wrote it for this same desired
+		// state: only the metadata, which the cache keeps whole, can differ.
+		against, unchangedSpec = full.metadataOf(desired), true
+	default:
 		// The cache's copy lacks fields the comparison reads: the API
 		// server's has them.
 		if compared, err = a.live(ctx, db.Namespace, name); err != nil {
@@ -95,7 +103,7 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 		}
 		seen, comparable = coveredBy(compared, desired)
 	}
-	field, err := drift.FirstDifference(compared, desired)
+	field, err := drift.FirstDifference(compared, against)
 	if err != nil || field == "" {
 		if err == nil && comparable {
 			r.covered.put(key, seen)
@@ -103,7 +111,14 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 		return existing, nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Repairing drift", "kind", kind, "name", name, "field", field)
-	updated, err := a.repair(ctx, desired)
+	repaired := desired
+	switch {
+	case unchangedSpec:
+		repaired = full.withWrittenGeneration(desired, strconv.FormatInt(compared.GetGeneration(), 10))
+	case isFull:
+		repaired = full.withWrittenGeneration(desired, writtenByRepair(compared, desired, full.specOf(desired)))
+	}
+	updated, err := a.repair(ctx, repaired)
 	if err != nil {
 		return zero, nil, fmt.Errorf("applying %s %s: %w", kind, name, err)
 	}
@@ -127,9 +142,46 @@ func (r *Reconciler) controlledBy(key ChildKey, obj metav1.Object, db *dbv1alpha
 // fullReader is a childAdapter whose kind the informer cache keeps
 // stripped of fields the drift comparison reads (most of the StatefulSet's
 // spec, builder.StripTemplates): stripped says whether a cached copy
-// is, and ensureChild then compares the API server's copy (live).
-type fullReader[T metav1.Object] interface {
+// is, and ensureChild then compares the API server's copy (live), unless
+// the copy's spec is as this controller wrote it for the same desired
+// state (writtenUnchanged), when it compares desired's metadata alone
+// (metadataOf). Its writes say which generation of the spec they wrote
+// (withWrittenGeneration, drift.WrittenGenerationAnnotation); specOf is
+// desired without its metadata, to tell whether a repair changes the spec.
+type fullReader[T metav1.Object, AC any] interface {
 	stripped(cached T) bool
+	metadataOf(desired AC) any
+	specOf(desired AC) any
+	withWrittenGeneration(desired AC, generation string) AC
+}
+
+// writtenByRepair is the generation of compared's spec that a repair to
+// desired leaves it at, for drift.WrittenGenerationAnnotation: compared's,
+// when only its metadata differs and what was applied last is what is
+// desired (the same digest: server-side apply removes no field); "" when
+// the apply changes the spec, or may (it removes the fields an earlier
+// desired state set), to a generation not known before its answer. Never
+// one above compared's: an annotation that a later generation could
+// reach would say a spec that someone else changed was this controller's.
+func writtenByRepair(compared metav1.Object, desired, desiredSpec any) string {
+	if digest := stampedDigest(desired); digest == "" || compared.GetAnnotations()[drift.AppliedAnnotation] != digest {
+		return ""
+	}
+	if field, err := drift.FirstDifference(compared, desiredSpec); err != nil || field != "" {
+		return ""
+	}
+	return strconv.FormatInt(compared.GetGeneration(), 10)
+}
+
+// writtenUnchanged reports whether existing's spec is the one this
+// controller wrote for desired: its generation is still the one written
+// (drift.WrittenGenerationAnnotation), and the digest of what was written
+// (drift.AppliedAnnotation) is desired's.
+func writtenUnchanged(existing metav1.Object, desired any) bool {
+	a := existing.GetAnnotations()
+	written, digest := a[drift.WrittenGenerationAnnotation], stampedDigest(desired)
+	return written != "" && written == strconv.FormatInt(existing.GetGeneration(), 10) &&
+		digest != "" && a[drift.AppliedAnnotation] == digest
 }
 
 // noteCovered remembers obj, as a write just returned it, as covering

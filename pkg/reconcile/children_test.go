@@ -94,6 +94,7 @@ func TestDriftIsRepaired(t *testing.T) {
 			name: "StatefulSet replicas edited",
 			drift: func(f *fixture, sts *appsv1.StatefulSet, _, _ *corev1.Service) {
 				sts.Spec.Replicas = ptr.To[int32](5)
+				specEdited(sts)
 			},
 			expect: func(f *fixture, db *dbv1alpha1.Database) {
 				f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
@@ -104,6 +105,7 @@ func TestDriftIsRepaired(t *testing.T) {
 			name: "StatefulSet image edited",
 			drift: func(f *fixture, sts *appsv1.StatefulSet, _, _ *corev1.Service) {
 				sts.Spec.Template.Spec.Containers[0].Image = "postgres:latest"
+				specEdited(sts)
 			},
 			expect: func(f *fixture, db *dbv1alpha1.Database) {
 				f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
@@ -145,6 +147,14 @@ func TestDriftIsRepaired(t *testing.T) {
 	}
 }
 
+// specEdited raises sts's generation, as the API server does with every
+// change of a spec, and its observed generation, as the StatefulSet
+// controller soon does.
+func specEdited(sts *appsv1.StatefulSet) {
+	sts.Generation++
+	sts.Status.ObservedGeneration = sts.Generation
+}
+
 // A pass that found every child in place remembers it by their content
 // (a StatefulSet's generation and metadata, another child's version); an
 // edit after it makes new content, which is compared again and repaired,
@@ -164,44 +174,48 @@ func TestDriftAfterAPassThatFoundNone(t *testing.T) {
 		// rollsOut: the repair is of the pod template, which the
 		// StatefulSet rolls out; the status says so.
 		rollsOut bool
+		// written is the generation the repair says the spec is at
+		// (drift.WrittenGenerationAnnotation): its own when only metadata
+		// is repaired, "" when the spec changes.
+		written string
 	}{
 		{"status progressed", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 			progressed := sts.DeepCopy()
 			progressed.ResourceVersion = "5"
 			progressed.Spec.Template.Spec.EnableServiceLinks = nil // planted: desired sets false
 			f.update(f.caches.StatefulSets, progressed)
-		}, true, false},
+		}, true, false, ""},
 		{"StatefulSet image edited", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 			edited := sts.DeepCopy()
 			edited.Spec.Template.Spec.Containers[0].Image = "postgres:latest"
 			edited.ResourceVersion = "5"
 			edited.Generation++ // as the API server does with every change of a spec
 			f.update(f.caches.StatefulSets, edited)
-		}, false, true},
+		}, false, true, ""},
 		{"StatefulSet label removed", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 			edited := sts.DeepCopy()
 			delete(edited.Labels, names.LabelInstance)
 			edited.ResourceVersion = "5" // metadata: the generation stays
 			f.update(f.caches.StatefulSets, edited)
-		}, false, false},
+		}, false, false, "1"},
 		{"StatefulSet's applied digest edited", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 			edited := sts.DeepCopy()
 			edited.Annotations[drift.AppliedAnnotation] = "0123456789abcdef"
 			edited.ResourceVersion = "5"
 			f.update(f.caches.StatefulSets, edited)
-		}, false, false},
+		}, false, false, ""},
 		{"StatefulSet's owner reference no longer blocks its owner's deletion", func(f *fixture, _ *dbv1alpha1.Database, sts *appsv1.StatefulSet) {
 			edited := sts.DeepCopy()
 			edited.OwnerReferences[0].BlockOwnerDeletion = ptr.To(false)
 			edited.ResourceVersion = "5"
 			f.update(f.caches.StatefulSets, edited)
-		}, false, false},
+		}, false, false, "1"},
 		{"spec.resources set", func(f *fixture, db *dbv1alpha1.Database, _ *appsv1.StatefulSet) {
 			changed := db.DeepCopy()
 			changed.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
 			changed.ResourceVersion = "11"
 			f.update(f.databases, changed)
-		}, false, false},
+		}, false, false, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -221,7 +235,7 @@ func TestDriftAfterAPassThatFoundNone(t *testing.T) {
 			if obj, ok, _ := f.databases.GetByKey("default/orders"); ok {
 				want = obj.(*dbv1alpha1.Database)
 			}
-			f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, want))
+			f.expectApplyWritten(desired(t, want).StatefulSet, tt.written)
 			f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
 			if tt.rollsOut {
 				f.expectStatusUpdate(want, actiontest.WantStatus(want, dbv1alpha1.PhaseUpdating, 1, 1, "16",
@@ -275,6 +289,7 @@ func TestDriftTheFieldComparisonAloneMisses(t *testing.T) {
 			db := newDatabase("orders", "postgresql", "16", 1)
 			sts, _, _, _ := f.converged(db)
 			tt.clear(sts)
+			specEdited(sts)
 			f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
 			f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
 			f.run(ctx, ref(db), synced)
@@ -583,9 +598,65 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 		r.settled.remove(ref(db))
 		f.actions, f.kubeactions, f.events = nil, nil, nil
 	}
+	// madeBefore makes sts one that a controller that did not say which
+	// generation it wrote made (drift.WrittenGenerationAnnotation), in the
+	// cache and on the API server.
+	madeBefore := func(f *fixture, sts *appsv1.StatefulSet) {
+		older := sts.DeepCopy()
+		delete(older.Annotations, drift.WrittenGenerationAnnotation)
+		f.update(f.caches.StatefulSets, older)
+	}
+
+	t.Run("written by this controller and unchanged since: no read", func(t *testing.T) {
+		ctx, f, db, sts, r, recorder := setUp(t, nil)
+		if sts.Annotations[drift.WrittenGenerationAnnotation] != "1" || sts.Generation != 1 {
+			t.Fatalf("the StatefulSet as created says %q at generation %d", sts.Annotations[drift.WrittenGenerationAnnotation], sts.Generation)
+		}
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	})
+
+	t.Run("written by this controller, its spec changed since: read and repaired", func(t *testing.T) {
+		ctx, f, db, sts, r, recorder := setUp(t, nil)
+		edited := sts.DeepCopy()
+		edited.Spec.Template.Spec.Containers[0].ReadinessProbe = nil
+		edited.ResourceVersion = "5"
+		edited.Generation++
+		f.update(f.caches.StatefulSets, edited)
+		f.expectGet(statefulSetsResource, "default", "orders")
+		f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, db))
+		f.expectStatusUpdate(db, actiontest.WantStatus(db, dbv1alpha1.PhaseUpdating, 1, 1, "16",
+			metav1.ConditionFalse, status.ReasonReplicasNotReady, "1/1 replicas are ready",
+			metav1.ConditionTrue, status.ReasonRollingUpdate, "rolling out: 1/1 replicas updated, 1 ready"))
+		f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	})
+
+	t.Run("written by this controller for another desired state: read and repaired", func(t *testing.T) {
+		ctx, f, db, _, r, recorder := setUp(t, nil)
+		changed := db.DeepCopy()
+		changed.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+		changed.ResourceVersion = "11"
+		f.update(f.databases, changed)
+		f.expectGet(statefulSetsResource, "default", "orders")
+		f.expectApply(statefulSetsResource, "default", "orders", desiredStatefulSet(t, changed))
+		f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	})
+
+	t.Run("written by this controller, a label removed since: repaired with no read", func(t *testing.T) {
+		ctx, f, db, sts, r, recorder := setUp(t, nil)
+		edited := sts.DeepCopy()
+		delete(edited.Labels, names.LabelInstance)
+		edited.ResourceVersion = "5" // metadata: the generation stays
+		f.update(f.caches.StatefulSets, edited)
+		f.expectApplyWritten(desired(t, db).StatefulSet, "1")
+		f.events = []string{"Normal Updated Updated StatefulSet orders to match the Database spec"}
+		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
+	})
 
 	t.Run("unchanged: one read, then none", func(t *testing.T) {
-		ctx, f, db, _, r, recorder := setUp(t, nil)
+		ctx, f, db, sts, r, recorder := setUp(t, nil)
+		madeBefore(f, sts)
 		f.expectGet(statefulSetsResource, "default", "orders")
 		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 		again(f, r, db)
@@ -599,12 +670,14 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 		if class := sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName; class == nil || *class != "fast" {
 			t.Fatalf("the claim template's class is %v, want fast", class)
 		}
+		madeBefore(f, sts)
 		f.expectGet(statefulSetsResource, "default", "orders")
 		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 	})
 
 	t.Run("a field the cache does not keep removed: read and repaired, then no read", func(t *testing.T) {
 		ctx, f, db, sts, r, recorder := setUp(t, nil)
+		madeBefore(f, sts)
 		f.expectGet(statefulSetsResource, "default", "orders")
 		f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 
@@ -674,7 +747,8 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 	})
 
 	t.Run("gone from the API server: looked at again", func(t *testing.T) {
-		ctx, f, db, _, r, recorder := setUp(t, nil)
+		ctx, f, db, sts, r, recorder := setUp(t, nil)
+		madeBefore(f, sts)
 		if err := f.kubeclient.Tracker().Delete(stsGVR, "default", "orders"); err != nil {
 			t.Fatal(err)
 		}
@@ -684,7 +758,9 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 
 	t.Run("another owner's on the API server: left untouched", func(t *testing.T) {
 		ctx, f, db, sts, r, recorder := setUp(t, nil)
+		madeBefore(f, sts)
 		taken := sts.DeepCopy()
+		delete(taken.Annotations, drift.WrittenGenerationAnnotation)
 		taken.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "other", UID: "other-uid", Controller: ptr.To(true)}}
 		if err := f.kubeclient.Tracker().Update(stsGVR, taken, "default"); err != nil {
 			t.Fatal(err)

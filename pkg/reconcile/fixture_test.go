@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -577,8 +578,23 @@ func (f *fixture) expectGet(resource schema.GroupVersionResource, ns, name strin
 	f.kubeactions = append(f.kubeactions, actiontest.Get(resource, ns, name))
 }
 
+// expectApply expects applyConfiguration applied. A StatefulSet's is
+// expected as a repair that changes its spec applies it: saying that the
+// generation written is not known (drift.WrittenGenerationAnnotation "");
+// expectApplyWritten expects another.
 func (f *fixture) expectApply(resource schema.GroupVersionResource, ns, name string, applyConfiguration any) {
+	if sts, ok := applyConfiguration.(*appsv1ac.StatefulSetApplyConfiguration); ok {
+		applyConfiguration = statefulSetAdapter{}.withWrittenGeneration(sts, "")
+	}
 	f.kubeactions = append(f.kubeactions, actiontest.Apply(f.t, resource, ns, name, applyConfiguration))
+}
+
+// expectApplyWritten expects the StatefulSet sts applied as a repair that
+// changes only its metadata does: saying that its spec is still at
+// generation written.
+func (f *fixture) expectApplyWritten(sts *appsv1ac.StatefulSetApplyConfiguration, written string) {
+	f.kubeactions = append(f.kubeactions, actiontest.Apply(f.t, statefulSetsResource, *sts.Namespace, *sts.Name,
+		statefulSetAdapter{}.withWrittenGeneration(sts, written)))
 }
 
 func (f *fixture) expectDelete(resource schema.GroupVersionResource, ns, name string, uid types.UID) {
@@ -634,6 +650,16 @@ const testPassword = actiontest.Password
 
 func expectedStatefulSet(t *testing.T, db *dbv1alpha1.Database) *appsv1.StatefulSet {
 	return actiontest.StatefulSet(t, db)
+}
+
+// createdStatefulSet is the StatefulSet desired, as the controller creates
+// it: generation 1 of its spec written.
+func createdStatefulSet(t *testing.T, desired *appsv1ac.StatefulSetApplyConfiguration) *appsv1.StatefulSet {
+	sts := &appsv1.StatefulSet{}
+	if err := builder.Convert(statefulSetAdapter{}.withWrittenGeneration(desired, "1"), sts); err != nil {
+		t.Fatal(err)
+	}
+	return sts
 }
 
 func desiredStatefulSet(t *testing.T, db *dbv1alpha1.Database) any {

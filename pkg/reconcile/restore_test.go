@@ -55,11 +55,7 @@ func TestRestore(t *testing.T) {
 		f.expectCreate(secretsResource, expectedSecret(t, db, testPassword))
 		f.expectCreate(servicesResource, expectedHeadless(t, db))
 		f.expectCreate(servicesResource, expectedService(t, db))
-		sts := &appsv1.StatefulSet{}
-		if err := builder.Convert(restoringStatefulSet(t, db).StatefulSet, sts); err != nil {
-			t.Fatal(err)
-		}
-		f.expectCreate(statefulSetsResource, sts)
+		f.expectCreate(statefulSetsResource, createdStatefulSet(t, restoringStatefulSet(t, db).StatefulSet))
 		msg := "restoring backup nightly: 0/1 replicas ready"
 		st := wantStatus(db, "Provisioning", 0, 0, "", "False", "Restoring", msg, "True", "Restoring", msg)
 		st.Restore = &dbv1alpha1.RestoreStatus{Backup: "nightly"}
@@ -216,7 +212,7 @@ func TestBaseRestore(t *testing.T) {
 			if got := builder.BaseRestoring(sts); got != tc.want.Backup {
 				t.Fatalf("the StatefulSet restores %q, want %q", got, tc.want.Backup)
 			}
-			f.expectCreate(statefulSetsResource, sts)
+			f.expectCreate(statefulSetsResource, createdStatefulSet(t, p.StatefulSet))
 			msg := "restoring backup " + tc.want.Backup + ": 0/1 replicas ready"
 			st := wantStatus(db, "Provisioning", 0, 0, "", "False", "Restoring", msg, "True", "Restoring", msg)
 			st.Restore = &dbv1alpha1.RestoreStatus{Backup: tc.want.Backup}

@@ -544,6 +544,13 @@ func TestRestartWhileCreating(t *testing.T) {
 		t.Errorf("Warning events after the restart: %q", evs)
 	}
 	second.expectNoFailedSyncs()
+	// The cache keeps a StatefulSet without most of its spec. The first
+	// controller's say which generation of their spec it wrote, still
+	// theirs: the second compares them with no read (and those it made,
+	// with their creates' answers).
+	if n := sum(second.metrics(), "rest_client_requests_by_resource_total", `resource="statefulsets"`, `verb="GET"`); n != 0 {
+		t.Errorf("the restarted controller read %v StatefulSets from the API server, want none", n)
+	}
 }
 
 // managedBy selects the children the controller labels as its own.
