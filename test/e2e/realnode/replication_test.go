@@ -587,10 +587,16 @@ func loseThePrimaryAndTheController(t *testing.T, ns string, names ...string) ti
 	// With every pod on the cordoned node, no switchover can move the
 	// primary off it first: its disruption budget lets it go, and it is
 	// evicted as a drain would.
+	// The Eviction API reads the budget's status, which the disruption
+	// controller writes after the spec changed: wait for it too (a CI run
+	// evicted between the two, and was refused).
 	for _, name := range names {
 		e2eutil.Eventually(t, converge, "the budget of "+old[name]+" to let it go", func() (bool, string) {
-			out := e2eutil.Kubectl(t, "-n", ns, "get", "pdb", name+"-primary", "-o", "jsonpath={.spec.minAvailable}")
-			return strings.TrimSpace(out) == "0", "minAvailable " + out
+			out := e2eutil.Kubectl(t, "-n", ns, "get", "pdb", name+"-primary", "-o",
+				"jsonpath={.spec.minAvailable} {.metadata.generation} {.status.observedGeneration} {.status.disruptionsAllowed}")
+			f := strings.Fields(out)
+			return len(f) == 4 && f[0] == "0" && f[1] == f[2] && f[3] != "0",
+				"minAvailable, generation, observed generation, disruptions allowed: " + out
 		})
 	}
 	lostAt := time.Now()
