@@ -24,8 +24,8 @@ const AppliedAnnotation = "dbcontroller.io/applied-digest"
 // only part of its spec (a StatefulSet), the generation of its spec when
 // this controller last wrote all of it: "1" when it created it, the
 // generation it had when an apply changed only its metadata, and "" after
-// an apply that changed its spec, whose new generation is not known before
-// the answer. While the child's generation is still that one and its
+// an apply that changed its spec or may have, whose new generation is not
+// known before the answer. While the child's generation is still that one and its
 // AppliedAnnotation is the digest desired, its spec is the one written for
 // that same desired state: no one changed it since (the API server raises
 // the generation with every change of the spec), and a controller that
