@@ -164,7 +164,7 @@ type fullReader[T metav1.Object, AC any] interface {
 // one above compared's: an annotation that a later generation could
 // reach would say a spec that someone else changed was this controller's.
 func writtenByRepair(compared metav1.Object, desired, desiredSpec any) string {
-	if digest := stampedDigest(desired); digest == "" || compared.GetAnnotations()[drift.AppliedAnnotation] != digest {
+	if !appliedFor(compared, desired) {
 		return ""
 	}
 	if field, err := drift.FirstDifference(compared, desiredSpec); err != nil || field != "" {
@@ -178,10 +178,15 @@ func writtenByRepair(compared metav1.Object, desired, desiredSpec any) string {
 // (drift.WrittenGenerationAnnotation), and the digest of what was written
 // (drift.AppliedAnnotation) is desired's.
 func writtenUnchanged(existing metav1.Object, desired any) bool {
-	a := existing.GetAnnotations()
-	written, digest := a[drift.WrittenGenerationAnnotation], stampedDigest(desired)
-	return written != "" && written == strconv.FormatInt(existing.GetGeneration(), 10) &&
-		digest != "" && a[drift.AppliedAnnotation] == digest
+	written := existing.GetAnnotations()[drift.WrittenGenerationAnnotation]
+	return written != "" && written == strconv.FormatInt(existing.GetGeneration(), 10) && appliedFor(existing, desired)
+}
+
+// appliedFor reports whether what was last applied to obj is desired: its
+// digest (drift.AppliedAnnotation) is the one stamped on desired.
+func appliedFor(obj metav1.Object, desired any) bool {
+	digest := stampedDigest(desired)
+	return digest != "" && obj.GetAnnotations()[drift.AppliedAnnotation] == digest
 }
 
 // noteCovered remembers obj, as a write just returned it, as covering
