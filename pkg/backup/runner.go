@@ -97,7 +97,7 @@ type Runner struct {
 	volume  *VolumeTarget
 	store   *StoreTarget
 	created *createdSet
-	written *writtenSet
+	written writtenSet
 
 	// pruneFailures are the failed WAL prune Jobs reported already, by UID:
 	// each is reported once (once more after a restart of the controller).
@@ -333,7 +333,7 @@ func (r *Runner) follow(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error
 	name := names.BackupJobName(b.Name)
 	job, err := r.cfg.Jobs.Jobs(b.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		if r.created.has(b.Namespace + "/" + name) {
+		if r.created.Has(b.Namespace + "/" + name) {
 			return nil // made by this process; the cache has not shown it yet
 		}
 		return r.finish(ctx, b, dbv1alpha1.BackupFailed, fmt.Sprintf("its Job %s was deleted before it finished", name), nil)
@@ -341,7 +341,7 @@ func (r *Runner) follow(ctx context.Context, b *dbv1alpha1.DatabaseBackup) error
 	if err != nil {
 		return err
 	}
-	r.created.remove(b.Namespace + "/" + name)
+	r.created.Remove(b.Namespace + "/" + name)
 	if !metav1.IsControlledBy(job, b) {
 		return r.finish(ctx, b, dbv1alpha1.BackupFailed, fmt.Sprintf("Job %s/%s exists and is not this backup's; it is left untouched", b.Namespace, name), nil)
 	}
@@ -580,7 +580,7 @@ func (r *Runner) pruneWAL(ctx context.Context, db *dbv1alpha1.Database, backups 
 	job, err := r.cfg.Jobs.Jobs(db.Namespace).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
-		if r.created.has(db.Namespace + "/" + name) {
+		if r.created.Has(db.Namespace + "/" + name) {
 			return 0, nil // made by this process; the cache has not shown it yet
 		}
 	case err != nil:
@@ -596,7 +596,7 @@ func (r *Runner) pruneWAL(ctx context.Context, db *dbv1alpha1.Database, backups 
 		if finished, _, _ := builder.JobFinished(job); !finished {
 			return 0, nil
 		}
-		r.created.remove(db.Namespace + "/" + name)
+		r.created.Remove(db.Namespace + "/" + name)
 		return 0, r.deleteJob(ctx, job)
 	}
 	obj, err := jobObject(builder.NewWALPruneJob(db, r.cfg.ToolsImage, first))
@@ -619,7 +619,7 @@ func (r *Runner) createJob(ctx context.Context, job *batchv1.Job) error {
 		!apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Job %s: %w", job.Name, err)
 	}
-	r.created.add(job.Namespace + "/" + job.Name)
+	r.created.Put(job.Namespace+"/"+job.Name, struct{}{})
 	return nil
 }
 
@@ -649,7 +649,7 @@ func (r *Runner) pruneFailed(ctx context.Context, db *dbv1alpha1.Database, job *
 	r.mu.Lock()
 	delete(r.pruneFailures, job.UID)
 	r.mu.Unlock()
-	r.created.remove(db.Namespace + "/" + job.Name)
+	r.created.Remove(db.Namespace + "/" + job.Name)
 	return 0, r.deleteJob(ctx, job)
 }
 
@@ -678,7 +678,7 @@ func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) e
 	job, err := r.cfg.Jobs.Jobs(b.Namespace).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
-		if r.created.has(b.Namespace + "/" + name) {
+		if r.created.Has(b.Namespace + "/" + name) {
 			return nil
 		}
 		uid := int64(999)
@@ -700,12 +700,12 @@ func (r *Runner) deleteFile(ctx context.Context, b *dbv1alpha1.DatabaseBackup) e
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating Job %s: %w", name, err)
 		}
-		r.created.add(b.Namespace + "/" + name)
+		r.created.Put(b.Namespace+"/"+name, struct{}{})
 		return nil
 	case err != nil:
 		return err
 	}
-	r.created.remove(b.Namespace + "/" + name)
+	r.created.Remove(b.Namespace + "/" + name)
 	if !metav1.IsControlledBy(job, b) {
 		return fmt.Errorf("job %s/%s exists and is not DatabaseBackup %s's: cannot delete its file", b.Namespace, name, b.Name)
 	}

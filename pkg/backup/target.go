@@ -58,7 +58,7 @@ func (t *VolumeTarget) Ensure(ctx context.Context, db *dbv1alpha1.Database) erro
 		return err
 	}
 	key := db.Namespace + "/claim/" + name
-	if t.created.has(key) {
+	if t.created.Has(key) {
 		return nil // made by this process; the cache has not shown it yet
 	}
 	claim := &corev1.PersistentVolumeClaim{}
@@ -69,7 +69,7 @@ func (t *VolumeTarget) Ensure(ctx context.Context, db *dbv1alpha1.Database) erro
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the backup volume claim %s: %w", name, err)
 	}
-	t.created.add(key)
+	t.created.Put(key, struct{}{})
 	return nil
 }
 

@@ -83,7 +83,7 @@ func (r *Runner) followVerify(ctx context.Context, db *dbv1alpha1.Database, b *d
 	job, err := r.cfg.Jobs.Jobs(b.Namespace).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
-		if r.created.has(b.Namespace + "/" + name) {
+		if r.created.Has(b.Namespace + "/" + name) {
 			return nil // made by this process; the cache has not shown it yet
 		}
 		st := b.Status.DeepCopy()
@@ -95,7 +95,7 @@ func (r *Runner) followVerify(ctx context.Context, db *dbv1alpha1.Database, b *d
 		klog.FromContext(ctx).V(2).Info("A Job of the verification's name is not this backup's; it is left untouched", "backup", klog.KObj(b), "job", name)
 		return nil
 	}
-	r.created.remove(b.Namespace + "/" + name)
+	r.created.Remove(b.Namespace + "/" + name)
 	finished, succeeded, why := builder.JobFinished(job)
 	if !finished {
 		return nil

@@ -80,7 +80,7 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 		return zero, nil, err
 	}
 	seen, comparable := coveredBy(existing, desired)
-	if c, ok := r.covered.get(key); ok && comparable && c == seen {
+	if c, ok := r.covered.Get(key); ok && comparable && c == seen {
 		return existing, nil, nil
 	}
 	compared, against := existing, any(desired)
@@ -106,7 +106,7 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 	field, err := drift.FirstDifference(compared, against)
 	if err != nil || field == "" {
 		if err == nil && comparable {
-			r.covered.put(key, seen)
+			r.covered.Put(key, seen)
 		}
 		return existing, nil, err
 	}
@@ -132,10 +132,10 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 // before it creates.
 func (r *Reconciler) controlledBy(key ChildKey, obj metav1.Object, db *dbv1alpha1.Database) error {
 	if !metav1.IsControlledBy(obj, db) {
-		r.conflicts.put(key, struct{}{})
+		r.conflicts.Put(key, struct{}{})
 		return conflict(db, key.Kind, key.Name)
 	}
-	r.conflicts.remove(key)
+	r.conflicts.Remove(key)
 	return nil
 }
 
@@ -199,7 +199,7 @@ func (r *Reconciler) noteCovered(key ChildKey, obj metav1.Object, desired any) {
 		return
 	}
 	if field, err := drift.FirstDifference(obj, desired); err == nil && field == "" {
-		r.covered.put(key, seen)
+		r.covered.Put(key, seen)
 	}
 }
 
@@ -310,12 +310,12 @@ func stampedDigest(desired any) string {
 // failed create and a read.
 func createOrLook[T metav1.Object, AC any](ctx context.Context, p *pass, a childAdapter[T, AC], key ChildKey, desired AC) (T, bool, error) {
 	r := p.r
-	if _, known := r.conflicts.get(key); known {
+	if _, known := r.conflicts.Get(key); known {
 		existing, err := a.live(ctx, key.Namespace, key.Name)
 		if err == nil || !apierrors.IsNotFound(err) {
 			return existing, false, err
 		}
-		r.conflicts.remove(key) // it went away: create it now
+		r.conflicts.Remove(key) // it went away: create it now
 	}
 	created, err := a.create(ctx, desired)
 	if err == nil {

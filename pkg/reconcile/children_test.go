@@ -227,7 +227,7 @@ func TestDriftAfterAPassThatFoundNone(t *testing.T) {
 
 			tt.change(f, db, sts)
 			if tt.notCompared {
-				r.settled.remove(ref(db))
+				r.settled.Remove(ref(db))
 				f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 				return
 			}
@@ -489,7 +489,7 @@ func TestChildrenNotYetInCacheAreNotCreatedTwice(t *testing.T) {
 	f.syncAndCheck(ctx, r, recorder, ref(db), skipped)
 	// A full pass (the settled pass forgotten, as after SettledTTL) waits
 	// for the cache to show the Secret it created, and writes nothing.
-	r.settled.remove(ref(db))
+	r.settled.Remove(ref(db))
 	f.syncAndCheck(ctx, r, recorder, ref(db), waiting)
 
 	// How long the expectations wait, and how they are swept, is tested
@@ -595,7 +595,7 @@ func TestStrippedStatefulSetIsReadFromTheAPIServerToCompare(t *testing.T) {
 		return ctx, f, db, sts, r, recorder
 	}
 	again := func(f *fixture, r *Reconciler, db *dbv1alpha1.Database) {
-		r.settled.remove(ref(db))
+		r.settled.Remove(ref(db))
 		f.actions, f.kubeactions, f.events = nil, nil, nil
 	}
 	// madeBefore makes sts one that a controller that did not say which

@@ -64,21 +64,21 @@ func (p *pass) ensureSecret(ctx context.Context, initialised bool, tls tlsFindin
 		case err != nil:
 			return false, err
 		case metav1.GetControllerOf(live) == nil:
-			r.conflicts.remove(key)
+			r.conflicts.Remove(key)
 			return true, p.adoptSecret(ctx, live)
 		case !metav1.IsControlledBy(live, db):
-			r.conflicts.put(key, struct{}{})
+			r.conflicts.Put(key, struct{}{})
 			return true, conflict(db, "Secret", name)
 		}
-		r.conflicts.remove(key)
+		r.conflicts.Remove(key)
 		return true, nil
 	}
-	if _, known := r.conflicts.get(key); known {
+	if _, known := r.conflicts.Get(key); known {
 		// Known to be taken: a read tells whether it still is.
 		if found, err := look(); found || err != nil {
 			return nil, err
 		}
-		r.conflicts.remove(key)
+		r.conflicts.Remove(key)
 	}
 	if !initialised {
 		pw, err := password.Generate(r.random)
@@ -101,7 +101,7 @@ func (p *pass) ensureSecret(ctx context.Context, initialised bool, tls tlsFindin
 			// once they run: kept as a read of it would keep it, so that
 			// the pass that finds them ready does not wait for a GET
 			// behind the creates of every other new Database.
-			r.creds.put(created.UID, p.credentialsOf(created, false))
+			r.creds.Put(created.UID, p.credentialsOf(created, false))
 			return []string{"Secret " + name}, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {

@@ -42,24 +42,3 @@ func TestExpectations(t *testing.T) {
 		t.Fatalf("Len = %d after the expired entry was looked at, want 0", n)
 	}
 }
-
-// An entry nobody asks about again (its Database was deleted) is swept by a
-// later Created, at most once a TTL.
-func TestExpectationsSweep(t *testing.T) {
-	start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	clk := testclock.NewFakePassiveClock(start)
-	e := NewExpectations(clk, time.Minute)
-	e.Created(ChildKey{Kind: "Secret", Namespace: "default", Name: "gone-credentials"})
-
-	clk.SetTime(start.Add(30 * time.Second))
-	e.Created(ChildKey{Kind: "Secret", Namespace: "default", Name: "a"})
-	if n := e.Len(); n != 2 {
-		t.Fatalf("Len = %d before any entry expired, want 2", n)
-	}
-
-	clk.SetTime(start.Add(2*time.Minute + time.Second))
-	e.Created(ChildKey{Kind: "Secret", Namespace: "default", Name: "b"})
-	if n := e.Len(); n != 1 {
-		t.Fatalf("Len = %d after a sweep, want 1 (only the new entry)", n)
-	}
-}

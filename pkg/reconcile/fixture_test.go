@@ -514,7 +514,7 @@ func (f *fixture) syncAndCheck(ctx context.Context, r *Reconciler, recorder *rec
 		f.t.Fatalf("no Database %s in the cache: %v", ref, err)
 	}
 	var settledReads []read
-	if last, ok := r.settled.get(ref); ok {
+	if last, ok := r.settled.Get(ref); ok {
 		settledReads = last.reads
 	}
 	f.raw = nil

@@ -49,7 +49,7 @@ func (p *pass) ensureMonitoringUser(ctx context.Context, pods []*corev1.Pod, rep
 	if !db.Spec.Monitored() || client == nil || p.plan.Engine == nil || p.plan.Engine.Runtime().Exporter == nil {
 		return monitoringFindings{}
 	}
-	if _, done := r.monitoringUsers.get(db.UID); done {
+	if _, done := r.monitoringUsers.Get(db.UID); done {
 		return monitoringFindings{}
 	}
 	servers, _ := p.parameterServers(pods, repl)
@@ -64,8 +64,8 @@ func (p *pass) ensureMonitoringUser(ctx context.Context, pods []*corev1.Pod, rep
 		var changed bool
 		changed, err = client.EnsureUser(ctx, primary.Status.PodIP, p.plan.Engine.Runtime().Port, cred)
 		if err == nil {
-			r.monitoringUsers.put(db.UID, struct{}{})
-			r.monitoringFailures.remove(db.UID)
+			r.monitoringUsers.Put(db.UID, struct{}{})
+			r.monitoringFailures.Remove(db.UID)
 			if changed {
 				r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonMonitoringUserCreated,
 					"Made the monitoring user %s on %s, which the exporters log in as", engine.MonitoringUser, primary.Name)
@@ -76,8 +76,8 @@ func (p *pass) ensureMonitoringUser(ctx context.Context, pods []*corev1.Pod, rep
 	msg := fmt.Sprintf("Cannot make the monitoring user %s on %s, so the exporters cannot log in (their up metric is 0): %v; trying again every %s",
 		engine.MonitoringUser, primary.Name, err, MonitoringPoll)
 	logger.Info("Making the monitoring user failed", "pod", klog.KObj(primary), "err", err)
-	if last, said := r.monitoringFailures.get(db.UID); !said || last != msg {
-		r.monitoringFailures.put(db.UID, msg)
+	if last, said := r.monitoringFailures.Get(db.UID); !said || last != msg {
+		r.monitoringFailures.Put(db.UID, msg)
 		r.recorder.Event(db, corev1.EventTypeWarning, ReasonMonitoringUserFailed, msg)
 	}
 	return monitoringFindings{pollAfter: MonitoringPoll}

@@ -45,7 +45,7 @@ func (p *pass) ensurePodMonitor(ctx context.Context) ([]string, error) {
 		if r.expectations.Pending(key) {
 			return nil, &WaitingError{Kind: "PodMonitor", Name: name}
 		}
-		if _, taken := r.conflicts.get(key); taken {
+		if _, taken := r.conflicts.Get(key); taken {
 			return nil, nil
 		}
 		_, err := client.Create(ctx, desired, createOptions)
@@ -106,10 +106,10 @@ func podMonitorMatches(existing, desired *unstructured.Unstructured) bool {
 // key is another's, and remembers it, so that the next passes do not try
 // to make it again until memoryTTL has passed.
 func (p *pass) podMonitorTaken(key ChildKey) {
-	if _, said := p.r.conflicts.get(key); said {
+	if _, said := p.r.conflicts.Get(key); said {
 		return
 	}
-	p.r.conflicts.put(key, struct{}{})
+	p.r.conflicts.Put(key, struct{}{})
 	p.r.recorder.Eventf(p.db, corev1.EventTypeWarning, status.ReasonResourceConflict,
 		"PodMonitor %s/%s exists and is not controlled by this Database; it is left untouched, and the Database's servers get no PodMonitor of their own: delete or rename it",
 		key.Namespace, key.Name)

@@ -63,6 +63,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/pgsql"
 	"github.com/dbcontroller/database-controller/pkg/plan"
 	"github.com/dbcontroller/database-controller/pkg/status"
+	"github.com/dbcontroller/database-controller/pkg/ttl"
 )
 
 // FieldManager names every write of the controller, and is the source of its events.
@@ -153,30 +154,30 @@ type Reconciler struct {
 	expectations *Expectations
 	// conflicts remembers children whose name another owner's object took,
 	// so that the next look is a read, not a create that fails.
-	conflicts *ttlSet[ChildKey, struct{}]
+	conflicts *ttl.Set[ChildKey, struct{}]
 	// covered remembers the children last found to hold every field of
 	// their desired state, by the content found and the digest of what was
 	// desired (children.go), so that a pass brought by another object's
 	// change does not compare them again.
-	covered *ttlSet[ChildKey, coveredChild]
+	covered *ttl.Set[ChildKey, coveredChild]
 	// refusedGrowth remembers the claims the cluster refused to grow, so
 	// that the refused patch is not sent again until something that could
 	// change the answer changes.
-	refusedGrowth *ttlSet[ChildKey, refusedGrowth]
+	refusedGrowth *ttl.Set[ChildKey, refusedGrowth]
 	// restarted remembers the pods of replicas restarted because they
 	// cannot replicate, or seeded again (their UIDs), so that a pass that
 	// reads the caches before they show the deletes does not restart or
 	// seed the same one again, with a second Warning.
-	restarted *ttlSet[types.UID, struct{}]
+	restarted *ttl.Set[types.UID, struct{}]
 	// settled remembers, for each Database whose last pass settled, what
 	// that pass read (settled.go).
-	settled *ttlSet[types.NamespacedName, settledPass]
+	settled *ttl.Set[types.NamespacedName, settledPass]
 	// replication talks to the servers of replicated Databases, with the
 	// credentials creds read from their Secrets (by the Secret's UID) when
 	// they change; an entry goes after memoryTTL, so that those of deleted
 	// Databases do not stay.
 	replication map[dbv1alpha1.Engine]ha.Client
-	creds       *ttlSet[types.UID, cachedCredentials]
+	creds       *ttl.Set[types.UID, cachedCredentials]
 	// logins logs in to the servers with the Secrets' credentials; nil
 	// when they are not checked.
 	logins *login.Checker
@@ -187,16 +188,16 @@ type Reconciler struct {
 	// written remembers the status last written to each Database until
 	// the cache shows it (written.go); tlsWritten, the Secrets the TLS step
 	// wrote (tls.go).
-	written    *ttlSet[types.UID, writtenStatus]
+	written    *ttl.Set[types.UID, writtenStatus]
 	tlsWritten writtenSecrets
 	// presenters asks the servers which certificate they present; presented
 	// remembers, by pod, the serial number of the one a server presented
 	// when it was the TLS Secret's (tls.go).
 	presenters map[dbv1alpha1.Engine]CertificatePresenter
-	presented  *ttlSet[types.UID, string]
+	presented  *ttl.Set[types.UID, string]
 	// reloaded remembers, by pod, when a server was last made to reload its
 	// certificate, and for which serial number.
-	reloaded *ttlSet[types.UID, reload]
+	reloaded *ttl.Set[types.UID, reload]
 	// trustPeriod is Config.TrustPeriod.
 	trustPeriod time.Duration
 	// primaryChanges is Config.PrimaryChanges, or nil.
@@ -206,8 +207,8 @@ type Reconciler struct {
 	// monitoringFailures the last failure said of each in an event.
 	monitoring         map[dbv1alpha1.Engine]MonitoringClient
 	dynamic            dynamic.Interface
-	monitoringUsers    *ttlSet[types.UID, struct{}]
-	monitoringFailures *ttlSet[types.UID, string]
+	monitoringUsers    *ttl.Set[types.UID, struct{}]
+	monitoringFailures *ttl.Set[types.UID, string]
 }
 
 // memoryTTL bounds how long a conflict or a refused growth is remembered:
@@ -247,18 +248,18 @@ func New(cfg Config) *Reconciler {
 		random:       cfg.Random,
 		expectations: NewExpectations(cfg.Clock, ExpectationsTTL),
 
-		conflicts:     newTTLSet[ChildKey, struct{}](cfg.Clock, memoryTTL),
-		covered:       newTTLSet[ChildKey, coveredChild](cfg.Clock, memoryTTL),
-		refusedGrowth: newTTLSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
-		restarted:     newTTLSet[types.UID, struct{}](cfg.Clock, memoryTTL),
-		settled:       newTTLSet[types.NamespacedName, settledPass](cfg.Clock, SettledTTL),
+		conflicts:     ttl.NewSet[ChildKey, struct{}](cfg.Clock, memoryTTL),
+		covered:       ttl.NewSet[ChildKey, coveredChild](cfg.Clock, memoryTTL),
+		refusedGrowth: ttl.NewSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
+		restarted:     ttl.NewSet[types.UID, struct{}](cfg.Clock, memoryTTL),
+		settled:       ttl.NewSet[types.NamespacedName, settledPass](cfg.Clock, SettledTTL),
 		replication:   cfg.Replication,
-		creds:         newTTLSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),
-		written:       newTTLSet[types.UID, writtenStatus](cfg.Clock, writtenTTL),
-		tlsWritten:    writtenSecrets{newTTLSet[ChildKey, *corev1.Secret](cfg.Clock, writtenTTL)},
+		creds:         ttl.NewSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),
+		written:       ttl.NewSet[types.UID, writtenStatus](cfg.Clock, writtenTTL),
+		tlsWritten:    writtenSecrets{ttl.NewSet[ChildKey, *corev1.Secret](cfg.Clock, writtenTTL)},
 		presenters:    cfg.Certificates,
-		presented:     newTTLSet[types.UID, string](cfg.Clock, memoryTTL),
-		reloaded:      newTTLSet[types.UID, reload](cfg.Clock, memoryTTL),
+		presented:     ttl.NewSet[types.UID, string](cfg.Clock, memoryTTL),
+		reloaded:      ttl.NewSet[types.UID, reload](cfg.Clock, memoryTTL),
 		trustPeriod:   cfg.TrustPeriod,
 		logins:        cfg.Logins,
 		toolsImage:    cfg.ToolsImage,
@@ -269,8 +270,8 @@ func New(cfg Config) *Reconciler {
 
 		monitoring:         cfg.Monitoring,
 		dynamic:            cfg.Dynamic,
-		monitoringUsers:    newTTLSet[types.UID, struct{}](cfg.Clock, memoryTTL),
-		monitoringFailures: newTTLSet[types.UID, string](cfg.Clock, memoryTTL),
+		monitoringUsers:    ttl.NewSet[types.UID, struct{}](cfg.Clock, memoryTTL),
+		monitoringFailures: ttl.NewSet[types.UID, string](cfg.Clock, memoryTTL),
 	}
 }
 

@@ -94,7 +94,7 @@ func (p *pass) secretCredentials(ctx context.Context) (cachedCredentials, error)
 	if err != nil {
 		return cachedCredentials{}, err
 	}
-	if c, ok := r.creds.get(cached.UID); ok && c.resourceVersion == cached.ResourceVersion && (c.readOnlyKeys || !p.plan.Replicated) {
+	if c, ok := r.creds.Get(cached.UID); ok && c.resourceVersion == cached.ResourceVersion && (c.readOnlyKeys || !p.plan.Replicated) {
 		return c, nil
 	}
 	live, err := r.kube.CoreV1().Secrets(p.db.Namespace).Get(ctx, name, metav1.GetOptions{})
@@ -107,7 +107,7 @@ func (p *pass) secretCredentials(ctx context.Context) (cachedCredentials, error)
 		}
 	}
 	c := p.credentialsOf(live, p.plan.Replicated)
-	r.creds.put(live.UID, c)
+	r.creds.Put(live.UID, c)
 	return c, nil
 }
 
@@ -467,7 +467,7 @@ func (s *replicaSet) restartBroken(ctx context.Context, rs *dbv1alpha1.Replicati
 			s.p.r.clock.Since(i.pod.CreationTimestamp.Time) < brokenRestartAge {
 			continue
 		}
-		if _, done := s.p.r.restarted.get(i.pod.UID); done {
+		if _, done := s.p.r.restarted.Get(i.pod.UID); done {
 			// Restarted already: the caches have not shown it yet. (Seen
 			// in CI: two ReplicaBroken Warnings for one restart.)
 			continue
@@ -475,7 +475,7 @@ func (s *replicaSet) restartBroken(ctx context.Context, rs *dbv1alpha1.Replicati
 		if err := s.p.restart(ctx, i, "that cannot replicate"); err != nil {
 			return false, err
 		}
-		s.p.r.restarted.put(i.pod.UID, struct{}{})
+		s.p.r.restarted.Put(i.pod.UID, struct{}{})
 		klog.FromContext(ctx).Info("Restarting a replica that cannot replicate", "pod", klog.KObj(i.pod), "why", i.facts.Broken)
 		s.p.r.recorder.Eventf(s.p.db, corev1.EventTypeWarning, ReasonReplicaBroken,
 			"Restarting %s: it cannot replicate from %s (%s); as it starts, it rejoins, or is seeded again from %s", name, rs.Primary, i.facts.Broken, rs.Primary)
@@ -522,7 +522,7 @@ func (s *replicaSet) reseedUnstartable(ctx context.Context, rs *dbv1alpha1.Repli
 			continue
 		}
 		claim := claims[idx]
-		if _, done := s.p.r.restarted.get(i.pod.UID); done {
+		if _, done := s.p.r.restarted.Get(i.pod.UID); done {
 			// Seeded again already: the caches have not shown it yet.
 			continue
 		}
@@ -547,7 +547,7 @@ func (s *replicaSet) reseedUnstartable(ctx context.Context, rs *dbv1alpha1.Repli
 		if err := s.p.restart(ctx, i, "to seed it again"); err != nil {
 			return false, err
 		}
-		s.p.r.restarted.put(i.pod.UID, struct{}{})
+		s.p.r.restarted.Put(i.pod.UID, struct{}{})
 		return true, nil
 	}
 	return false, nil

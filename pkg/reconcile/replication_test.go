@@ -967,7 +967,7 @@ func TestReplicationAddsReadOnlyKeysToTheSecret(t *testing.T) {
 			f.calls = probes(0, 1)
 			r, recorder := f.newReconciler()
 			if tt.readBefore {
-				r.creds.put(secret.UID, cachedCredentials{resourceVersion: "7",
+				r.creds.Put(secret.UID, cachedCredentials{resourceVersion: "7",
 					cred: ha.Credentials{User: "postgres", Password: "rotated-by-user"}, database: "orders"})
 			}
 			f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)

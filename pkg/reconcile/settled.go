@@ -44,10 +44,10 @@ type settledPass struct {
 func (r *Reconciler) settle(db *dbv1alpha1.Database, rd *reader) {
 	key := types.NamespacedName{Namespace: db.Namespace, Name: db.Name}
 	if !rd.ok || db.ResourceVersion == "" || db.DeletionTimestamp != nil {
-		r.settled.remove(key)
+		r.settled.Remove(key)
 		return
 	}
-	r.settled.put(key, settledPass{uid: db.UID, resourceVersion: db.ResourceVersion, reads: rd.reads, sum: rd.sum, login: rd.login})
+	r.settled.Put(key, settledPass{uid: db.UID, resourceVersion: db.ResourceVersion, reads: rd.reads, sum: rd.sum, login: rd.login})
 }
 
 // unchangedSinceSettled reports whether db is settled and every read of
@@ -55,7 +55,7 @@ func (r *Reconciler) settle(db *dbv1alpha1.Database, rd *reader) {
 // that no longer holds.
 func (r *Reconciler) unchangedSinceSettled(db *dbv1alpha1.Database) bool {
 	key := types.NamespacedName{Namespace: db.Namespace, Name: db.Name}
-	last, ok := r.settled.get(key)
+	last, ok := r.settled.Get(key)
 	if !ok {
 		return false
 	}
@@ -64,14 +64,14 @@ func (r *Reconciler) unchangedSinceSettled(db *dbv1alpha1.Database) bool {
 			return true
 		}
 	}
-	r.settled.remove(key)
+	r.settled.Remove(key)
 	return false
 }
 
 // Forget drops what is remembered of a Database that no longer exists.
 func (r *Reconciler) Forget(namespace, name string) {
 	key := types.NamespacedName{Namespace: namespace, Name: name}
-	r.settled.remove(key)
+	r.settled.Remove(key)
 	if r.logins != nil {
 		r.logins.Forget(key)
 	}

@@ -164,7 +164,7 @@ func TestEveryInputOfASettledPassUnsettlesIt(t *testing.T) {
 				if skipped, err := r.Sync(ctx, db); skipped || err != nil {
 					t.Fatalf("the first pass: skipped %v, %v; want a pass that settles", skipped, err)
 				}
-				last, ok := r.settled.get(ref(db))
+				last, ok := r.settled.Get(ref(db))
 				if !ok {
 					t.Fatal("the first pass did not settle")
 				}

@@ -28,7 +28,7 @@ func (p *pass) growClaims(ctx context.Context) error {
 	r, db := p.r, p.db
 	for _, g := range p.plan.Grow {
 		key := ChildKey{Kind: "PersistentVolumeClaim", Namespace: db.Namespace, Name: g.Name}
-		if refused, ok := r.refusedGrowth.get(key); ok && refused.resourceVersion == g.ResourceVersion && refused.size == g.To.String() {
+		if refused, ok := r.refusedGrowth.Get(key); ok && refused.resourceVersion == g.ResourceVersion && refused.size == g.To.String() {
 			return refused.problem
 		}
 		patch := fmt.Appendf(nil, `{"spec":{"resources":{"requests":{"storage":%q}}}}`, g.To.String())
@@ -39,12 +39,12 @@ func (p *pass) growClaims(ctx context.Context) error {
 			problem := &status.Problem{Reason: status.ReasonStorageResizeFailed, Message: fmt.Sprintf(
 				"cannot grow PersistentVolumeClaim %s from %s to %s: %s; the database keeps running on its current volumes",
 				g.Name, g.From.String(), g.To.String(), apiMessage(err))}
-			r.refusedGrowth.put(key, refusedGrowth{resourceVersion: g.ResourceVersion, size: g.To.String(), problem: problem})
+			r.refusedGrowth.Put(key, refusedGrowth{resourceVersion: g.ResourceVersion, size: g.To.String(), problem: problem})
 			return problem
 		case err != nil:
 			return fmt.Errorf("growing PersistentVolumeClaim %s: %w", g.Name, err)
 		}
-		r.refusedGrowth.remove(key)
+		r.refusedGrowth.Remove(key)
 		r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated, "Requested %s for PersistentVolumeClaim %s (was %s)", g.To.String(), g.Name, g.From.String())
 	}
 	return nil

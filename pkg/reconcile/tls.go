@@ -23,6 +23,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/certs"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/ttl"
 )
 
 // The TLS step keeps the Secret <name>-tls that the servers read their
@@ -172,7 +173,7 @@ func (p *pass) allPresent(pods []*corev1.Pod, serial string) bool {
 		if !podReady(pod) || pod.DeletionTimestamp != nil {
 			continue
 		}
-		s, ok := p.r.presented.get(pod.UID)
+		s, ok := p.r.presented.Get(pod.UID)
 		if atStart {
 			s, ok = pod.Annotations[builder.AnnotationSerial], true
 		}
@@ -412,7 +413,7 @@ func (p *pass) writeTLSSecret(ctx context.Context, desired *corev1ac.SecretApply
 		return nil, false, err
 	}
 	written.Data = nil
-	r.tlsWritten.put(key, written)
+	r.tlsWritten.Put(key, written)
 	if made {
 		r.expectations.Created(key)
 	}
@@ -536,7 +537,7 @@ func (p *pass) ensureAuthorityInSecret(ctx context.Context, t tlsFindings) error
 		return fmt.Errorf("adding the authorities (ca.crt) to Secret %s: %w", name, err)
 	}
 	patched.Data = nil
-	r.tlsWritten.put(key, patched)
+	r.tlsWritten.Put(key, patched)
 	r.recorder.Eventf(db, corev1.EventTypeNormal, ReasonUpdated,
 		"Updated Secret %s: ca.crt holds the authorities that sign the servers' certificates, for clients that verify them; no other key changed", name)
 	return nil
@@ -547,19 +548,19 @@ func (p *pass) ensureAuthorityInSecret(ctx context.Context, t tlsFindings) error
 // issue a certificate again, nor add the authorities to the credentials
 // Secret again.
 type writtenSecrets struct {
-	*ttlSet[ChildKey, *corev1.Secret]
+	*ttl.Set[ChildKey, *corev1.Secret]
 }
 
 // newest is written's Secret when the cache's is older, else cached.
 func (w writtenSecrets) newest(key ChildKey, cached *corev1.Secret) *corev1.Secret {
-	written, ok := w.get(key)
+	written, ok := w.Get(key)
 	if !ok {
 		return cached
 	}
 	if c, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, written.ResourceVersion); err == nil && c < 0 {
 		return written
 	}
-	w.remove(key)
+	w.Remove(key)
 	return cached
 }
 
@@ -628,10 +629,10 @@ func (p *pass) presentCertificates(ctx context.Context, pods []*corev1.Pod, t tl
 		if !podReady(pod) || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
 			continue
 		}
-		if s, ok := r.presented.get(pod.UID); ok && s == t.serial {
+		if s, ok := r.presented.Get(pod.UID); ok && s == t.serial {
 			continue
 		}
-		if rl, ok := r.reloaded.get(pod.UID); ok && rl.serial == t.serial {
+		if rl, ok := r.reloaded.Get(pod.UID); ok && rl.serial == t.serial {
 			if wait := certificatePoll - r.clock.Since(rl.at); wait > 0 {
 				// Reloaded less than certificatePoll ago: asked again then.
 				pollAfter = soonest(pollAfter, wait)
@@ -654,10 +655,10 @@ func (p *pass) presentCertificates(ctx context.Context, pods []*corev1.Pod, t tl
 		case err != nil:
 			logger.V(2).Info("Could not ask the server which certificate it presents", "pod", klog.KObj(pod), "err", err)
 		case presented == t.serial:
-			r.presented.put(pod.UID, t.serial)
+			r.presented.Put(pod.UID, t.serial)
 		case reloaded:
 			logger.V(2).Info("The server presented an earlier certificate: it reloaded", "pod", klog.KObj(pod), "presented", presented, "serial", t.serial)
-			r.reloaded.put(pod.UID, reload{serial: t.serial, at: r.clock.Now()})
+			r.reloaded.Put(pod.UID, reload{serial: t.serial, at: r.clock.Now()})
 			pollAfter = soonest(pollAfter, certificatePoll)
 		}
 	}

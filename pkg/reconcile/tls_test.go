@@ -291,7 +291,7 @@ func TestTLSAuthorityAddedToAnOlderSecret(t *testing.T) {
 			t.Errorf("%s: events %q, want none", step.name, events)
 		}
 	}
-	if _, ok := r.tlsWritten.get(ChildKey{Kind: "Secret", Namespace: db.Namespace, Name: creds.Name}); ok {
+	if _, ok := r.tlsWritten.Get(ChildKey{Kind: "Secret", Namespace: db.Namespace, Name: creds.Name}); ok {
 		t.Errorf("the patched Secret is still remembered after the cache showed it")
 	}
 }

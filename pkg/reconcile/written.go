@@ -58,7 +58,7 @@ func (w writtenStatus) olderThan(rv string) bool {
 // replaced (as the pass knew it) and making version made.
 func (r *Reconciler) rememberWritten(db *dbv1alpha1.Database, replaced, made string, status dbv1alpha1.DatabaseStatus) {
 	older := []string{replaced}
-	if prev, ok := r.written.get(db.UID); ok {
+	if prev, ok := r.written.Get(db.UID); ok {
 		older = append(append(older, prev.made), prev.replaced...)
 	}
 	var kept []string
@@ -67,13 +67,13 @@ func (r *Reconciler) rememberWritten(db *dbv1alpha1.Database, replaced, made str
 			kept = append(kept, v)
 		}
 	}
-	r.written.put(db.UID, writtenStatus{made: made, replaced: kept, status: *status.DeepCopy()})
+	r.written.Put(db.UID, writtenStatus{made: made, replaced: kept, status: *status.DeepCopy()})
 }
 
 // asWritten returns db with the status this controller last wrote to it
 // when db is a version older than that write, and db otherwise.
 func (r *Reconciler) asWritten(db *dbv1alpha1.Database) *dbv1alpha1.Database {
-	w, ok := r.written.get(db.UID)
+	w, ok := r.written.Get(db.UID)
 	if !ok || !w.olderThan(db.ResourceVersion) {
 		r.Observed(db)
 		return db
@@ -87,7 +87,7 @@ func (r *Reconciler) asWritten(db *dbv1alpha1.Database) *dbv1alpha1.Database {
 // or a later version: the controller calls it as the cache receives each
 // version, so that a Database no pass comes back to holds no copy.
 func (r *Reconciler) Observed(db *dbv1alpha1.Database) {
-	if w, ok := r.written.get(db.UID); ok && !w.olderThan(db.ResourceVersion) {
-		r.written.remove(db.UID)
+	if w, ok := r.written.Get(db.UID); ok && !w.olderThan(db.ResourceVersion) {
+		r.written.Remove(db.UID)
 	}
 }

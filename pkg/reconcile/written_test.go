@@ -9,6 +9,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/ttl"
 )
 
 // The status a pass wrote stands in for an older one the cache still
@@ -21,7 +22,7 @@ func TestWrittenStatusStandsInForAnOlderCache(t *testing.T) {
 	}
 	clock := testclock.NewFakePassiveClock(testNow)
 	newReconciler := func() *Reconciler {
-		return &Reconciler{written: newTTLSet[types.UID, writtenStatus](clock, writtenTTL)}
+		return &Reconciler{written: ttl.NewSet[types.UID, writtenStatus](clock, writtenTTL)}
 	}
 	phaseSeen := func(r *Reconciler, cached *dbv1alpha1.Database) dbv1alpha1.Phase {
 		return r.asWritten(cached).Status.Phase
@@ -47,18 +48,18 @@ func TestWrittenStatusStandsInForAnOlderCache(t *testing.T) {
 	if got := phaseSeen(r, at("3", "Degraded")); got != "Degraded" {
 		t.Errorf("cache at 3: the pass sees %s", got)
 	}
-	if _, ok := r.written.get("uid-1"); ok {
+	if _, ok := r.written.Get("uid-1"); ok {
 		t.Error("the write is remembered after the cache showed it")
 	}
 
 	// The cache receives the write before any pass: forgotten then.
 	r.rememberWritten(at("3", ""), "3", "4", dbv1alpha1.DatabaseStatus{Phase: "Running"})
 	r.Observed(at("3", "Degraded"))
-	if _, ok := r.written.get("uid-1"); !ok {
+	if _, ok := r.written.Get("uid-1"); !ok {
 		t.Error("the write was forgotten when the cache received an older version")
 	}
 	r.Observed(at("4", "Running"))
-	if _, ok := r.written.get("uid-1"); ok {
+	if _, ok := r.written.Get("uid-1"); ok {
 		t.Error("the write is remembered after the cache received it")
 	}
 

@@ -1,0 +1,81 @@
+// Package ttl holds what a controller remembers of its own writes and
+// decisions for a bounded time: until the informers show them, or until
+// they are too old to trust.
+package ttl
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Set holds values by key for at most a TTL. Entries nobody asks about
+// again (their object went away) are swept by a later Put, at most once a
+// TTL, so the set never outgrows what was put in one TTL.
+type Set[K comparable, V any] struct {
+	clock     clock.PassiveClock
+	ttl       time.Duration
+	mu        sync.Mutex
+	entries   map[K]entry[V]
+	lastSweep time.Time
+}
+
+type entry[V any] struct {
+	at    time.Time
+	value V
+}
+
+// NewSet returns an empty set whose entries live for ttl on clk.
+func NewSet[K comparable, V any](clk clock.PassiveClock, ttl time.Duration) *Set[K, V] {
+	return &Set[K, V]{clock: clk, ttl: ttl, entries: map[K]entry[V]{}, lastSweep: clk.Now()}
+}
+
+// Put holds v for k from now.
+func (s *Set[K, V]) Put(k K, v V) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	s.entries[k] = entry[V]{at: now, value: v}
+	if now.Sub(s.lastSweep) > s.ttl {
+		for key, e := range s.entries {
+			if now.Sub(e.at) > s.ttl {
+				delete(s.entries, key)
+			}
+		}
+		s.lastSweep = now
+	}
+}
+
+// Get returns the value of k, unless it is older than the TTL.
+func (s *Set[K, V]) Get(k K) (V, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[k]
+	if ok && s.clock.Since(e.at) > s.ttl {
+		delete(s.entries, k)
+		var zero V
+		return zero, false
+	}
+	return e.value, ok
+}
+
+// Has reports whether k is held and not older than the TTL.
+func (s *Set[K, V]) Has(k K) bool {
+	_, ok := s.Get(k)
+	return ok
+}
+
+// Remove forgets k.
+func (s *Set[K, V]) Remove(k K) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.entries, k)
+}
+
+// Len is the number of entries held, current or expired but not swept.
+func (s *Set[K, V]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.entries)
+}

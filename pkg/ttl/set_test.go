@@ -1,0 +1,62 @@
+package ttl
+
+import (
+	"testing"
+	"time"
+
+	testclock "k8s.io/utils/clock/testing"
+)
+
+func TestSetForgetsWhatIsOlderThanItsTTL(t *testing.T) {
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	clk := testclock.NewFakePassiveClock(start)
+	s := NewSet[string, int](clk, time.Minute)
+
+	if _, ok := s.Get("a"); ok {
+		t.Fatal("an empty set holds a")
+	}
+	s.Put("a", 1)
+	clk.SetTime(start.Add(time.Minute))
+	if v, ok := s.Get("a"); !ok || v != 1 {
+		t.Fatalf("Get(a) at the TTL = %d, %v; want 1, true", v, ok)
+	}
+	s.Put("a", 2)
+	clk.SetTime(start.Add(2 * time.Minute))
+	if v, ok := s.Get("a"); !ok || v != 2 {
+		t.Fatalf("Get(a) a TTL after it was put again = %d, %v; want 2, true", v, ok)
+	}
+	clk.SetTime(start.Add(2*time.Minute + time.Second))
+	if s.Has("a") {
+		t.Fatal("a is held past its TTL")
+	}
+	if n := s.Len(); n != 0 {
+		t.Fatalf("Len = %d after the expired entry was looked at, want 0", n)
+	}
+
+	s.Put("b", 3)
+	s.Remove("b")
+	if s.Has("b") {
+		t.Fatal("b is held after Remove")
+	}
+}
+
+// An entry nobody asks about again is swept by a later Put, at most once a
+// TTL.
+func TestSetSweepsOnPut(t *testing.T) {
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	clk := testclock.NewFakePassiveClock(start)
+	s := NewSet[string, struct{}](clk, time.Minute)
+	s.Put("gone", struct{}{})
+
+	clk.SetTime(start.Add(30 * time.Second))
+	s.Put("a", struct{}{})
+	if n := s.Len(); n != 2 {
+		t.Fatalf("Len = %d before any entry expired, want 2", n)
+	}
+
+	clk.SetTime(start.Add(2*time.Minute + time.Second))
+	s.Put("b", struct{}{})
+	if n := s.Len(); n != 1 {
+		t.Fatalf("Len = %d after a sweep, want 1 (only the new entry)", n)
+	}
+}
