@@ -13,13 +13,18 @@ import (
 )
 
 // WaitingError says that a child this process created is not in the
-// informer cache yet. Its informer event brings the Database back, so the
+// informer cache yet, or that the one a decision was made on was replaced
+// since (Replaced). Its informer event brings the Database back, so the
 // pass ends quietly, with no status write and no retry.
 type WaitingError struct {
 	Kind, Name string
+	Replaced   bool
 }
 
 func (e *WaitingError) Error() string {
+	if e.Replaced {
+		return fmt.Sprintf("waiting for the cache to show %s %s as it is now: the one the pass decided on was replaced", e.Kind, e.Name)
+	}
 	return fmt.Sprintf("waiting for the cache to show %s %s, created by this process", e.Kind, e.Name)
 }
 

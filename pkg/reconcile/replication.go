@@ -816,6 +816,25 @@ func (s *replicaSet) probe(ctx context.Context, i *instance) {
 	i.ha = ha.Observe(i.ha, facts)
 }
 
+// podReplaced reports whether err refused a write to a pod because the pod
+// the write named by its UID is gone: deleted, or replaced by another of
+// the same name, whose UID the API server will not let the write change.
+func podReplaced(err error) bool {
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	var st apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &st) || st.Status().Details == nil {
+		return false
+	}
+	for _, c := range st.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
+}
+
 // setRole sets (or with "" removes) the role label of i's pod, on the pod
 // the decision was made on (its UID), and records it for the next step.
 func (s *replicaSet) setRole(ctx context.Context, i *instance, role string) error {
@@ -831,6 +850,11 @@ func (s *replicaSet) setRole(ctx context.Context, i *instance, role string) erro
 		return err
 	}
 	if _, err := s.p.r.kube.CoreV1().Pods(i.pod.Namespace).Patch(ctx, i.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		if podReplaced(err) {
+			// The pod's delete, and its successor's create, bring the
+			// Database back, to decide again on the pod as it is.
+			return &WaitingError{Kind: "Pod", Name: i.pod.Name, Replaced: true}
+		}
 		return fmt.Errorf("setting the role label of %s: %w", i.pod.Name, err)
 	}
 	i.ha.Role = ha.Role(role)

@@ -12,10 +12,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
@@ -212,6 +214,49 @@ func TestReplicationFirstPrimary(t *testing.T) {
 	f.events = []string{"Normal PrimaryChosen first primary: orders-0 runs out of recovery", "Normal Running"}
 	f.calls = probes(0, 1, 2)
 	f.run(ctx, ref(db), pollServers)
+}
+
+// A pod replaced after the cache's copy, on which the pass decided, is
+// not labelled: the API server refuses the label on the old pod's UID, or
+// finds no pod at all, and the pass ends quietly, waiting for the informer
+// to bring the pod as it is (no error, no retry with backoff).
+func TestReplicationRoleOfAReplacedPodWaitsForTheCache(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		refusal error
+		want    outcome
+	}{
+		{"replaced: its UID refused", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "orders-1", field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "uid"), "orders-1-uid", "field is immutable")}), waiting},
+		{"deleted", apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "orders-1"), waiting},
+		{"another refusal is an error", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "orders-1", field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "labels"), "x", "not allowed")}), transient},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 3)
+			f.newReplicated(db)
+			r, recorder := f.newReconciler()
+			f.kubeclient.PrependReactor("patch", "pods", func(a core.Action) (bool, runtime.Object, error) {
+				if a.(core.PatchAction).GetName() == "orders-1" {
+					return true, nil, tt.refusal
+				}
+				return false, nil, nil
+			})
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			target := &dbv1alpha1.ReplicationStatus{TargetPrimary: "orders-0"}
+			f.expectStatusUpdate(db, replicatedStatus(db, "Provisioning", target,
+				"False", "NoPrimary", "making orders-0 the first primary",
+				"True", "NoPrimary", "making orders-0 the first primary",
+				"False", "NoPrimary", "making orders-0 the first primary"))
+			f.expectPodRole(db, 0, "primary")
+			f.expectPodRole(db, 1, "replica")
+			f.events = []string{"Normal PrimaryChosen first primary: orders-0 runs out of recovery"}
+			f.calls = probes(0, 1, 2)
+			f.syncAndCheck(ctx, r, recorder, ref(db), tt.want)
+		})
+	}
 }
 
 // primaryDown seeds a replicated Database of 3 pods whose primary, orders-0,
