@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
@@ -176,6 +179,10 @@ type Reconciler interface {
 	Forget(namespace, name string)
 	// Observed tells it the Database's cache now holds db.
 	Observed(db *dbv1alpha1.Database)
+	// ListCredentials reads the credentials Secrets of a namespace's
+	// Databases at once, for their first passes, and says how many it
+	// kept.
+	ListCredentials(ctx context.Context, namespace string) (int, error)
 }
 
 // SyncObserver is told the outcome of every sync, and why each Database
@@ -474,6 +481,8 @@ func (c *Controller) Run(ctx context.Context, workers int, drainTimeout time.Dur
 		return fmt.Errorf("failed to wait for caches to sync")
 	}
 
+	c.listCredentials(ctx)
+
 	// Syncs run on a context that outlives ctx by drainTimeout, so that a
 	// shutdown does not cut a sync off between two writes.
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -502,6 +511,34 @@ func (c *Controller) Run(ctx context.Context, workers int, drainTimeout time.Dur
 		<-drained
 	}
 	return nil
+}
+
+// listCredentials has the reconciler read the credentials Secrets of the
+// cached Databases, one paged LIST per namespace, before the first passes:
+// each first pass over a Database with a ready server would otherwise read
+// its own, and at a restart over many Databases those reads queue behind
+// the client's rate limit. A namespace whose LIST fails is only logged:
+// its passes read their Secrets one by one, as before.
+func (c *Controller) listCredentials(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	dbs, err := c.databasesLister.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Listing the cached Databases")
+		return
+	}
+	namespaces := map[string]bool{}
+	for _, db := range dbs {
+		namespaces[db.Namespace] = true
+	}
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
+		start := c.clock.Now()
+		kept, err := c.reconciler.ListCredentials(ctx, ns)
+		if err != nil {
+			logger.Error(err, "Reading the credentials Secrets before the first passes; each pass reads its own", "namespace", ns)
+			continue
+		}
+		logger.V(2).Info("Read the credentials Secrets before the first passes", "namespace", ns, "secrets", kept, "duration", c.clock.Since(start))
+	}
 }
 
 // HasSynced reports whether every informer cache has synced.

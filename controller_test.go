@@ -755,6 +755,8 @@ func (r *fakeReconciler) Forget(string, string) {}
 
 func (r *fakeReconciler) Observed(*dbv1alpha1.Database) {}
 
+func (r *fakeReconciler) ListCredentials(context.Context, string) (int, error) { return 0, nil }
+
 // Cached holds every cache the controller reads, by kind: what the
 // cached_objects metric counts.
 func TestCachedIsEveryCacheByKind(t *testing.T) {

@@ -60,6 +60,12 @@ func List(resource schema.GroupVersionResource, namespace, fieldSelector string)
 	return core.NewListActionWithOptions(resource, schema.GroupVersionKind{}, namespace, metav1.ListOptions{FieldSelector: fieldSelector})
 }
 
+// ListLabelled is a list of the objects of resource in namespace that
+// carry the labels labelSelector selects.
+func ListLabelled(resource schema.GroupVersionResource, namespace, labelSelector string) core.Action {
+	return core.NewListActionWithOptions(resource, schema.GroupVersionKind{}, namespace, metav1.ListOptions{LabelSelector: labelSelector})
+}
+
 // Patch is a patch of one object, of patchType.
 func Patch(resource schema.GroupVersionResource, namespace, name string, patchType types.PatchType, patch []byte) core.Action {
 	return core.NewPatchAction(resource, namespace, name, patchType, patch)
@@ -190,8 +196,10 @@ func checkAction(t testing.TB, which string, i int, expected, actual core.Action
 		}
 	case core.ListActionImpl:
 		e := expected.(core.ListActionImpl)
-		if got, want := a.GetListRestrictions().Fields.String(), e.GetListRestrictions().Fields.String(); a.GetNamespace() != e.GetNamespace() || got != want {
-			t.Errorf("%s: list %s: got namespace %s fields %q, want %s %q", which, a.GetResource().Resource, a.GetNamespace(), got, e.GetNamespace(), want)
+		got, want := a.GetListRestrictions(), e.GetListRestrictions()
+		if a.GetNamespace() != e.GetNamespace() || got.Fields.String() != want.Fields.String() || got.Labels.String() != want.Labels.String() {
+			t.Errorf("%s: list %s: got namespace %s fields %q labels %q, want %s %q %q", which, a.GetResource().Resource,
+				a.GetNamespace(), got.Fields, got.Labels, e.GetNamespace(), want.Fields, want.Labels)
 		}
 	case core.DeleteActionImpl:
 		e := expected.(core.DeleteActionImpl)

@@ -6,14 +6,17 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/engine"
 	"github.com/dbcontroller/database-controller/pkg/login"
+	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
 // newLoginFixture is a fixture whose Reconciler checks the credentials on
@@ -23,6 +26,18 @@ func newLoginFixture(t *testing.T, changed func(types.NamespacedName)) (*fixture
 	servers := &actiontest.Logins{}
 	f.logins = login.New(login.Config{Logins: map[string]login.Func{"postgresql": servers.Login}, Interval: 30 * time.Second, Clock: f.clock, Changed: changed})
 	return f, servers
+}
+
+// secretChanged stores a copy of secret changed by edit, at
+// resourceVersion 5, in the API server and the cache.
+func (f *fixture) secretChanged(secret *corev1.Secret, edit func(*corev1.Secret)) {
+	changed := secret.DeepCopy()
+	edit(changed)
+	changed.ResourceVersion = "5"
+	if err := f.kubeclient.Tracker().Update(secretsResource, changed, "default"); err != nil {
+		f.t.Fatal(err)
+	}
+	f.update(f.caches.Secrets, changed)
 }
 
 // A password changed in the database and not in the Secret: the servers
@@ -94,13 +109,7 @@ func TestPasswordChangedInTheDatabaseAlone(t *testing.T) {
 
 	// The user writes the new password to the Secret: read at once, and
 	// logged in with at once.
-	rotated := secret.DeepCopy()
-	rotated.Data[engine.SecretKeyPassword] = []byte("changed-by-sql")
-	rotated.ResourceVersion = "5"
-	if err := f.kubeclient.Tracker().Update(secretsResource, rotated, "default"); err != nil {
-		t.Fatal(err)
-	}
-	f.update(f.caches.Secrets, rotated)
+	f.secretChanged(secret, func(s *corev1.Secret) { s.Data[engine.SecretKeyPassword] = []byte("changed-by-sql") })
 	f.expectGet(secretsResource, "default", "orders-credentials")
 	f.syncAndCheck(ctx, r, recorder, ref(db), synced)
 	f.kubeactions = nil
@@ -193,5 +202,55 @@ func TestANewDatabasesServersAreAskedWithTheCredentialsItsPassMade(t *testing.T)
 	f.logins.CheckDue(ctx)
 	if got, want := servers.Took(), []string{podIP(0) + " postgres/" + testPassword + "@orders"}; !slices.Equal(got, want) {
 		t.Fatalf("logins %v, want %v: the password the pass generated", got, want)
+	}
+}
+
+// A controller started over Databases whose servers are ready reads their
+// credentials Secrets with one LIST before the first passes
+// (ListCredentials), which then read none; a Secret that changed after the
+// LIST is read again by its pass. Only the Databases' credentials Secrets
+// are kept, not the other Secrets the selector finds.
+func TestARestartReadsTheCredentialsWithOneList(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f, servers := newLoginFixture(t, nil)
+	orders := newDatabase("orders", "postgresql", "16", 1)
+	billing := newDatabase("billing", "postgresql", "16", 1)
+	var secrets []*corev1.Secret
+	for _, db := range []*dbv1alpha1.Database{orders, billing} {
+		_, _, _, secret := f.convergedAtVersions(db)
+		secret.UID = types.UID(secret.Name + "-uid")
+		secrets = append(secrets, secret)
+		f.seed(replicatedPod(db, 0, "", true))
+	}
+	// A Secret of the Database that is not its credentials, and one of the
+	// credentials' name that no Database controls.
+	other := secrets[0].DeepCopy()
+	other.Name, other.UID = "orders-other", "orders-other-uid"
+	foreign := secrets[1].DeepCopy()
+	foreign.Name, foreign.UID, foreign.OwnerReferences = "lost-credentials", "lost-credentials-uid", nil
+	f.seed(other, foreign)
+	r, recorder := f.newReconciler()
+
+	f.kubeclient.ClearActions()
+	kept, err := r.ListCredentials(ctx, "default")
+	if err != nil || kept != 2 {
+		t.Fatalf("ListCredentials = %d, %v; want the 2 credentials Secrets", kept, err)
+	}
+	actiontest.CheckAllActions(t, "kube clientset", []core.Action{actiontest.ListLabelled(secretsResource, "default", names.ManagedSelector())}, f.kubeclient.Actions())
+
+	// orders' first pass reads nothing, and its servers are logged in to
+	// with its Secret's password.
+	f.syncAndCheck(ctx, r, recorder, ref(orders), synced)
+	f.logins.CheckDue(ctx)
+	if got, want := servers.Took(), []string{podIP(0) + " postgres/rotated-by-user@orders"}; !slices.Equal(got, want) {
+		t.Fatalf("logins %v, want %v", got, want)
+	}
+
+	// billing's Secret changed after the LIST: its pass reads it.
+	f.secretChanged(secrets[1], func(*corev1.Secret) {})
+	f.expectGet(secretsResource, "default", "billing-credentials")
+	f.syncAndCheck(ctx, r, recorder, ref(billing), synced)
+	if n := r.listed.Len(); n != 0 {
+		t.Fatalf("%d listed Secrets still kept after both passes took theirs, want 0", n)
 	}
 }

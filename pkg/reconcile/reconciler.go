@@ -178,6 +178,10 @@ type Reconciler struct {
 	// Databases do not stay.
 	replication map[dbv1alpha1.Engine]ha.Client
 	creds       *ttl.Set[types.UID, cachedCredentials]
+	// listed holds the credentials Secrets ListCredentials read, by UID,
+	// until the first pass of their Database takes them (listedTTL at
+	// most).
+	listed *ttl.Set[types.UID, *corev1.Secret]
 	// logins logs in to the servers with the Secrets' credentials; nil
 	// when they are not checked.
 	logins *login.Checker
@@ -255,6 +259,7 @@ func New(cfg Config) *Reconciler {
 		settled:       ttl.NewSet[types.NamespacedName, settledPass](cfg.Clock, SettledTTL),
 		replication:   cfg.Replication,
 		creds:         ttl.NewSet[types.UID, cachedCredentials](cfg.Clock, memoryTTL),
+		listed:        ttl.NewSet[types.UID, *corev1.Secret](cfg.Clock, listedTTL),
 		written:       ttl.NewSet[types.UID, writtenStatus](cfg.Clock, writtenTTL),
 		tlsWritten:    writtenSecrets{ttl.NewSet[ChildKey, *corev1.Secret](cfg.Clock, writtenTTL)},
 		presenters:    cfg.Certificates,

@@ -97,9 +97,11 @@ func (p *pass) secretCredentials(ctx context.Context) (cachedCredentials, error)
 	if c, ok := r.creds.Get(cached.UID); ok && c.resourceVersion == cached.ResourceVersion && (c.readOnlyKeys || !p.plan.Replicated) {
 		return c, nil
 	}
-	live, err := r.kube.CoreV1().Secrets(p.db.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return cachedCredentials{}, fmt.Errorf("reading the credentials to talk to the servers: %w", err)
+	live, ok := r.takeListed(cached)
+	if !ok {
+		if live, err = r.kube.CoreV1().Secrets(p.db.Namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return cachedCredentials{}, fmt.Errorf("reading the credentials to talk to the servers: %w", err)
+		}
 	}
 	if p.plan.Replicated {
 		if live, err = p.addReadOnlyKeys(ctx, live); err != nil {

@@ -553,6 +553,49 @@ func TestRestartWhileCreating(t *testing.T) {
 	}
 }
 
+// A controller started over settled Databases takes them over with no
+// read of any child: their StatefulSets say which generation the last
+// controller wrote, and their credentials Secrets, whose data the cache
+// does not hold, come from one LIST made before the first passes, not one
+// GET each. It writes nothing either: nothing changed.
+func TestRestartOverSettledDatabases(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	const n = 6
+	var b strings.Builder
+	engines := []struct{ engine, version string }{{"postgresql", "16"}, {"mysql", "8.4"}}
+	for i := range n {
+		e := engines[i%len(engines)]
+		b.WriteString("---\n" + dbYAML(fmt.Sprintf("db-%02d", i), e.engine, e.version, 1, ""))
+	}
+	first := startController(t, controllerOptions{namespace: ns})
+	e2eutil.KubectlIn(t, b.String(), "-n", ns, "create", "-f", "-")
+	for i := range n {
+		e2eutil.WaitRunning(t, ns, fmt.Sprintf("db-%02d", i), converge)
+	}
+	first.stop()
+
+	second := startController(t, controllerOptions{namespace: ns})
+	e2eutil.Eventually(t, converge, "a first pass over every Database", func() (bool, string) {
+		m := second.metrics()
+		passes, depth := sum(m, "database_controller_reconcile_total"), sum(m, "workqueue_depth")
+		return passes >= n && depth == 0, fmt.Sprintf("%v passes, %v queued", passes, depth)
+	})
+	// The metric's verb is the HTTP method: a LIST is a GET too.
+	m := second.metrics()
+	if got := sum(m, "rest_client_requests_by_resource_total", `resource="statefulsets"`, `verb="GET"`); got != 0 {
+		t.Errorf("the restarted controller read %v StatefulSets, want none; requests by resource:\n%s", got, byResource(m))
+	}
+	if got := sum(m, "rest_client_requests_by_resource_total", `resource="secrets"`, `verb="GET"`); got != 1 {
+		t.Errorf("the restarted controller read Secrets in %v requests, want 1 (the LIST), not one per Database (%d); requests by resource:\n%s",
+			got, n, byResource(m))
+	}
+	if w := writes(m); w != 0 {
+		t.Errorf("the restarted controller made %v writes over settled Databases, want none; requests by resource:\n%s", w, byResource(m))
+	}
+	second.expectNoFailedSyncs()
+}
+
 // managedBy selects the children the controller labels as its own.
 const managedBy = "app.kubernetes.io/managed-by=database-controller"
 
