@@ -6,7 +6,7 @@
 # them (ROUNDS times), and for each start it prints the time to ready, how
 # long a Database created right after ready takes to be Running, when the
 # first passes over every Database were done (the workqueue empty), the
-# GETs of StatefulSets it made and its CPU.
+# GETs it made by resource and its CPU.
 #
 # Usage: hack/bench-restart.sh N label=controller-binary [label=binary ...]
 #   e.g. hack/bench-restart.sh 1000 before=/tmp/ctl-old after=./controller
@@ -75,9 +75,11 @@ YAML
       sleep 0.2
     done
     tdrain=$(since $t0)
-    gets=$(awk '/^rest_client_requests_by_resource_total.*resource="statefulsets".*verb="GET"|^rest_client_requests_by_resource_total.*verb="GET".*resource="statefulsets"/ {s+=$2} END {print s+0}' <<<"$m")
+    # GETs by resource, e.g. "secrets 1000, statefulsets 0" (none: "none").
+    gets=$(awk '/^rest_client_requests_by_resource_total/ && /verb="GET"/ { match($0, /resource="[^"]*"/); r = substr($0, RSTART + 10, RLENGTH - 11); s[r] += $2 }
+      END { n = 0; for (r in s) { printf "%s%s %d", (n++ ? ", " : ""), r, s[r] }; if (!n) printf "none" }' <<<"$m")
     cpu=$(awk '/^process_cpu_seconds_total/ {print $2}' <<<"$m")
-    echo "$label round $r: ready $tready s; new Database Running $tprobe s after its create; $syncs syncs drained $tdrain s after start; GET statefulsets $gets; CPU $cpu s"
+    echo "$label round $r: ready $tready s; new Database Running $tprobe s after its create; $syncs syncs drained $tdrain s after start; GETs: $gets; CPU $cpu s"
     sleep 5
     stop
     $K -n rs delete db "probe-$label-$r" --wait=false >/dev/null
