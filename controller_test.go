@@ -7,6 +7,7 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -1038,4 +1040,58 @@ func benchmarkStripForCache[T interface {
 	}
 	b.ReportMetric(asSent, "B/"+unit+"-sent")
 	b.ReportMetric(cached, "B/"+unit+"-cached")
+}
+
+// countingSink takes the events a broadcaster writes, and counts them.
+type countingSink struct{ n atomic.Int64 }
+
+func (s *countingSink) Create(e *corev1.Event) (*corev1.Event, error) { s.n.Add(1); return e, nil }
+func (s *countingSink) Update(e *corev1.Event) (*corev1.Event, error) { s.n.Add(1); return e, nil }
+func (s *countingSink) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) {
+	s.n.Add(1)
+	return e, nil
+}
+
+// BenchmarkEventCorrelator reports the heap an event broadcaster holds
+// after two events (a create and Running) on each of n Databases, with
+// client-go's default memory of 4,096 keys and with the controller's
+// (eventCorrelatorKeys).
+func BenchmarkEventCorrelator(b *testing.B) {
+	heap := func() uint64 {
+		var m goruntime.MemStats
+		goruntime.GC()
+		goruntime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for _, keys := range []int{4096, eventCorrelatorKeys} {
+		for _, n := range []int{1000, 5000} {
+			b.Run(fmt.Sprintf("keys=%d/databases=%d", keys, n), func(b *testing.B) {
+				var held float64
+				for range b.N {
+					ctx, cancel := context.WithCancel(context.Background())
+					before := heap()
+					broadcaster := newEventBroadcaster(ctx, keys)
+					sink := &countingSink{}
+					broadcaster.StartRecordingToSink(sink)
+					recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerAgentName})
+					for i := range n {
+						db := actiontest.NewDatabase(fmt.Sprintf("db-%05d", i), "postgresql", "16", 1)
+						db.UID = types.UID(fmt.Sprintf("uid-%05d", i))
+						recorder.Eventf(db, corev1.EventTypeNormal, reconcile.ReasonCreated, "Created Secret %[1]s-credentials, Service %[1]s-headless, Service %[1]s, StatefulSet %[1]s", db.Name)
+						recorder.Eventf(db, corev1.EventTypeNormal, reconcile.ReasonRunning, "postgresql 16 is running: 1/1 replicas are ready")
+						// The broadcaster drops what overflows its queue
+						// of 1,000: each Database's events are written
+						// before the next one's.
+						for sink.n.Load() < int64(2*(i+1)) {
+							time.Sleep(10 * time.Microsecond)
+						}
+					}
+					held += float64(heap() - before)
+					broadcaster.Shutdown()
+					cancel()
+				}
+				b.ReportMetric(held/float64(b.N)/(1<<20), "MiB-held")
+			})
+		}
+	}
 }
