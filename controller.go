@@ -182,7 +182,7 @@ type Reconciler interface {
 	// ListCredentials reads the credentials Secrets of a namespace's
 	// Databases at once, for their first passes, and says how many it
 	// kept.
-	ListCredentials(ctx context.Context, namespace string) (int, error)
+	ListCredentials(ctx context.Context, namespace string, dbs []*dbv1alpha1.Database) (int, error)
 }
 
 // SyncObserver is told the outcome of every sync, and why each Database
@@ -542,13 +542,13 @@ func (c *Controller) listCredentials(ctx context.Context) {
 		logger.Error(err, "Listing the cached Databases")
 		return
 	}
-	namespaces := map[string]bool{}
+	byNamespace := map[string][]*dbv1alpha1.Database{}
 	for _, db := range dbs {
-		namespaces[db.Namespace] = true
+		byNamespace[db.Namespace] = append(byNamespace[db.Namespace], db)
 	}
-	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
+	for _, ns := range slices.Sorted(maps.Keys(byNamespace)) {
 		start := c.clock.Now()
-		kept, err := c.reconciler.ListCredentials(ctx, ns)
+		kept, err := c.reconciler.ListCredentials(ctx, ns, byNamespace[ns])
 		if err != nil {
 			logger.Error(err, "Reading the credentials Secrets before the first passes; each pass reads its own", "namespace", ns)
 			continue

@@ -757,7 +757,9 @@ func (r *fakeReconciler) Forget(string, string) {}
 
 func (r *fakeReconciler) Observed(*dbv1alpha1.Database) {}
 
-func (r *fakeReconciler) ListCredentials(context.Context, string) (int, error) { return 0, nil }
+func (r *fakeReconciler) ListCredentials(context.Context, string, []*dbv1alpha1.Database) (int, error) {
+	return 0, nil
+}
 
 // Cached holds every cache the controller reads, by kind: what the
 // cached_objects metric counts.

@@ -208,15 +208,17 @@ func TestANewDatabasesServersAreAskedWithTheCredentialsItsPassMade(t *testing.T)
 // A controller started over Databases whose servers are ready reads their
 // credentials Secrets with one LIST before the first passes
 // (ListCredentials), which then read none; a Secret that changed after the
-// LIST is read again by its pass. Only the Databases' credentials Secrets
-// are kept, not the other Secrets the selector finds.
+// LIST is read again by its pass. Only the credentials Secrets of the
+// Databases whose servers are logged in to are kept, not the other Secrets
+// the selector finds, nor MongoDB's.
 func TestARestartReadsTheCredentialsWithOneList(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f, servers := newLoginFixture(t, nil)
 	orders := newDatabase("orders", "postgresql", "16", 1)
 	billing := newDatabase("billing", "postgresql", "16", 1)
+	sessions := newDatabase("sessions", "mongodb", "7.0", 1)
 	var secrets []*corev1.Secret
-	for _, db := range []*dbv1alpha1.Database{orders, billing} {
+	for _, db := range []*dbv1alpha1.Database{orders, billing, sessions} {
 		_, _, _, secret := f.convergedAtVersions(db)
 		secret.UID = types.UID(secret.Name + "-uid")
 		secrets = append(secrets, secret)
@@ -231,10 +233,16 @@ func TestARestartReadsTheCredentialsWithOneList(t *testing.T) {
 	f.seed(other, foreign)
 	r, recorder := f.newReconciler()
 
+	// MongoDB's servers are not logged in to: its Database alone makes
+	// no LIST, and its Secret is not kept.
 	f.kubeclient.ClearActions()
-	kept, err := r.ListCredentials(ctx, "default")
+	if kept, err := r.ListCredentials(ctx, "default", []*dbv1alpha1.Database{sessions}); err != nil || kept != 0 {
+		t.Fatalf("ListCredentials of a MongoDB Database = %d, %v; want 0", kept, err)
+	}
+	actiontest.CheckAllActions(t, "kube clientset", nil, f.kubeclient.Actions())
+	kept, err := r.ListCredentials(ctx, "default", []*dbv1alpha1.Database{orders, billing, sessions})
 	if err != nil || kept != 2 {
-		t.Fatalf("ListCredentials = %d, %v; want the 2 credentials Secrets", kept, err)
+		t.Fatalf("ListCredentials = %d, %v; want the 2 PostgreSQL Databases' credentials Secrets", kept, err)
 	}
 	actiontest.CheckAllActions(t, "kube clientset", []core.Action{actiontest.ListLabelled(secretsResource, "default", names.ManagedSelector())}, f.kubeclient.Actions())
 
