@@ -154,6 +154,18 @@ func (f *fixture) expectTargetRecorded(db *dbv1alpha1.Database, name string) *db
 	return target
 }
 
+// expectFirstPrimaryRecorded expects the first pass of newReplicated's
+// Database to read its credentials and record orders-0 as the target of
+// its first primary, before any label is given.
+func (f *fixture) expectFirstPrimaryRecorded(db *dbv1alpha1.Database) {
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	target := &dbv1alpha1.ReplicationStatus{TargetPrimary: "orders-0"}
+	f.expectStatusUpdate(db, replicatedStatus(db, "Provisioning", target,
+		"False", "NoPrimary", "making orders-0 the first primary",
+		"True", "NoPrimary", "making orders-0 the first primary",
+		"False", "NoPrimary", "making orders-0 the first primary"))
+}
+
 // expectPodRole expects the role label of pod k of db set (or removed, with
 // ""), on that pod's UID.
 func (f *fixture) expectPodRole(db *dbv1alpha1.Database, k int, role string) {
@@ -193,12 +205,7 @@ func TestReplicationFirstPrimary(t *testing.T) {
 	db := newDatabase("orders", "postgresql", "16", 3)
 	f.newReplicated(db)
 
-	f.expectGet(secretsResource, "default", "orders-credentials")
-	target := &dbv1alpha1.ReplicationStatus{TargetPrimary: "orders-0"}
-	f.expectStatusUpdate(db, replicatedStatus(db, "Provisioning", target,
-		"False", "NoPrimary", "making orders-0 the first primary",
-		"True", "NoPrimary", "making orders-0 the first primary",
-		"False", "NoPrimary", "making orders-0 the first primary"))
+	f.expectFirstPrimaryRecorded(db)
 	f.expectPodRole(db, 0, "primary")
 	f.expectPodRole(db, 1, "replica")
 	f.expectPodRole(db, 2, "replica")
@@ -244,12 +251,7 @@ func TestReplicationRoleOfAReplacedPodWaitsForTheCache(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			f.expectGet(secretsResource, "default", "orders-credentials")
-			target := &dbv1alpha1.ReplicationStatus{TargetPrimary: "orders-0"}
-			f.expectStatusUpdate(db, replicatedStatus(db, "Provisioning", target,
-				"False", "NoPrimary", "making orders-0 the first primary",
-				"True", "NoPrimary", "making orders-0 the first primary",
-				"False", "NoPrimary", "making orders-0 the first primary"))
+			f.expectFirstPrimaryRecorded(db)
 			f.expectPodRole(db, 0, "primary")
 			f.expectPodRole(db, 1, "replica")
 			f.events = []string{"Normal PrimaryChosen first primary: orders-0 runs out of recovery"}
