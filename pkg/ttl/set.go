@@ -11,8 +11,8 @@ import (
 )
 
 // Set holds values by key for at most a TTL. Entries nobody asks about
-// again (their object went away) are swept by a later Put, at most once a
-// TTL, so the set never outgrows what was put in one TTL.
+// again (their object went away) are swept by a later Put or Get, at most
+// once a TTL, so a set in use never outgrows what was put in two TTLs.
 type Set[K comparable, V any] struct {
 	clock     clock.PassiveClock
 	ttl       time.Duration
@@ -37,22 +37,30 @@ func (s *Set[K, V]) Put(k K, v V) {
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	s.entries[k] = entry[V]{at: now, value: v}
-	if now.Sub(s.lastSweep) > s.ttl {
-		for key, e := range s.entries {
-			if now.Sub(e.at) > s.ttl {
-				delete(s.entries, key)
-			}
-		}
-		s.lastSweep = now
+	s.sweep(now)
+}
+
+// sweep forgets every expired entry, once a TTL. s.mu is held.
+func (s *Set[K, V]) sweep(now time.Time) {
+	if now.Sub(s.lastSweep) <= s.ttl {
+		return
 	}
+	for key, e := range s.entries {
+		if now.Sub(e.at) > s.ttl {
+			delete(s.entries, key)
+		}
+	}
+	s.lastSweep = now
 }
 
 // Get returns the value of k, unless it is older than the TTL.
 func (s *Set[K, V]) Get(k K) (V, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.clock.Now()
+	s.sweep(now)
 	e, ok := s.entries[k]
-	if ok && s.clock.Since(e.at) > s.ttl {
+	if ok && now.Sub(e.at) > s.ttl {
 		delete(s.entries, k)
 		var zero V
 		return zero, false

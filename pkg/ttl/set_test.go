@@ -60,3 +60,29 @@ func TestSetSweepsOnPut(t *testing.T) {
 		t.Fatalf("Len = %d after a sweep, want 1 (only the new entry)", n)
 	}
 }
+
+// A set only read from, as the credentials listed at a restart are, is
+// swept by a Get of another key once a TTL.
+func TestSetSweepsOnGet(t *testing.T) {
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	clk := testclock.NewFakePassiveClock(start)
+	s := NewSet[string, int](clk, time.Minute)
+	s.Put("never-asked", 1)
+	s.Put("asked", 2)
+
+	clk.SetTime(start.Add(30 * time.Second))
+	if _, ok := s.Get("other"); ok {
+		t.Fatal("Get(other) found a value never put")
+	}
+	if n := s.Len(); n != 2 {
+		t.Fatalf("Len = %d before any entry expired, want 2", n)
+	}
+
+	clk.SetTime(start.Add(time.Minute + time.Second))
+	if _, ok := s.Get("other"); ok {
+		t.Fatal("Get(other) found a value never put")
+	}
+	if n := s.Len(); n != 0 {
+		t.Fatalf("Len = %d after a Get a TTL later, want 0 (both entries expired)", n)
+	}
+}
