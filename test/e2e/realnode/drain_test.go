@@ -157,7 +157,7 @@ func TestReplicaWhoseDataCannotStartIsSeededAgain(t *testing.T) {
 		t.Fatalf("removing the replica's pg_control: %v", err)
 	}
 	broke := time.Now()
-	killPostmaster(t, broken)
+	killServer(t, ns, broken, "postgres")
 
 	e2eutil.Eventually(t, 6*time.Minute, broken+" to be seeded again", func() (bool, string) {
 		n := eventsStarting(t, ns, "mended", "Reseeding", "Seeding "+broken+" again from ")

@@ -4,14 +4,11 @@ package realnode
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -457,27 +454,6 @@ func (w *writer) wait(t testing.TB) string {
 	return e2eutil.Kubectl(t, "-n", w.ns, "logs", w.pod)
 }
 
-// killPostmaster kills the PostgreSQL server of pod with SIGKILL, from the
-// host, as a crash would: the postmaster is the process whose command line
-// is the server's arguments with that pod's cluster_name.
-func killPostmaster(t testing.TB, pod string) {
-	t.Helper()
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !strings.HasPrefix(string(b), "postgres\x00-c\x00") || !strings.HasSuffix(string(b), "\x00cluster_name="+pod+"\x00") {
-			continue
-		}
-		pid, _ := strconv.Atoi(strings.Split(p, "/")[2])
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("killing the server of %s (pid %d): %v", pod, pid, err)
-		}
-		t.Logf("killed the server of %s (pid %d) with SIGKILL", pod, pid)
-		return
-	}
-	t.Fatalf("no server process of %s on this host", pod)
-}
-
 // crashPrimary kills the server of the Database's primary, waits for
 // another primary and for the crashed one to stream again, and returns
 // when it killed it.
@@ -485,7 +461,7 @@ func crashPrimary(t testing.TB, ns, db, what string) time.Time {
 	t.Helper()
 	crashed := primaryOf(t, ns, db)
 	at := time.Now()
-	killPostmaster(t, crashed)
+	killServer(t, ns, crashed, "postgres")
 	e2eutil.Eventually(t, converge, "a new primary after the crash", func() (bool, string) {
 		p := primaryOf(t, ns, db)
 		return p != "" && p != crashed, "primary " + p
