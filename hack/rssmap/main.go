@@ -177,16 +177,20 @@ func sectionOf(f *elf.File, addr uint64) string {
 // type descriptors, itabs; strings and functions' tables are shared.
 var linkerKinds = []string{"type:", "go:itab.", "go:string.", "go:func.", "go:"}
 
+// splitKind splits the linker's kind off name, if it has one.
+func splitKind(name string) (kind, rest string) {
+	for _, prefix := range linkerKinds {
+		if rest, ok := strings.CutPrefix(name, prefix); ok {
+			return prefix, rest
+		}
+	}
+	return "", name
+}
+
 // packageOf is the package a Go symbol belongs to, after its kind when
 // the linker made it.
 func packageOf(name string) string {
-	kind := ""
-	for _, prefix := range linkerKinds {
-		if strings.HasPrefix(name, prefix) {
-			kind, name = prefix, strings.TrimPrefix(name, prefix)
-			break
-		}
-	}
+	kind, name := splitKind(name)
 	if kind == "go:string." || kind == "go:func." {
 		return kind + "*"
 	}
@@ -204,13 +208,7 @@ func packageOf(name string) string {
 // moduleOf is a package's first three path elements (its first, in the
 // standard library), after its kind.
 func moduleOf(pkg string) string {
-	kind := ""
-	for _, prefix := range linkerKinds {
-		if strings.HasPrefix(pkg, prefix) {
-			kind, pkg = prefix, strings.TrimPrefix(pkg, prefix)
-			break
-		}
-	}
+	kind, pkg := splitKind(pkg)
 	parts := strings.Split(pkg, "/")
 	if !strings.Contains(parts[0], ".") {
 		return kind + parts[0]
