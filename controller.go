@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"reflect"
@@ -493,8 +492,12 @@ func (c *Controller) Run(ctx context.Context, workers int, drainTimeout time.Dur
 	logger.Info("Starting Database controller")
 	logger.Info("Waiting for informer caches to sync")
 	if ok := cache.WaitForCacheSync(ctx.Done(), c.cachesSynced...); !ok {
+		// It waits until ctx is done: a stop, not a failure. Why the
+		// caches did not fill (an API server that does not answer, a
+		// permission missing) is in the informers' own errors above.
 		c.workqueue.ShutDown()
-		return fmt.Errorf("failed to wait for caches to sync")
+		logger.Info("Stopped before the informer caches synced")
+		return nil
 	}
 
 	c.listCredentials(ctx)

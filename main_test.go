@@ -94,12 +94,11 @@ func TestInformerFactoriesFilterAndStrip(t *testing.T) {
 	}
 }
 
-// /readyz fails until every informer cache has synced; /healthz does not
-// wait for them.
-func TestReadyzWaitsForTheCaches(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// newEmptyController is a controller over fake clientsets with no object,
+// its informers as main makes them, not started.
+func newEmptyController(ctx context.Context, t *testing.T) (*Controller, kubeinformers.SharedInformerFactory,
+	informers.SharedInformerFactory, kubeinformers.SharedInformerFactory) {
+	t.Helper()
 	kube := k8sfake.NewClientset()
 	dbs := fake.NewSimpleClientset()
 	kubeFactory, dbFactory := newInformerFactories(kube, dbs, metav1.NamespaceAll, 0)
@@ -109,6 +108,16 @@ func TestReadyzWaitsForTheCaches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, kubeFactory, dbFactory, eventFactory
+}
+
+// /readyz fails until every informer cache has synced; /healthz does not
+// wait for them.
+func TestReadyzWaitsForTheCaches(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, kubeFactory, dbFactory, eventFactory := newEmptyController(ctx, t)
 	srv := httptest.NewServer(healthHandler(c, nil))
 	defer srv.Close()
 	get := func(path string) int {
@@ -143,6 +152,23 @@ func TestReadyzWaitsForTheCaches(t *testing.T) {
 }
 
 // The default --shutdown-timeout gives in-flight syncs time to finish.
+// A stop asked for before the caches synced (an API server that does not
+// answer, then SIGTERM) ends Run without an error: the controller stopped
+// as told.
+func TestStopBeforeTheCachesSynced(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	c, _, _, _ := newEmptyController(ctx, t)
+	// The informers are never started: their caches never sync.
+	cancel()
+	if err := c.Run(ctx, 1, time.Second); err != nil {
+		t.Errorf("Run stopped before the caches synced = %v, want nil", err)
+	}
+	if !c.workqueue.ShuttingDown() {
+		t.Error("the work queue is not shut down")
+	}
+}
+
 func TestDefaultShutdownTimeout(t *testing.T) {
 	var o options
 	o.addFlags(flag.NewFlagSet("controller", flag.ContinueOnError))
