@@ -494,7 +494,7 @@ func (c *Controller) Run(ctx context.Context, workers int, drainTimeout time.Dur
 	if ok := cache.WaitForCacheSync(ctx.Done(), c.cachesSynced...); !ok {
 		// It waits until ctx is done: a stop, not a failure. Why the
 		// caches did not fill (an API server that does not answer, a
-		// permission missing) is in the informers' own errors above.
+		// permission missing) is what the informers log.
 		c.workqueue.ShutDown()
 		logger.Info("Stopped before the informer caches synced")
 		return nil
