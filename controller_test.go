@@ -7,6 +7,7 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -982,6 +983,40 @@ func BenchmarkStripForCacheStatefulSet(b *testing.B) {
 	sent := actiontest.RolledOut(actiontest.StatefulSet(b, db), 3)
 	sent.UID, sent.ResourceVersion = "sts-uid", "42"
 	benchmarkStripForCache(b, sent, func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, "statefulset")
+}
+
+// BenchmarkStripForCacheSecret reports the heap a PostgreSQL Database's
+// TLS Secret holds, as the API server sends it and as the cache keeps it
+// (no data; the annotations the renewals are decided from).
+func BenchmarkStripForCacheSecret(b *testing.B) {
+	db := actiontest.NewDatabase("orders", "postgresql", "16", 1)
+	pem := func(kind string) []byte {
+		return fmt.Appendf(nil, "-----BEGIN %s-----\n%s\n-----END %s-----\n", kind, strings.Repeat("A", 1100), kind)
+	}
+	at := actiontest.Now.Add(90 * 24 * time.Hour)
+	sent := actiontest.Object[corev1.Secret](b, builder.NewTLSSecret(db, actiontest.Engine(b, db), builder.ServerCertificate{
+		CertPEM: pem("CERTIFICATE"), KeyPEM: pem("PRIVATE KEY"), BundlePEM: pem("CERTIFICATE"),
+		Mode: string(dbv1alpha1.TLSRequired), Names: strings.Repeat("d", 64), Serial: strings.Repeat("1f", 16), Issuer: strings.Repeat("2e", 16),
+		Bundle: strings.Repeat("b", 64), Trusts: strings.Repeat("2e", 16), NotAfter: at, RenewAt: at.Add(-30 * 24 * time.Hour),
+		TrustedSince: actiontest.Now, AuthorityNotAfter: at.Add(3650 * 24 * time.Hour)}))
+	sent.UID, sent.ResourceVersion, sent.CreationTimestamp = "secret-uid", "42", metav1.NewTime(actiontest.Now)
+	benchmarkStripForCache(b, sent, func() *corev1.Secret { return &corev1.Secret{} }, "secret")
+}
+
+// BenchmarkStripForCacheService reports the heap a Database's client
+// Service holds with the fields the API server fills in (its cluster IP,
+// families, policies), as sent and as the cache keeps it.
+func BenchmarkStripForCacheService(b *testing.B) {
+	db := actiontest.NewDatabase("orders", "postgresql", "16", 1)
+	sent := actiontest.Service(b, db)
+	sent.UID, sent.ResourceVersion, sent.CreationTimestamp = "service-uid", "42", metav1.NewTime(actiontest.Now)
+	sent.Spec.Type, sent.Spec.ClusterIP, sent.Spec.ClusterIPs = corev1.ServiceTypeClusterIP, "10.96.12.34", []string{"10.96.12.34"}
+	sent.Spec.IPFamilies, sent.Spec.IPFamilyPolicy = []corev1.IPFamily{corev1.IPv4Protocol}, ptr.To(corev1.IPFamilyPolicySingleStack)
+	sent.Spec.SessionAffinity, sent.Spec.InternalTrafficPolicy = corev1.ServiceAffinityNone, ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
+	for i := range sent.Spec.Ports {
+		sent.Spec.Ports[i].Protocol = corev1.ProtocolTCP
+	}
+	benchmarkStripForCache(b, sent, func() *corev1.Service { return &corev1.Service{} }, "service")
 }
 
 // benchmarkStripForCache reports the heap each of 1,000 objects like sent
