@@ -151,7 +151,6 @@ func TestReadyzWaitsForTheCaches(t *testing.T) {
 	}
 }
 
-// The default --shutdown-timeout gives in-flight syncs time to finish.
 // A stop asked for before the caches synced (an API server that does not
 // answer, then SIGTERM) ends Run without an error: the controller stopped
 // as told.
@@ -169,6 +168,7 @@ func TestStopBeforeTheCachesSynced(t *testing.T) {
 	}
 }
 
+// The default --shutdown-timeout gives in-flight syncs time to finish.
 func TestDefaultShutdownTimeout(t *testing.T) {
 	var o options
 	o.addFlags(flag.NewFlagSet("controller", flag.ContinueOnError))
