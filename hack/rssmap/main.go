@@ -83,8 +83,9 @@ func run(w io.Writer, pid string, top int, pkg string) error {
 			if hi <= lo {
 				continue
 			}
-			byPackage[packageOf(s.Name)] += hi - lo
-			if pkg != "" && packageOf(s.Name) == pkg {
+			p := packageOf(s.Name)
+			byPackage[p] += hi - lo
+			if pkg != "" && p == pkg {
 				bySymbol[s.Name] += hi - lo
 			}
 			covered += hi - lo
