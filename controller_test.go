@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	goruntime "runtime"
 	"slices"
@@ -23,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -37,6 +40,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/backup"
 	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/drift"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/ha"
@@ -437,6 +441,16 @@ func TestStripForCache(t *testing.T) {
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: managed},
 				Data: map[string][]byte{"password": []byte("p")}, StringData: map[string]string{"a": "b"}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x"}}},
+		{"Service: what the controller sets, not what the API server fills in",
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{"a": "b"}, ManagedFields: managed},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "None", ClusterIPs: []string{"None"}, Selector: map[string]string{"a": "b"},
+					Ports: []corev1.ServicePort{{Name: "postgresql", Port: 5432, Protocol: corev1.ProtocolTCP}}, PublishNotReadyAddresses: true,
+					IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack),
+					SessionAffinity: corev1.ServiceAffinityNone, InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyCluster)},
+				Status: corev1.ServiceStatus{Conditions: []metav1.Condition{{Type: "c"}}}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{"a": "b"}},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "None", Selector: map[string]string{"a": "b"},
+					Ports: []corev1.ServicePort{{Name: "postgresql", Port: 5432, Protocol: corev1.ProtocolTCP}}, PublishNotReadyAddresses: true}}},
 		{"Pod: metadata, node and status",
 			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"}, ManagedFields: managed},
 				Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i"}},
@@ -617,6 +631,59 @@ func TestStripForCacheServesEachReader(t *testing.T) {
 					if !equality.Semantic.DeepEqual(got[i], want[i]) {
 						t.Errorf("reader %d reads the stripped objects as\n%+v\nand the sent ones as\n%+v", i, got[i], want[i])
 					}
+				}
+			})
+		}
+	}
+}
+
+// A stripped Service serves the drift check as the Service the API server
+// sent does: as written, and with each field the controller sets changed
+// by someone else.
+func TestStripForCacheServiceServesTheDriftCheck(t *testing.T) {
+	db := actiontest.NewDatabase("orders", "postgresql", "16", 3)
+	desired := actiontest.Desired(t, db)
+	// The fields a Service leaves unset are not the controller's: a change
+	// of them is no drift.
+	notSet := map[string][]string{"client": {"the cluster IP", "publishNotReadyAddresses"}, "headless": {"type"},
+		"read-only": {"the cluster IP", "publishNotReadyAddresses"}}
+	for kind, want := range map[string]*corev1ac.ServiceApplyConfiguration{
+		"client": desired.Service, "headless": desired.HeadlessService, "read-only": desired.ReadOnlyService,
+	} {
+		written := apiFilled(actiontest.Object[corev1.Service](t, want))
+		written.UID, written.ResourceVersion = "service-uid", "42"
+		for change, edit := range map[string]func(s *corev1.Service){
+			"none":                        func(*corev1.Service) {},
+			"type":                        func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort },
+			"selector":                    func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "other"} },
+			"a selector's key removed":    func(s *corev1.Service) { delete(s.Spec.Selector, names.LabelInstance) },
+			"a port":                      func(s *corev1.Service) { s.Spec.Ports[0].Port++ },
+			"a target port":               func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromInt32(1) },
+			"the cluster IP":              func(s *corev1.Service) { s.Spec.ClusterIP = "10.96.0.1" },
+			"publishNotReadyAddresses":    func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = !s.Spec.PublishNotReadyAddresses },
+			"a label removed":             func(s *corev1.Service) { delete(s.Labels, names.LabelManagedBy) },
+			"the applied digest cleared":  func(s *corev1.Service) { delete(s.Annotations, drift.AppliedAnnotation) },
+			"the owner reference removed": func(s *corev1.Service) { s.OwnerReferences = nil },
+		} {
+			t.Run(kind+", changed: "+change, func(t *testing.T) {
+				sent := written.DeepCopy()
+				edit(sent)
+				cached, err := stripForCache(sent.DeepCopy())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if equality.Semantic.DeepEqual(cached, sent) {
+					t.Fatal("nothing was stripped: the test proves nothing")
+				}
+				wantField, err := drift.FirstDifference(sent, want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if drifted := change != "none" && !slices.Contains(notSet[kind], change); (wantField != "") != drifted {
+					t.Fatalf("the Service as sent differs at %q: the change is not one the check sees", wantField)
+				}
+				if got, err := drift.FirstDifference(cached, want); err != nil || got != wantField {
+					t.Errorf("the drift check finds %q (%v) in the cached Service, %q in the one sent", got, err, wantField)
 				}
 			})
 		}
@@ -951,6 +1018,17 @@ func TestKindOf(t *testing.T) {
 // kubelet fills in) holds in memory as sent and once cached, a thousand of
 // them decoded apart, and what stripping one costs.
 func BenchmarkStripForCachePod(b *testing.B) {
+	sent := kubeletsPod(b, actiontest.NewDatabase("orders", "postgresql", "16", 1))
+	benchmarkStripForCache(b, sent, func() *corev1.Pod { return &corev1.Pod{} }, "pod")
+}
+
+// kubeletsPod is db's first pod as a kubelet reports it: a server, an
+// exporter and an init container, with the resources the kubelet fills in,
+// and the labels its StatefulSet's controller gives it.
+func kubeletsPod(b testing.TB, db *dbv1alpha1.Database) *corev1.Pod {
+	labels := maps.Clone(actiontest.StatefulSet(b, db).Spec.Template.Labels)
+	labels[appsv1.StatefulSetPodNameLabel], labels[appsv1.ControllerRevisionHashLabelKey] = db.Name+"-0", db.Name+"-7d9f8b6c5"
+	labels[appsv1.PodIndexLabel] = "0"
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 	status := func(name, image string) corev1.ContainerStatus {
 		return corev1.ContainerStatus{Name: name, Image: image, ImageID: image + "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
@@ -961,10 +1039,10 @@ func BenchmarkStripForCachePod(b *testing.B) {
 				{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
 			User: &corev1.ContainerUser{Linux: &corev1.LinuxContainerUser{UID: 999, GID: 999, SupplementalGroups: []int64{999}}}}
 	}
-	db := actiontest.NewDatabase("orders", "postgresql", "16", 1)
-	sent := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "default", UID: "pod-uid", ResourceVersion: "42", Labels: names.SelectorLabels(db)},
-		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "postgresql", Image: "postgres:16"}}},
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: db.Name + "-0", Namespace: db.Namespace, UID: types.UID(db.Name + "-pod-uid"), ResourceVersion: "42",
+			Labels: labels},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "postgresql", Image: "postgres:16"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, HostIP: "192.168.0.1", HostIPs: []corev1.HostIP{{IP: "192.168.0.1"}},
 			PodIP: "10.244.0.5", PodIPs: []corev1.PodIP{{IP: "10.244.0.5"}}, StartTime: ptr.To(metav1.NewTime(actiontest.Now)), QOSClass: corev1.PodQOSGuaranteed,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
@@ -972,7 +1050,6 @@ func BenchmarkStripForCachePod(b *testing.B) {
 			InitContainerStatuses: []corev1.ContainerStatus{status("init", "postgres:16")},
 			ContainerStatuses:     []corev1.ContainerStatus{status("postgresql", "postgres:16"), status("exporter", "quay.io/prometheuscommunity/postgres-exporter:v0.17.1")}},
 	}
-	benchmarkStripForCache(b, sent, func() *corev1.Pod { return &corev1.Pod{} }, "pod")
 }
 
 // BenchmarkStripForCacheStatefulSet reports the heap a StatefulSet holds
@@ -1008,15 +1085,116 @@ func BenchmarkStripForCacheSecret(b *testing.B) {
 // families, policies), as sent and as the cache keeps it.
 func BenchmarkStripForCacheService(b *testing.B) {
 	db := actiontest.NewDatabase("orders", "postgresql", "16", 1)
-	sent := actiontest.Service(b, db)
+	sent := apiFilled(actiontest.Service(b, db))
 	sent.UID, sent.ResourceVersion, sent.CreationTimestamp = "service-uid", "42", metav1.NewTime(actiontest.Now)
-	sent.Spec.Type, sent.Spec.ClusterIP, sent.Spec.ClusterIPs = corev1.ServiceTypeClusterIP, "10.96.12.34", []string{"10.96.12.34"}
-	sent.Spec.IPFamilies, sent.Spec.IPFamilyPolicy = []corev1.IPFamily{corev1.IPv4Protocol}, ptr.To(corev1.IPFamilyPolicySingleStack)
-	sent.Spec.SessionAffinity, sent.Spec.InternalTrafficPolicy = corev1.ServiceAffinityNone, ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
-	for i := range sent.Spec.Ports {
-		sent.Spec.Ports[i].Protocol = corev1.ProtocolTCP
-	}
 	benchmarkStripForCache(b, sent, func() *corev1.Service { return &corev1.Service{} }, "service")
+}
+
+// apiFilled is s with what the API server fills in a Service the
+// controller creates: a cluster IP (but a headless one's), families,
+// policies, the ports' protocol.
+func apiFilled(s *corev1.Service) *corev1.Service {
+	if s.Spec.ClusterIP == "" {
+		s.Spec.ClusterIP = "10.96.12.34"
+	}
+	s.Spec.ClusterIPs = []string{s.Spec.ClusterIP}
+	s.Spec.IPFamilies, s.Spec.IPFamilyPolicy = []corev1.IPFamily{corev1.IPv4Protocol}, ptr.To(corev1.IPFamilyPolicySingleStack)
+	s.Spec.SessionAffinity, s.Spec.InternalTrafficPolicy = corev1.ServiceAffinityNone, ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
+	for i := range s.Spec.Ports {
+		s.Spec.Ports[i].Protocol = corev1.ProtocolTCP
+	}
+	return s
+}
+
+// BenchmarkStripForCacheDatabase reports the heap the cached children of a
+// PostgreSQL Database with TLS hold: its three Secrets, two Services, its
+// StatefulSet, pod and claim, as sent and as cached, a thousand Databases'
+// decoded apart from protobuf as a watch decodes them; and what decoding
+// and stripping one Database's costs. Unlike one kind's benchmark, it
+// counts what the children of one Database share once cached (the maps of
+// their labels).
+func BenchmarkStripForCacheDatabase(b *testing.B) {
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		b.Fatal("no protobuf serializer")
+	}
+	const n = 1000
+	sent := make([][][]byte, n)
+	for i := range sent {
+		db := actiontest.NewDatabase(fmt.Sprintf("orders-%d", i), "postgresql", "16", 1)
+		db.UID = types.UID(fmt.Sprintf("db-uid-%d", i))
+		e := actiontest.Engine(b, db)
+		at := actiontest.Now.Add(90 * 24 * time.Hour)
+		pem := fmt.Appendf(nil, "-----BEGIN CERTIFICATE-----\n%s\n-----END CERTIFICATE-----\n", strings.Repeat("A", 1100))
+		tls := actiontest.Object[corev1.Secret](b, builder.NewTLSSecret(db, e, builder.ServerCertificate{
+			CertPEM: pem, KeyPEM: pem, BundlePEM: pem, Mode: string(dbv1alpha1.TLSRequired), Names: strings.Repeat("d", 64),
+			Serial: fmt.Sprintf("%032x", i), Issuer: fmt.Sprintf("%032x", n+i), Bundle: fmt.Sprintf("%064x", i), Trusts: fmt.Sprintf("%032x", n+i),
+			NotAfter: at, RenewAt: at.Add(-30 * 24 * time.Hour), TrustedSince: actiontest.Now, AuthorityNotAfter: at.Add(3650 * 24 * time.Hour)}))
+		authority := actiontest.Object[corev1.Secret](b, builder.NewAuthoritySecret(db, builder.Authority{CertPEM: pem, KeyPEM: pem,
+			Serial: fmt.Sprintf("%032x", n+i), NotAfter: at.Add(3650 * 24 * time.Hour), RenewAt: at.Add(3000 * 24 * time.Hour)}))
+		sts := actiontest.RolledOut(actiontest.StatefulSet(b, db), 1)
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: names.ClaimPrefix(db) + "0", Namespace: db.Namespace,
+			Labels: sts.Spec.VolumeClaimTemplates[0].Labels, Finalizers: []string{"kubernetes.io/pvc-protection"},
+			Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes", "volume.kubernetes.io/selected-node": "node-1"}},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "pv-" + db.Name,
+				StorageClassName: ptr.To("standard"), Resources: sts.Spec.VolumeClaimTemplates[0].Spec.Resources},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests,
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}
+		children := []runtime.Object{actiontest.Secret(b, db, "password"), tls, authority, apiFilled(actiontest.Service(b, db)), apiFilled(actiontest.HeadlessService(b, db)),
+			sts, kubeletsPod(b, db), claim}
+		for j, obj := range children {
+			o := obj.(metav1.Object)
+			o.SetUID(types.UID(fmt.Sprintf("uid-%d-%d", i, j)))
+			o.SetResourceVersion(fmt.Sprint(1000 + i))
+			o.SetCreationTimestamp(metav1.NewTime(actiontest.Now))
+			gv := corev1.SchemeGroupVersion
+			if _, ok := obj.(*appsv1.StatefulSet); ok {
+				gv = appsv1.SchemeGroupVersion
+			}
+			data, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, gv), obj)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sent[i] = append(sent[i], data)
+		}
+	}
+	decoder := scheme.Codecs.UniversalDeserializer()
+	decode := func(data [][]byte, strip bool) []runtime.Object {
+		out := make([]runtime.Object, len(data))
+		for j, d := range data {
+			obj, _, err := decoder.Decode(d, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if strip {
+				if _, err := stripForCache(obj); err != nil {
+					b.Fatal(err)
+				}
+			}
+			out[j] = obj
+		}
+		return out
+	}
+	held := func(strip bool) float64 {
+		var before, after goruntime.MemStats
+		goruntime.GC()
+		goruntime.ReadMemStats(&before)
+		objs := make([][]runtime.Object, n)
+		for i := range objs {
+			objs[i] = decode(sent[i], strip)
+		}
+		goruntime.GC()
+		goruntime.ReadMemStats(&after)
+		goruntime.KeepAlive(objs)
+		return float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	asSent, cached := held(false), held(true)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		decode(sent[i%n], true)
+	}
+	b.ReportMetric(asSent, "B/database-sent")
+	b.ReportMetric(cached, "B/database-cached")
 }
 
 // benchmarkStripForCache reports the heap each of 1,000 objects like sent

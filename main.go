@@ -687,7 +687,8 @@ var cacheStrings = intern.New(1 << 14)
 // but what names its object, its kind and when and how often it happened;
 // most of a StatefulSet's spec, its pod and claim templates
 // (builder.StripTemplates: the drift comparison reads the API server's
-// copy); and the copy of a Database's
+// copy); of a Service's spec, what the API server fills in and the
+// controller does not set; and the copy of a Database's
 // manifest that `kubectl apply` keeps in an annotation. What is left
 // shares the strings other cached objects hold (cacheStrings): each
 // decoded object brings its own copies.
@@ -725,6 +726,13 @@ func stripForCache(obj interface{}) (interface{}, error) {
 		}
 	case *appsv1.StatefulSet:
 		builder.StripTemplates(o)
+	case *corev1.Service:
+		// What the builder sets, which the drift check compares; not
+		// what the API server fills in (the cluster IPs but the one,
+		// families and policies) nor the status.
+		o.Spec = corev1.ServiceSpec{Type: o.Spec.Type, ClusterIP: o.Spec.ClusterIP, Selector: o.Spec.Selector, Ports: o.Spec.Ports,
+			PublishNotReadyAddresses: o.Spec.PublishNotReadyAddresses}
+		o.Status = corev1.ServiceStatus{}
 	case *dbv1alpha1.Database:
 		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
 	}
