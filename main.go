@@ -672,9 +672,12 @@ func newNodeInformerFactory(kubeClient kubernetes.Interface) kubeinformers.Share
 }
 
 // cacheStrings holds one copy of the strings that cached objects share
-// (images, commands, label and annotation keys, their owner's kind): 2^14
-// slots, 256 KiB and the strings in them.
-var cacheStrings = intern.New(1 << 14)
+// (images, commands, label and annotation keys, their owner's kind), and of
+// the maps of labels and selectors (a Database's labels are on each of its
+// Secrets, Services, its StatefulSet and claims): 2^14 slots for strings,
+// 256 KiB and the strings in them; 2^13 for maps, 128 KiB and the maps (at
+// most about 2.7 MiB of labels of three keys).
+var cacheStrings = intern.New(1<<14, 1<<13)
 
 // stripForCache drops what the controller never reads before an object
 // enters an informer cache: managed fields on every object; the data of
@@ -690,8 +693,9 @@ var cacheStrings = intern.New(1 << 14)
 // copy); of a Service's spec, what the API server fills in and the
 // controller does not set; and the copy of a Database's
 // manifest that `kubectl apply` keeps in an annotation. What is left
-// shares the strings other cached objects hold (cacheStrings): each
-// decoded object brings its own copies.
+// shares the strings, and the maps of labels and selectors, that other
+// cached objects hold (cacheStrings): each decoded object brings its own
+// copies.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)

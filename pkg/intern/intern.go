@@ -1,16 +1,20 @@
 // Package intern makes the objects in the controller's informer caches
-// share the memory of the strings they have in common.
+// share the memory of the strings, and the maps of strings, they have in
+// common.
 //
 // A watch decodes each object on its own, so a thousand StatefulSets hold a
 // thousand copies of each image name, command, environment variable name,
 // mount path and label key, and every Secret its own copy of each
-// annotation key. A Table keeps one copy of the strings it has seen lately,
-// and Strings points an object's strings at it: the object reads the same,
-// and the copies its decoder made become garbage.
+// annotation key; and each of a Database's Secrets, Services and its
+// StatefulSet its own map of the same labels. A Table keeps one copy of
+// the strings and the maps it has seen lately, and Strings points an
+// object's strings and maps at it: the object reads the same, and the
+// copies its decoder made become garbage.
 package intern
 
 import (
 	"hash/maphash"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
@@ -25,21 +29,33 @@ import (
 // hash from the string there before it. The strings that many objects
 // share are asked for all the time and keep their places; one that only an
 // object has passes through. Its memory is bounded by the slots, whatever
-// the number of objects. Safe for concurrent use.
+// the number of objects. Maps of strings (labels, selectors) have slots of
+// their own, kept the same way: a map the table gives an object is shared
+// by every object it gives it to, and no one writes to it again. Safe for
+// concurrent use.
 type Table struct {
 	mu    sync.Mutex
 	seed  maphash.Seed
 	slots []string
+	maps  []heldMap
+}
+
+// heldMap is a map of strings a table holds, and its hash (hashMap).
+type heldMap struct {
+	hash uint64
+	m    map[string]string
 }
 
 // ways is the number of slots a string may sit in: with one, two strings
 // of the same hash that alternate would each evict the other.
 const ways = 4
 
-// New returns a Table of at least the given number of slots.
-func New(slots int) *Table {
-	sets := max((slots+ways-1)/ways, 1)
-	return &Table{seed: maphash.MakeSeed(), slots: make([]string, sets*ways)}
+// New returns a Table of at least the given numbers of slots for strings
+// and for maps. A slot of a map holds it, and so its memory, until another
+// map takes the slot.
+func New(slots, mapSlots int) *Table {
+	sets := func(n int) int { return max((n+ways-1)/ways, 1) * ways }
+	return &Table{seed: maphash.MakeSeed(), slots: make([]string, sets(slots)), maps: make([]heldMap, sets(mapSlots))}
 }
 
 // String returns s, or the equal string the table holds, which it then
@@ -81,8 +97,14 @@ var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
 // Strings points every string of obj (a pointer to an API object) that
 // the table holds an equal of at that copy, and gives the table those it
 // does not: in fields, slices, pointers, and the keys and values of maps of
-// strings, such as labels. An object's own name, UID and resourceVersion
-// are left alone: no other object has them. obj reads the same after.
+// strings, such as labels. A map of strings the table holds an equal of
+// is replaced by that one (sharedMap), but an object's annotations, which
+// hold digests and times of their own object. An object's own name, UID
+// and resourceVersion are left alone: no other object has them. obj reads
+// the same after.
+//
+// obj must be one no one else reads yet, as an informer's transform gets
+// it: its maps are written to, and may be given to other objects after.
 func (t *Table) Strings(obj any) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
@@ -232,12 +254,17 @@ var stringPlan = &plan{walk: func(t *Table, v reflect.Value) {
 	}
 }}
 
-// walkStringMap interns a map of strings' keys and values: setting a key
-// that is there replaces the map's copy of the key with the one given.
+// walkStringMap shares a map of strings (sharedMap) where it can be set,
+// or else interns its keys and values: setting a key that is there
+// replaces the map's copy of the key with the one given.
 func (t *Table) walkStringMap(m reflect.Value) {
 	if plain, ok := m.Interface().(map[string]string); ok {
-		// Labels, annotations, selectors: without reflection's copies.
-		t.stringMap(plain)
+		// Selectors: without reflection's copies.
+		if m.CanSet() {
+			m.Set(reflect.ValueOf(t.sharedMap(plain)))
+		} else {
+			t.stringMap(plain)
+		}
 		return
 	}
 	keyType, elemType := m.Type().Key(), m.Type().Elem()
@@ -250,7 +277,7 @@ func (t *Table) walkStringMap(m reflect.Value) {
 func (t *Table) walkObjectMeta(m *metav1.ObjectMeta) {
 	m.GenerateName = t.str(m.GenerateName)
 	m.Namespace = t.str(m.Namespace)
-	t.stringMap(m.Labels)
+	m.Labels = t.sharedMap(m.Labels)
 	t.stringMap(m.Annotations)
 	for i := range m.OwnerReferences {
 		o := &m.OwnerReferences[i]
@@ -265,4 +292,46 @@ func (t *Table) stringMap(m map[string]string) {
 	for k, v := range m {
 		m[t.str(k)] = t.str(v)
 	}
+}
+
+// sharedMap returns the map the table holds that is equal to m, and else
+// m with its strings interned, which the table then holds: in one of the
+// `ways` slots of the set its hash picks, as a string. A map the table
+// holds is never written to again, so the objects it is given to may read
+// it all at once.
+func (t *Table) sharedMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	h := t.hashMap(m)
+	set := t.maps[h%uint64(len(t.maps)/ways)*ways:][:ways]
+	free := -1
+	for i, held := range set {
+		if held.m == nil {
+			if free < 0 {
+				free = i
+			}
+			continue
+		}
+		if held.hash == h && maps.Equal(held.m, m) {
+			return held.m
+		}
+	}
+	if free < 0 {
+		free = int((h >> 32) % ways)
+	}
+	t.stringMap(m)
+	set[free] = heldMap{hash: h, m: m}
+	return m
+}
+
+// hashMap hashes the keys and values of m, in no order.
+func (t *Table) hashMap(m map[string]string) uint64 {
+	h := uint64(len(m))
+	for k, v := range m {
+		// Summed, as a map's order is no order; the key's hash is
+		// multiplied so that a=b and b=a differ.
+		h += maphash.String(t.seed, k)*0x9e3779b97f4a7c15 ^ maphash.String(t.seed, v)
+	}
+	return h
 }

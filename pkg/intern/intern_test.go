@@ -86,7 +86,7 @@ func others() []any {
 // Interning changes no value of any field: every reader of a cached
 // object reads what it read before.
 func TestStringsKeepsTheObject(t *testing.T) {
-	table := New(1 << 10)
+	table := New(1<<10, 1<<10)
 	var objs []any
 	for _, s := range statefulSets(t) {
 		objs = append(objs, s)
@@ -113,7 +113,7 @@ func TestStringsShares(t *testing.T) {
 	if same(a.Spec.Template.Spec.Containers[0].Image, b.Spec.Template.Spec.Containers[0].Image) {
 		t.Fatal("decoded copies share an image string before interning: the test proves nothing")
 	}
-	table := New(1 << 16)
+	table := New(1<<16, 1<<16)
 	table.Strings(a)
 	table.Strings(b)
 	ca, cb := a.Spec.Template.Spec.Containers[0], b.Spec.Template.Spec.Containers[0]
@@ -146,10 +146,96 @@ func TestStringsShares(t *testing.T) {
 	}
 }
 
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// The maps of labels and selectors that objects decoded apart hold equal
+// are one map once interned, whatever the objects' kinds; annotations and
+// maps that differ are not shared; every object reads as it did.
+func TestStringsSharesMaps(t *testing.T) {
+	objs := others()
+	svc, secret := objs[1].(*corev1.Service), objs[0].(*corev1.Secret)
+	a, b, s := decoded(t, svc), decoded(t, svc), decoded(t, secret)
+	other := decoded(t, svc)
+	other.Labels = map[string]string{"app.kubernetes.io/instance": "payments", "app.kubernetes.io/managed-by": "database-controller"}
+	if sameMap(a.Labels, b.Labels) {
+		t.Fatal("decoded copies share their labels before interning: the test proves nothing")
+	}
+	table := New(1<<10, 1<<10)
+	for _, obj := range []any{a, b, s, other} {
+		table.Strings(obj)
+	}
+	for what, pair := range map[string][2]map[string]string{
+		"the Services' labels":              {a.Labels, b.Labels},
+		"a Service's and a Secret's labels": {a.Labels, s.Labels},
+		"the Services' selectors":           {a.Spec.Selector, b.Spec.Selector},
+	} {
+		if !sameMap(pair[0], pair[1]) {
+			t.Errorf("%s are two maps", what)
+		}
+	}
+	if sameMap(a.Annotations, b.Annotations) {
+		t.Error("the Services' annotations are one map: an object's annotations are its own")
+	}
+	if sameMap(a.Labels, other.Labels) {
+		t.Error("labels that differ are one map")
+	}
+	for k, v := range a.Annotations {
+		for k2, v2 := range b.Annotations {
+			if k == k2 && (!same(k, k2) || !same(v, v2)) {
+				t.Errorf("annotation %s=%s is held twice", k, v)
+			}
+		}
+	}
+	if !reflect.DeepEqual(a, svc) || !reflect.DeepEqual(b, svc) || !reflect.DeepEqual(s, secret) {
+		t.Error("an object with shared maps reads differently")
+	}
+}
+
+// A map the table gave out is only read after: objects that share it are
+// read while others with equal maps, and maps that evict it, are interned
+// (the race detector of make test-unit sees a write).
+func TestSharedMapsAreOnlyRead(t *testing.T) {
+	labels := func(instance string) map[string]string {
+		return map[string]string{"app.kubernetes.io/instance": instance, "app.kubernetes.io/managed-by": "database-controller"}
+	}
+	table := New(1, 1)
+	first := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: labels("orders")}}
+	table.Strings(first)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 2000 {
+			// Equal labels, found; then others, which evict them; then
+			// equal ones again, which take their slot back.
+			instance := "orders"
+			if i%3 == 1 {
+				instance = fmt.Sprint("payments-", i)
+			}
+			table.Strings(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i), Labels: labels(instance)}})
+		}
+	}()
+	reads := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		for k, v := range first.Labels {
+			reads += len(k) + len(v)
+		}
+	}
+	if !reflect.DeepEqual(first.Labels, labels("orders")) || reads == 0 {
+		t.Errorf("the first object's labels read %v after %d bytes read", first.Labels, reads)
+	}
+}
+
 // A string takes a slot of one before it: the table holds no more
 // strings than it has slots.
 func TestTableIsBounded(t *testing.T) {
-	table := New(1)
+	table := New(1, 1)
 	if len(table.slots) != ways {
 		t.Fatalf("a table of 1 slot has %d, want one set of %d", len(table.slots), ways)
 	}
@@ -192,7 +278,7 @@ func BenchmarkStrings(b *testing.B) {
 	runtime.KeepAlive(plain)
 	plain = nil
 	base = heap()
-	table := New(1 << 14)
+	table := New(1<<14, 1<<14)
 	interned := fresh()
 	for _, s := range interned {
 		table.Strings(s)
@@ -236,7 +322,7 @@ func TestStringsWalksEveryKindOfType(t *testing.T) {
 		}
 	}
 	a, b := mk(), mk()
-	table := New(1 << 10)
+	table := New(1<<10, 1<<10)
 	table.Strings(a)
 	table.Strings(b)
 	if !reflect.DeepEqual(a, mk()) {
