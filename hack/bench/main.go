@@ -181,6 +181,9 @@ type phase struct {
 	// allRunning is when the tracker saw the N-th Database Running, -1 if never.
 	allRunning                    time.Duration
 	running, stsCreated, stsReady curve
+	// claimWaits are how long each claim waited to be bound, after the
+	// tracker first saw it, shortest first.
+	claimWaits []time.Duration
 	// statusChanges are the changes of Database status the tracker saw,
 	// from the first create to the end of the run.
 	statusChanges []transitionCount
@@ -553,6 +556,7 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 	stopLoad()
 	stopTracker()
 	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)
+	out.claimWaits = tr.claimWaits()
 	out.statusChanges = tr.statusTransitions()
 	<-profiled
 	out.allRunning = out.running.last(c.n)
@@ -725,6 +729,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	}
 	stopTracker()
 	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)
+	out.claimWaits = tr.claimWaits()
 	out.statusChanges = tr.statusTransitions()
 	if out.converged {
 		out.allRunning = out.running.last(c.n)

@@ -39,3 +39,24 @@ func TestSampleInterval(t *testing.T) {
 		}
 	}
 }
+
+// A run's claim waits are summed up by their median, 90th percentile and
+// longest; a run that saw no claim says so.
+func TestClaimWaits(t *testing.T) {
+	var waits []time.Duration
+	for i := 1; i <= 11; i++ {
+		waits = append(waits, time.Duration(i)*time.Second)
+	}
+	for _, tc := range []struct {
+		waits []time.Duration
+		want  string
+	}{
+		{nil, "–"},
+		{[]time.Duration{1500 * time.Millisecond}, "1.5 s / 1.5 s / 1.5 s"},
+		{waits, "6.0 s / 10.0 s / 11.0 s"},
+	} {
+		if got := claimWaits(tc.waits); got != tc.want {
+			t.Errorf("claimWaits(%v) = %q, want %q", tc.waits, got, tc.want)
+		}
+	}
+}

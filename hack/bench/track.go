@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,11 +43,7 @@ func databasesLW(c clientset.Interface, ns string) listWatch {
 			if err != nil {
 				return nil, "", err
 			}
-			out := make([]runtime.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.ResourceVersion, nil
+			return objects(l.Items), l.ResourceVersion, nil
 		},
 		watch: func(ctx context.Context, rv string) (watch.Interface, error) {
 			return dbs().Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
@@ -54,22 +52,50 @@ func databasesLW(c clientset.Interface, ns string) listWatch {
 }
 
 func statefulSetsLW(c kubernetes.Interface, ns string) listWatch {
-	selector := names.ManagedSelector()
 	sets := c.AppsV1().StatefulSets(ns)
+	return managedLW(sets.List, sets.Watch, func(l *appsv1.StatefulSetList) (string, []runtime.Object) {
+		return l.ResourceVersion, objects(l.Items)
+	})
+}
+
+// claimsLW watches the claims of the StatefulSets statefulSetsLW watches:
+// their templates carry the same labels.
+func claimsLW(c kubernetes.Interface, ns string) listWatch {
+	claims := c.CoreV1().PersistentVolumeClaims(ns)
+	return managedLW(claims.List, claims.Watch, func(l *corev1.PersistentVolumeClaimList) (string, []runtime.Object) {
+		return l.ResourceVersion, objects(l.Items)
+	})
+}
+
+// objects are pointers to a list's items, as runtime.Objects.
+func objects[T any, P interface {
+	*T
+	runtime.Object
+}](items []T) []runtime.Object {
+	out := make([]runtime.Object, len(items))
+	for i := range items {
+		out[i] = P(&items[i])
+	}
+	return out
+}
+
+// managedLW is the listWatch of the objects labelled as managed by this
+// controller, through a typed client's List and Watch; items unpacks a
+// list.
+func managedLW[L any](list func(context.Context, metav1.ListOptions) (L, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
+	items func(L) (string, []runtime.Object)) listWatch {
+	selector := names.ManagedSelector()
 	return listWatch{
 		list: func(ctx context.Context) ([]runtime.Object, string, error) {
-			l, err := sets.List(ctx, metav1.ListOptions{LabelSelector: selector})
+			l, err := list(ctx, metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				return nil, "", err
 			}
-			out := make([]runtime.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.ResourceVersion, nil
+			rv, out := items(l)
+			return out, rv, nil
 		},
 		watch: func(ctx context.Context, rv string) (watch.Interface, error) {
-			return sets.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv, AllowWatchBookmarks: true})
+			return watchFn(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv, AllowWatchBookmarks: true})
 		},
 	}
 }
@@ -148,6 +174,12 @@ type tracker struct {
 	// counts the status changes seen, by the state before and after.
 	lastStatus  map[string]*dbv1alpha1.DatabaseStatus
 	transitions map[transition]int
+	// claimSeen is when each claim was first seen, and claimWait how long
+	// after that it was first seen bound: how fast kube-controller-manager
+	// bound the claims to their volumes in this run, which neither the
+	// controller nor the floor does.
+	claimSeen map[string]time.Time
+	claimWait map[string]time.Duration
 }
 
 // transition is one change of a Database's status, named by its state
@@ -176,20 +208,30 @@ func newTracker() *tracker {
 
 		lastStatus:  map[string]*dbv1alpha1.DatabaseStatus{},
 		transitions: map[transition]int{},
+		claimSeen:   map[string]time.Time{},
+		claimWait:   map[string]time.Duration{},
 	}
 }
 
-// start begins watching ns and returns once both watches have listed.
-func (t *tracker) start(ctx context.Context, db clientset.Interface, kube kubernetes.Interface, ns string) error {
-	dbSynced, stsSynced := make(chan struct{}), make(chan struct{})
-	go databasesLW(db, ns).run(ctx, func(_ watch.EventType, obj runtime.Object) {
-		d, ok := obj.(*dbv1alpha1.Database)
+// locked is a watch's handler that hands f the objects of type T, and when
+// they were seen, under t's lock.
+func locked[T runtime.Object](t *tracker, f func(obj T, now time.Time)) func(watch.EventType, runtime.Object) {
+	return func(_ watch.EventType, obj runtime.Object) {
+		o, ok := obj.(T)
 		if !ok {
 			return
 		}
 		now := time.Now()
 		t.mu.Lock()
 		defer t.mu.Unlock()
+		f(o, now)
+	}
+}
+
+// start begins watching ns and returns once every watch has listed.
+func (t *tracker) start(ctx context.Context, db clientset.Interface, kube kubernetes.Interface, ns string) error {
+	dbSynced, stsSynced, claimsSynced := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go databasesLW(db, ns).run(ctx, locked(t, func(d *dbv1alpha1.Database, now time.Time) {
 		if _, ok := t.dbSeen[d.Name]; !ok {
 			t.dbSeen[d.Name] = now
 		}
@@ -206,15 +248,8 @@ func (t *tracker) start(ctx context.Context, db clientset.Interface, kube kubern
 				t.dbRunning[d.Name] = now
 			}
 		}
-	}, dbSynced)
-	go statefulSetsLW(kube, ns).run(ctx, func(_ watch.EventType, obj runtime.Object) {
-		s, ok := obj.(*appsv1.StatefulSet)
-		if !ok {
-			return
-		}
-		now := time.Now()
-		t.mu.Lock()
-		defer t.mu.Unlock()
+	}), dbSynced)
+	go statefulSetsLW(kube, ns).run(ctx, locked(t, func(s *appsv1.StatefulSet, now time.Time) {
 		if _, ok := t.stsCreated[s.Name]; !ok {
 			t.stsCreated[s.Name] = now
 		}
@@ -227,8 +262,18 @@ func (t *tracker) start(ctx context.Context, db clientset.Interface, kube kubern
 				t.stsReady[s.Name] = now
 			}
 		}
-	}, stsSynced)
-	for _, ch := range []chan struct{}{dbSynced, stsSynced} {
+	}), stsSynced)
+	go claimsLW(kube, ns).run(ctx, locked(t, func(c *corev1.PersistentVolumeClaim, now time.Time) {
+		seen, ok := t.claimSeen[c.Name]
+		if !ok {
+			seen = now
+			t.claimSeen[c.Name] = now
+		}
+		if _, bound := t.claimWait[c.Name]; !bound && c.Status.Phase == corev1.ClaimBound {
+			t.claimWait[c.Name] = now.Sub(seen)
+		}
+	}), claimsSynced)
+	for _, ch := range []chan struct{}{dbSynced, stsSynced, claimsSynced} {
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -287,6 +332,19 @@ func (t *tracker) curves(t0 time.Time) (running, stsCreated, stsReady curve) {
 		return out
 	}
 	return conv(t.dbRunning), conv(t.stsCreated), conv(t.stsReady)
+}
+
+// claimWaits are how long each claim bound was, after it was first seen,
+// shortest first.
+func (t *tracker) claimWaits() []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]time.Duration, 0, len(t.claimWait))
+	for _, d := range t.claimWait {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // last is when the curve reached n, or -1 if it never did.
