@@ -50,6 +50,15 @@ type heldMap struct {
 // of the same hash that alternate would each evict the other.
 const ways = 4
 
+// setOf is the set of `ways` slots of slots that hash h picks.
+func setOf[T any](slots []T, h uint64) []T {
+	return slots[h%uint64(len(slots)/ways)*ways:][:ways]
+}
+
+// victim is the slot of a full set that an entry of hash h takes: picked
+// by other bits of the hash than the set's.
+func victim(h uint64) int { return int((h >> 32) % ways) }
+
 // New returns a Table of at least the given numbers of slots for strings
 // and for maps. A slot of a map holds it, and so its memory, until another
 // map takes the slot.
@@ -72,7 +81,7 @@ func (t *Table) str(s string) string {
 		return s
 	}
 	h := maphash.String(t.seed, s)
-	set := t.slots[h%uint64(len(t.slots)/ways)*ways:][:ways]
+	set := setOf(t.slots, h)
 	free := -1
 	for i, held := range set {
 		if held == s {
@@ -83,7 +92,7 @@ func (t *Table) str(s string) string {
 		}
 	}
 	if free < 0 {
-		free = int((h >> 32) % ways)
+		free = victim(h)
 	}
 	// A copy of its own: s may be part of a larger buffer (a decoder's),
 	// which the table must not keep.
@@ -304,7 +313,7 @@ func (t *Table) sharedMap(m map[string]string) map[string]string {
 		return m
 	}
 	h := t.hashMap(m)
-	set := t.maps[h%uint64(len(t.maps)/ways)*ways:][:ways]
+	set := setOf(t.maps, h)
 	free := -1
 	for i, held := range set {
 		if held.m == nil {
@@ -318,7 +327,7 @@ func (t *Table) sharedMap(m map[string]string) map[string]string {
 		}
 	}
 	if free < 0 {
-		free = int((h >> 32) % ways)
+		free = victim(h)
 	}
 	t.stringMap(m)
 	set[free] = heldMap{hash: h, m: m}
