@@ -1112,7 +1112,8 @@ func apiFilled(s *corev1.Service) *corev1.Service {
 // decoded apart from protobuf as a watch decodes them; and what decoding
 // and stripping one Database's costs. Unlike one kind's benchmark, it
 // counts what the children of one Database share once cached (the maps of
-// their labels).
+// their labels, their owner reference), and what Databases of one engine
+// and size do (their Services' ports, their claims' requests).
 func BenchmarkStripForCacheDatabase(b *testing.B) {
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	if !ok {
@@ -1200,8 +1201,9 @@ func BenchmarkStripForCacheDatabase(b *testing.B) {
 // benchmarkStripForCache reports the heap each of 1,000 objects like sent
 // holds decoded from protobuf, as sent and as stripForCache leaves it, and
 // times stripForCache. The copies are of one object, so their maps of
-// labels and selectors are cached as one (cacheStrings), as no two
-// Databases' are: BenchmarkStripForCacheDatabase counts those right.
+// labels and selectors, and their owner references, are cached as one
+// (cacheStrings), as no two Databases' are: BenchmarkStripForCacheDatabase
+// counts those right.
 func benchmarkStripForCache[T interface {
 	runtime.Object
 	Marshal() ([]byte, error)

@@ -1,15 +1,17 @@
 // Package intern makes the objects in the controller's informer caches
-// share the memory of the strings, and the maps of strings, they have in
+// share the memory of the strings, and of the maps and lists, they have in
 // common.
 //
 // A watch decodes each object on its own, so a thousand StatefulSets hold a
 // thousand copies of each image name, command, environment variable name,
 // mount path and label key, and every Secret its own copy of each
-// annotation key; and each of a Database's Secrets, Services and its
-// StatefulSet its own map of the same labels. A Table keeps one copy of
-// the strings and the maps it has seen lately, and Strings points an
-// object's strings and maps at it: the object reads the same, and the
-// copies its decoder made become garbage.
+// annotation key; each of a Database's Secrets, Services and its
+// StatefulSet its own map of the same labels and its own list of the same
+// owner; each client Service of an engine its own list of the same ports,
+// and each claim its own list of the same storage asked. A Table keeps one
+// copy of the strings and of those values it has seen lately, and Strings
+// points an object's strings and values at it: the object reads the same,
+// and the copies its decoder made become garbage.
 package intern
 
 import (
@@ -19,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -29,21 +32,24 @@ import (
 // hash from the string there before it. The strings that many objects
 // share are asked for all the time and keep their places; one that only an
 // object has passes through. Its memory is bounded by the slots, whatever
-// the number of objects. Maps of strings (labels, selectors) have slots of
-// their own, kept the same way: a map the table gives an object is shared
-// by every object it gives it to, and no one writes to it again. Safe for
+// the number of objects. Maps of strings (labels, selectors), owner
+// references, Services' ports and claims' requests have slots of their
+// own, kept the same way: a value the table gives an object is shared by
+// every object it gives it to, and no one writes to it again. Safe for
 // concurrent use.
 type Table struct {
-	mu    sync.Mutex
-	seed  maphash.Seed
-	slots []string
-	maps  []heldMap
+	mu     sync.Mutex
+	seed   maphash.Seed
+	slots  []string
+	values []held
 }
 
-// heldMap is a map of strings a table holds, and its hash (hashMap).
-type heldMap struct {
+// held is a value a table holds (a map of strings, owner references,
+// ports, a resource list), and its hash, which also says its kind
+// (hashMap, hashOwners, hashPorts, hashResources).
+type held struct {
 	hash uint64
-	m    map[string]string
+	v    any
 }
 
 // ways is the number of slots a string may sit in: with one, two strings
@@ -60,11 +66,12 @@ func setOf[T any](slots []T, h uint64) []T {
 func victim(h uint64) int { return int((h >> 32) % ways) }
 
 // New returns a Table of at least the given numbers of slots for strings
-// and for maps. A slot of a map holds it, and so its memory, until another
-// map takes the slot.
-func New(slots, mapSlots int) *Table {
+// and for the values objects share (maps of labels, owner references,
+// ports, requests). A slot holds its value, and so its memory, until
+// another takes the slot.
+func New(slots, valueSlots int) *Table {
 	sets := func(n int) int { return max((n+ways-1)/ways, 1) * ways }
-	return &Table{seed: maphash.MakeSeed(), slots: make([]string, sets(slots)), maps: make([]heldMap, sets(mapSlots))}
+	return &Table{seed: maphash.MakeSeed(), slots: make([]string, sets(slots)), values: make([]held, sets(valueSlots))}
 }
 
 // String returns s, or the equal string the table holds, which it then
@@ -101,16 +108,21 @@ func (t *Table) str(s string) string {
 	return s
 }
 
-var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+var (
+	objectMetaType   = reflect.TypeFor[metav1.ObjectMeta]()
+	servicePortsType = reflect.TypeFor[[]corev1.ServicePort]()
+	resourceListType = reflect.TypeFor[corev1.ResourceList]()
+)
 
 // Strings points every string of obj (a pointer to an API object) that
 // the table holds an equal of at that copy, and gives the table those it
 // does not: in fields, slices, pointers, and the keys and values of maps of
 // strings, such as labels. A map of strings the table holds an equal of
 // is replaced by that one (sharedMap), but an object's annotations, which
-// hold digests and times of their own object. An object's own name, UID
-// and resourceVersion are left alone: no other object has them. obj reads
-// the same after.
+// hold digests and times of their own object; so are an object's owner
+// references, a Service's ports and a resource list (share). An object's
+// own name, UID and resourceVersion are left alone: no other object has
+// them. obj reads the same after.
 //
 // obj must be one no one else reads yet, as an informer's transform gets
 // it: its maps are written to, and may be given to other objects after.
@@ -206,9 +218,28 @@ func makePlan(typ reflect.Type, made map[reflect.Type]*plan) *plan {
 				elem.walk(t, v.Index(i))
 			}
 		}}
+		if typ == servicePortsType {
+			each := p.walk
+			p = &plan{walk: func(t *Table, v reflect.Value) {
+				if ports := v.Interface().([]corev1.ServicePort); v.CanSet() && len(ports) > 0 {
+					v.Set(reflect.ValueOf(share(t, t.hashPorts(ports), ports, internPorts)))
+				} else {
+					each(t, v)
+				}
+			}}
+		}
 		made[typ] = p
 		return p
 	case reflect.Map:
+		if typ == resourceListType {
+			p := &plan{walk: func(t *Table, v reflect.Value) {
+				if list := v.Interface().(corev1.ResourceList); v.CanSet() && len(list) > 0 {
+					v.Set(reflect.ValueOf(share(t, t.hashResources(list), list, internResources)))
+				}
+			}}
+			made[typ] = p
+			return p
+		}
 		if typ.Key().Kind() != reflect.String || typ.Elem().Kind() != reflect.String {
 			made[typ] = nil
 			return nil
@@ -288,9 +319,8 @@ func (t *Table) walkObjectMeta(m *metav1.ObjectMeta) {
 	m.Namespace = t.str(m.Namespace)
 	m.Labels = t.sharedMap(m.Labels)
 	t.stringMap(m.Annotations)
-	for i := range m.OwnerReferences {
-		o := &m.OwnerReferences[i]
-		o.APIVersion, o.Kind, o.Name, o.UID = t.str(o.APIVersion), t.str(o.Kind), t.str(o.Name), types.UID(t.str(string(o.UID)))
+	if len(m.OwnerReferences) > 0 {
+		m.OwnerReferences = share(t, t.hashOwners(m.OwnerReferences), m.OwnerReferences, internOwners)
 	}
 	for i := range m.Finalizers {
 		m.Finalizers[i] = t.str(m.Finalizers[i])
@@ -304,43 +334,147 @@ func (t *Table) stringMap(m map[string]string) {
 }
 
 // sharedMap returns the map the table holds that is equal to m, and else
-// m with its strings interned, which the table then holds: in one of the
-// `ways` slots of the set its hash picks, as a string. A map the table
-// holds is never written to again, so the objects it is given to may read
-// it all at once.
+// m with its strings interned, which the table then holds (share).
 func (t *Table) sharedMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	h := t.hashMap(m)
-	set := setOf(t.maps, h)
+	return share(t, t.hashMap(m), m, (*Table).stringMap)
+}
+
+// share returns the value the table holds that is equal to v, of hash h,
+// and else v, with its strings interned by own, which the table then
+// holds: in one of the `ways` slots of the set its hash picks, as a
+// string. A value the table holds is never written to again, so the
+// objects it is given to may read it all at once.
+func share[T any](t *Table, h uint64, v T, own func(*Table, T)) T {
+	set := setOf(t.values, h)
 	free := -1
-	for i, held := range set {
-		if held.m == nil {
+	for i, x := range set {
+		if x.v == nil {
 			if free < 0 {
 				free = i
 			}
 			continue
 		}
-		if held.hash == h && maps.Equal(held.m, m) {
-			return held.m
+		if x.hash == h {
+			if same, ok := x.v.(T); ok && equal(same, v) {
+				return same
+			}
 		}
 	}
 	if free < 0 {
 		free = victim(h)
 	}
-	t.stringMap(m)
-	set[free] = heldMap{hash: h, m: m}
-	return m
+	own(t, v)
+	set[free] = held{hash: h, v: v}
+	return v
 }
+
+// equal says whether two values of a kind the table shares read the same.
+func equal[T any](a, b T) bool {
+	if m, ok := any(a).(map[string]string); ok {
+		return maps.Equal(m, any(b).(map[string]string))
+	}
+	// Owner references and ports hold pointers, and a resource list's
+	// quantities unexported fields: compared by what they point at and
+	// hold. Called only on equal hashes.
+	return reflect.DeepEqual(a, b)
+}
+
+// Each kind of value has hashes of its own: equal contents of two kinds
+// are not looked up in each other's slots.
+const (
+	kindMap uint64 = iota + 1
+	kindOwners
+	kindPorts
+	kindResources
+)
 
 // hashMap hashes the keys and values of m, in no order.
 func (t *Table) hashMap(m map[string]string) uint64 {
-	h := uint64(len(m))
+	h := uint64(len(m)) ^ kindMap<<56
 	for k, v := range m {
 		// Summed, as a map's order is no order; the key's hash is
 		// multiplied so that a=b and b=a differ.
 		h += maphash.String(t.seed, k)*0x9e3779b97f4a7c15 ^ maphash.String(t.seed, v)
 	}
 	return h
+}
+
+// hashStrings hashes parts in order, as a value of kind.
+func (t *Table) hashStrings(kind uint64, parts ...string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	for _, s := range parts {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	return h.Sum64() ^ kind<<56
+}
+
+func (t *Table) hashOwners(refs []metav1.OwnerReference) uint64 {
+	var h uint64
+	for _, o := range refs {
+		h = h*0x9e3779b97f4a7c15 + t.hashStrings(kindOwners, o.APIVersion, o.Kind, o.Name, string(o.UID)) ^ tri(o.Controller)<<2 ^ tri(o.BlockOwnerDeletion)
+	}
+	return h
+}
+
+func (t *Table) hashPorts(ports []corev1.ServicePort) uint64 {
+	var h uint64
+	for _, p := range ports {
+		app := "<nil>"
+		if p.AppProtocol != nil {
+			app = *p.AppProtocol
+		}
+		h = h*0x9e3779b97f4a7c15 + t.hashStrings(kindPorts, p.Name, string(p.Protocol), app, p.TargetPort.String()) ^
+			uint64(p.Port)<<32 ^ uint64(p.NodePort)
+	}
+	return h
+}
+
+func (t *Table) hashResources(list corev1.ResourceList) uint64 {
+	h := uint64(len(list)) ^ kindResources<<56
+	for name, q := range list {
+		// In no order, as a map's; q is a copy, which String may write.
+		h += t.hashStrings(kindResources, string(name), q.String(), string(q.Format))
+	}
+	return h
+}
+
+// tri is 0 for no bool, 1 for false and 2 for true.
+func tri(b *bool) uint64 {
+	if b == nil {
+		return 0
+	}
+	if *b {
+		return 2
+	}
+	return 1
+}
+
+func internOwners(t *Table, refs []metav1.OwnerReference) {
+	for i := range refs {
+		o := &refs[i]
+		o.APIVersion, o.Kind, o.Name, o.UID = t.str(o.APIVersion), t.str(o.Kind), t.str(o.Name), types.UID(t.str(string(o.UID)))
+	}
+}
+
+func internPorts(t *Table, ports []corev1.ServicePort) {
+	for i := range ports {
+		p := &ports[i]
+		p.Name, p.Protocol, p.TargetPort.StrVal = t.str(p.Name), corev1.Protocol(t.str(string(p.Protocol))), t.str(p.TargetPort.StrVal)
+		if p.AppProtocol != nil {
+			*p.AppProtocol = t.str(*p.AppProtocol)
+		}
+	}
+}
+
+// internResources gives list the table's copies of its names: setting a
+// name that is there replaces the map's copy of it.
+func internResources(t *Table, list corev1.ResourceList) {
+	for name, q := range list {
+		list[corev1.ResourceName(t.str(string(name)))] = q
+	}
 }

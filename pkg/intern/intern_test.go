@@ -146,24 +146,31 @@ func TestStringsShares(t *testing.T) {
 	}
 }
 
-func sameMap(a, b map[string]string) bool {
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
-// The maps of labels and selectors that objects decoded apart hold equal
-// are one map once interned, whatever the objects' kinds; annotations and
-// maps that differ are not shared; every object reads as it did.
-func TestStringsSharesMaps(t *testing.T) {
+func sameSlice[T any](a, b []T) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
+
+// The maps of labels and selectors, the owner references, the Services'
+// ports and the claims' requests that objects decoded apart hold equal are
+// one each once interned, whatever the objects' kinds; annotations, and
+// values that differ, are not shared; every object reads as it did.
+func TestStringsSharesMapsAndLists(t *testing.T) {
 	objs := others()
-	svc, secret := objs[1].(*corev1.Service), objs[0].(*corev1.Secret)
-	a, b, s := decoded(t, svc), decoded(t, svc), decoded(t, secret)
+	svc, secret, claim := objs[1].(*corev1.Service), objs[0].(*corev1.Secret), objs[2].(*corev1.PersistentVolumeClaim)
+	a, b, s, c := decoded(t, svc), decoded(t, svc), decoded(t, secret), decoded(t, claim)
+	otherClaim := decoded(t, claim)
 	other := decoded(t, svc)
 	other.Labels = map[string]string{"app.kubernetes.io/instance": "payments", "app.kubernetes.io/managed-by": "database-controller"}
-	if sameMap(a.Labels, b.Labels) {
-		t.Fatal("decoded copies share their labels before interning: the test proves nothing")
+	other.OwnerReferences[0].UID = "payments-uid"
+	other.Spec.Ports[0].Port = 5433
+	otherClaim.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}
+	if sameMap(a.Labels, b.Labels) || sameSlice(a.OwnerReferences, b.OwnerReferences) || sameSlice(a.Spec.Ports, b.Spec.Ports) {
+		t.Fatal("decoded copies share their labels, owners or ports before interning: the test proves nothing")
 	}
 	table := New(1<<10, 1<<10)
-	for _, obj := range []any{a, b, s, other} {
+	for _, obj := range []any{a, b, s, other, c, otherClaim} {
 		table.Strings(obj)
 	}
 	for what, pair := range map[string][2]map[string]string{
@@ -175,11 +182,29 @@ func TestStringsSharesMaps(t *testing.T) {
 			t.Errorf("%s are two maps", what)
 		}
 	}
+	for what, pair := range map[string][2][]metav1.OwnerReference{
+		"the Services' owners":              {a.OwnerReferences, b.OwnerReferences},
+		"a Service's and a Secret's owners": {a.OwnerReferences, s.OwnerReferences},
+		"a Service's and a claim's owners":  {a.OwnerReferences, c.OwnerReferences},
+	} {
+		if !sameSlice(pair[0], pair[1]) {
+			t.Errorf("%s are two lists", what)
+		}
+	}
+	if !sameSlice(a.Spec.Ports, b.Spec.Ports) {
+		t.Error("the Services' ports are two lists")
+	}
+	if !sameMap(c.Spec.Resources.Requests, c.Status.Capacity) {
+		t.Error("a claim's requests and capacity of 1Gi are two maps")
+	}
 	if sameMap(a.Annotations, b.Annotations) {
 		t.Error("the Services' annotations are one map: an object's annotations are its own")
 	}
-	if sameMap(a.Labels, other.Labels) {
-		t.Error("labels that differ are one map")
+	if sameMap(a.Labels, other.Labels) || sameSlice(a.OwnerReferences, other.OwnerReferences) || sameSlice(a.Spec.Ports, other.Spec.Ports) {
+		t.Error("labels, owners or ports that differ are one value")
+	}
+	if sameMap(c.Spec.Resources.Requests, otherClaim.Spec.Resources.Requests) {
+		t.Error("requests of 1Gi and of 2Gi are one map")
 	}
 	for k, v := range a.Annotations {
 		for k2, v2 := range b.Annotations {
@@ -188,32 +213,43 @@ func TestStringsSharesMaps(t *testing.T) {
 			}
 		}
 	}
-	if !reflect.DeepEqual(a, svc) || !reflect.DeepEqual(b, svc) || !reflect.DeepEqual(s, secret) {
-		t.Error("an object with shared maps reads differently")
+	if !reflect.DeepEqual(a, svc) || !reflect.DeepEqual(b, svc) || !reflect.DeepEqual(s, secret) || !reflect.DeepEqual(c, claim) {
+		t.Error("an object with shared maps or lists reads differently")
+	}
+	if other.OwnerReferences[0].UID != "payments-uid" || other.Spec.Ports[0].Port != 5433 || otherClaim.Spec.Resources.Requests.Storage().String() != "2Gi" {
+		t.Errorf("an object that differs reads another's values: owner %s, port %d, storage %s", other.OwnerReferences[0].UID, other.Spec.Ports[0].Port,
+			otherClaim.Spec.Resources.Requests.Storage())
 	}
 }
 
-// A map the table gave out is only read after: objects that share it are
-// read while others with equal maps, and maps that evict it, are interned
-// (the race detector of make test-unit sees a write).
+// A map or list the table gave out is only read after: objects that share
+// it are read while others with equal ones, and values that evict them,
+// are interned (the race detector of make test-unit sees a write).
 func TestSharedMapsAreOnlyRead(t *testing.T) {
 	labels := func(instance string) map[string]string {
 		return map[string]string{"app.kubernetes.io/instance": instance, "app.kubernetes.io/managed-by": "database-controller"}
 	}
+	owners := func(instance string) []metav1.OwnerReference {
+		yes := true
+		return []metav1.OwnerReference{{APIVersion: "dbcontroller.io/v1alpha1", Kind: "Database", Name: instance, UID: types.UID(instance), Controller: &yes}}
+	}
+	secret := func(name, instance string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels(instance), OwnerReferences: owners(instance)}}
+	}
 	table := New(1, 1)
-	first := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: labels("orders")}}
+	first := secret("a", "orders")
 	table.Strings(first)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := range 2000 {
-			// Equal labels, found; then others, which evict them; then
+			// Equal values, found; then others, which evict them; then
 			// equal ones again, which take their slot back.
 			instance := "orders"
 			if i%3 == 1 {
 				instance = fmt.Sprint("payments-", i)
 			}
-			table.Strings(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i), Labels: labels(instance)}})
+			table.Strings(secret(fmt.Sprint(i), instance))
 		}
 	}()
 	reads := 0
@@ -226,9 +262,30 @@ func TestSharedMapsAreOnlyRead(t *testing.T) {
 		for k, v := range first.Labels {
 			reads += len(k) + len(v)
 		}
+		for _, o := range first.OwnerReferences {
+			reads += len(o.APIVersion) + len(o.Kind) + len(o.Name) + len(o.UID)
+		}
 	}
-	if !reflect.DeepEqual(first.Labels, labels("orders")) || reads == 0 {
-		t.Errorf("the first object's labels read %v after %d bytes read", first.Labels, reads)
+	if !reflect.DeepEqual(first.Labels, labels("orders")) || !reflect.DeepEqual(first.OwnerReferences, owners("orders")) || reads == 0 {
+		t.Errorf("the first object reads labels %v and owners %v after %d bytes read", first.Labels, first.OwnerReferences, reads)
+	}
+}
+
+// Values of equal hashes are shared only when they are equal: the hash
+// picks, the comparison decides.
+func TestShareComparesValuesOfEqualHash(t *testing.T) {
+	table := New(1, 1)
+	ports := func(port int32) []corev1.ServicePort { return []corev1.ServicePort{{Name: "postgresql", Port: port}} }
+	first := share(table, 7, ports(5432), internPorts)
+	if got := share(table, 7, ports(5432), internPorts); !sameSlice(got, first) {
+		t.Error("equal ports of equal hashes are two lists")
+	}
+	if got := share(table, 7, ports(5433), internPorts); sameSlice(got, first) || got[0].Port != 5433 {
+		t.Errorf("ports 5433 of the hash of 5432 are given %v", got)
+	}
+	labels := share(table, 7, map[string]string{"a": "b"}, (*Table).stringMap)
+	if got := share(table, 7, map[string]string{"a": "c"}, (*Table).stringMap); sameMap(got, labels) || got["a"] != "c" {
+		t.Errorf("a map a=c of the hash of a=b is given %v", got)
 	}
 }
 
