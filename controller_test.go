@@ -1112,8 +1112,9 @@ func apiFilled(s *corev1.Service) *corev1.Service {
 // decoded apart from protobuf as a watch decodes them; and what decoding
 // and stripping one Database's costs. Unlike one kind's benchmark, it
 // counts what the children of one Database share once cached (the maps of
-// their labels, their owner reference), and what Databases of one engine
-// and size do (their Services' ports, their claims' requests).
+// their labels, their owner reference), and what Databases of one engine,
+// version and size do (their Services' ports, their StatefulSets'
+// containers as cached, their claims' requests).
 func BenchmarkStripForCacheDatabase(b *testing.B) {
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	if !ok {

@@ -673,12 +673,13 @@ func newNodeInformerFactory(kubeClient kubernetes.Interface) kubeinformers.Share
 
 // cacheStrings holds one copy of the strings that cached objects share
 // (images, commands, label and annotation keys, their owner's kind), and of
-// the maps of labels and selectors, the owner references, ports and
-// requests (a Database's labels and owner reference are on each of its
-// Secrets, Services and its StatefulSet, an engine's ports on each of its
-// Databases' Services): 2^14 slots for strings, 256 KiB and the strings in
-// them; 2^13 for those values, 192 KiB and the values (at most about 2.7
-// MiB, as many maps of labels of three keys, the largest of them).
+// the maps of labels and selectors, the owner references, ports,
+// containers and requests (a Database's labels and owner reference are on
+// each of its Secrets, Services and its StatefulSet, an engine's ports on
+// each of its Databases' Services, what the cache keeps of its containers
+// on each of their StatefulSets): 2^14 slots for strings, 256 KiB and the
+// strings in them; 2^13 for those values, 192 KiB and the values (at most
+// a few MiB: a map of labels of three keys is about 330 bytes).
 var cacheStrings = intern.New(1<<14, 1<<13)
 
 // stripForCache drops what the controller never reads before an object

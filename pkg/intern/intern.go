@@ -8,10 +8,12 @@
 // annotation key; each of a Database's Secrets, Services and its
 // StatefulSet its own map of the same labels and its own list of the same
 // owner; each client Service of an engine its own list of the same ports,
-// and each claim its own list of the same storage asked. A Table keeps one
-// copy of the strings and of those values it has seen lately, and Strings
-// points an object's strings and values at it: the object reads the same,
-// and the copies its decoder made become garbage.
+// each StatefulSet of an engine and version its own list of the same
+// containers (what the cache keeps of them), and each claim its own list
+// of the same storage asked. A Table keeps one copy of the strings and of
+// those values it has seen lately, and Strings points an object's strings
+// and values at it: the object reads the same, and the copies its decoder
+// made become garbage.
 package intern
 
 import (
@@ -23,7 +25,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Table holds one copy of each of the strings it has seen lately, in a
@@ -32,11 +33,11 @@ import (
 // hash from the string there before it. The strings that many objects
 // share are asked for all the time and keep their places; one that only an
 // object has passes through. Its memory is bounded by the slots, whatever
-// the number of objects. Maps of strings (labels, selectors), owner
-// references, Services' ports and claims' requests have slots of their
-// own, kept the same way: a value the table gives an object is shared by
-// every object it gives it to, and no one writes to it again. Safe for
-// concurrent use.
+// the number of objects. Maps of strings (labels, selectors), some lists
+// (sharedLists: owner references, ports, containers, claim templates) and
+// resource lists (requests) have slots of their own, kept the same way: a
+// value the table gives an object is shared by every object it gives it
+// to, and no one writes to it again. Safe for concurrent use.
 type Table struct {
 	mu     sync.Mutex
 	seed   maphash.Seed
@@ -44,9 +45,9 @@ type Table struct {
 	values []held
 }
 
-// held is a value a table holds (a map of strings, owner references,
-// ports, a resource list), and its hash, which also says its kind
-// (hashMap, hashOwners, hashPorts, hashResources).
+// held is a value a table holds (a map of strings, a list of sharedLists,
+// a resource list), and its hash, which also says its kind
+// (hashMap, hashList, hashResources).
 type held struct {
 	hash uint64
 	v    any
@@ -110,8 +111,18 @@ func (t *Table) str(s string) string {
 
 var (
 	objectMetaType   = reflect.TypeFor[metav1.ObjectMeta]()
-	servicePortsType = reflect.TypeFor[[]corev1.ServicePort]()
 	resourceListType = reflect.TypeFor[corev1.ResourceList]()
+	// sharedLists are the lists the table shares, and the kind of their
+	// hashes: an object's owners, a Service's ports, and what
+	// builder.StripTemplates leaves of a StatefulSet's containers and
+	// claim templates, the same for the Databases of one engine, version
+	// and size.
+	sharedLists = map[reflect.Type]uint64{
+		reflect.TypeFor[[]metav1.OwnerReference]():        kindOwners,
+		reflect.TypeFor[[]corev1.ServicePort]():           kindPorts,
+		reflect.TypeFor[[]corev1.Container]():             kindContainers,
+		reflect.TypeFor[[]corev1.PersistentVolumeClaim](): kindClaims,
+	}
 )
 
 // Strings points every string of obj (a pointer to an API object) that
@@ -119,10 +130,10 @@ var (
 // does not: in fields, slices, pointers, and the keys and values of maps of
 // strings, such as labels. A map of strings the table holds an equal of
 // is replaced by that one (sharedMap), but an object's annotations, which
-// hold digests and times of their own object; so are an object's owner
-// references, a Service's ports and a resource list (share). An object's
-// own name, UID and resourceVersion are left alone: no other object has
-// them. obj reads the same after.
+// hold digests and times of their own object; so are the lists of
+// sharedLists and resource lists (share). An object's own name, UID and
+// resourceVersion are left alone: no other object has them. obj reads the
+// same after.
 //
 // obj must be one no one else reads yet, as an informer's transform gets
 // it: its maps are written to, and may be given to other objects after.
@@ -218,11 +229,16 @@ func makePlan(typ reflect.Type, made map[reflect.Type]*plan) *plan {
 				elem.walk(t, v.Index(i))
 			}
 		}}
-		if typ == servicePortsType {
+		if kind, ok := sharedLists[typ]; ok {
 			each := p.walk
+			own := func(t *Table, list any) { each(t, reflect.ValueOf(list)) }
 			p = &plan{walk: func(t *Table, v reflect.Value) {
-				if ports := v.Interface().([]corev1.ServicePort); v.CanSet() && len(ports) > 0 {
-					v.Set(reflect.ValueOf(share(t, t.hashPorts(ports), ports, internPorts)))
+				if v.Len() == 0 || !v.CanSet() {
+					each(t, v)
+					return
+				}
+				if h, ok := t.hashList(kind, v); ok {
+					v.Set(reflect.ValueOf(share(t, h, v.Interface(), own)))
 				} else {
 					each(t, v)
 				}
@@ -249,8 +265,9 @@ func makePlan(typ reflect.Type, made map[reflect.Type]*plan) *plan {
 		return p
 	case reflect.Struct:
 		if typ == objectMetaType {
+			owners := makePlan(reflect.TypeFor[[]metav1.OwnerReference](), made)
 			p := &plan{walk: func(t *Table, v reflect.Value) {
-				t.walkObjectMeta(v.Addr().Interface().(*metav1.ObjectMeta))
+				t.walkObjectMeta(v.Addr().Interface().(*metav1.ObjectMeta), owners)
 			}}
 			made[typ] = p
 			return p
@@ -314,14 +331,13 @@ func (t *Table) walkStringMap(m reflect.Value) {
 	}
 }
 
-func (t *Table) walkObjectMeta(m *metav1.ObjectMeta) {
+// walkObjectMeta interns m, with owners the plan of its owner references.
+func (t *Table) walkObjectMeta(m *metav1.ObjectMeta, owners *plan) {
 	m.GenerateName = t.str(m.GenerateName)
 	m.Namespace = t.str(m.Namespace)
 	m.Labels = t.sharedMap(m.Labels)
 	t.stringMap(m.Annotations)
-	if len(m.OwnerReferences) > 0 {
-		m.OwnerReferences = share(t, t.hashOwners(m.OwnerReferences), m.OwnerReferences, internOwners)
-	}
+	owners.walk(t, reflect.ValueOf(&m.OwnerReferences).Elem())
 	for i := range m.Finalizers {
 		m.Finalizers[i] = t.str(m.Finalizers[i])
 	}
@@ -388,6 +404,8 @@ const (
 	kindMap uint64 = iota + 1
 	kindOwners
 	kindPorts
+	kindContainers
+	kindClaims
 	kindResources
 )
 
@@ -413,25 +431,21 @@ func (t *Table) hashStrings(kind uint64, parts ...string) uint64 {
 	return h.Sum64() ^ kind<<56
 }
 
-func (t *Table) hashOwners(refs []metav1.OwnerReference) uint64 {
-	var h uint64
-	for _, o := range refs {
-		h = h*0x9e3779b97f4a7c15 + t.hashStrings(kindOwners, o.APIVersion, o.Kind, o.Name, string(o.UID)) ^ tri(o.Controller)<<2 ^ tri(o.BlockOwnerDeletion)
-	}
-	return h
-}
-
-func (t *Table) hashPorts(ports []corev1.ServicePort) uint64 {
-	var h uint64
-	for _, p := range ports {
-		app := "<nil>"
-		if p.AppProtocol != nil {
-			app = *p.AppProtocol
+// hashList hashes the protobuf encoding of each element of list, in
+// order, as a value of kind; ok is false when one has none.
+func (t *Table) hashList(kind uint64, list reflect.Value) (h uint64, ok bool) {
+	for i := range list.Len() {
+		m, isMessage := list.Index(i).Addr().Interface().(interface{ Marshal() ([]byte, error) })
+		if !isMessage {
+			return 0, false
 		}
-		h = h*0x9e3779b97f4a7c15 + t.hashStrings(kindPorts, p.Name, string(p.Protocol), app, p.TargetPort.String()) ^
-			uint64(p.Port)<<32 ^ uint64(p.NodePort)
+		b, err := m.Marshal()
+		if err != nil {
+			return 0, false
+		}
+		h = h*0x9e3779b97f4a7c15 + maphash.Bytes(t.seed, b)
 	}
-	return h
+	return h ^ kind<<56, true
 }
 
 func (t *Table) hashResources(list corev1.ResourceList) uint64 {
@@ -441,34 +455,6 @@ func (t *Table) hashResources(list corev1.ResourceList) uint64 {
 		h += t.hashStrings(kindResources, string(name), q.String(), string(q.Format))
 	}
 	return h
-}
-
-// tri is 0 for no bool, 1 for false and 2 for true.
-func tri(b *bool) uint64 {
-	if b == nil {
-		return 0
-	}
-	if *b {
-		return 2
-	}
-	return 1
-}
-
-func internOwners(t *Table, refs []metav1.OwnerReference) {
-	for i := range refs {
-		o := &refs[i]
-		o.APIVersion, o.Kind, o.Name, o.UID = t.str(o.APIVersion), t.str(o.Kind), t.str(o.Name), types.UID(t.str(string(o.UID)))
-	}
-}
-
-func internPorts(t *Table, ports []corev1.ServicePort) {
-	for i := range ports {
-		p := &ports[i]
-		p.Name, p.Protocol, p.TargetPort.StrVal = t.str(p.Name), corev1.Protocol(t.str(string(p.Protocol))), t.str(p.TargetPort.StrVal)
-		if p.AppProtocol != nil {
-			*p.AppProtocol = t.str(*p.AppProtocol)
-		}
-	}
 }
 
 // internResources gives list the table's copies of its names: setting a

@@ -194,6 +194,21 @@ func TestStringsSharesMapsAndLists(t *testing.T) {
 	if !sameSlice(a.Spec.Ports, b.Spec.Ports) {
 		t.Error("the Services' ports are two lists")
 	}
+	sets := statefulSets(t)
+	pg, pg2, mysql := decoded(t, sets[0]), decoded(t, sets[0]), decoded(t, sets[1])
+	for _, s := range []any{pg, pg2, mysql} {
+		table.Strings(s)
+	}
+	if !sameSlice(pg.Spec.Template.Spec.Containers, pg2.Spec.Template.Spec.Containers) ||
+		!sameSlice(pg.Spec.VolumeClaimTemplates, pg2.Spec.VolumeClaimTemplates) {
+		t.Error("two StatefulSets' equal containers or claim templates are two lists")
+	}
+	if sameSlice(pg.Spec.Template.Spec.Containers, mysql.Spec.Template.Spec.Containers) {
+		t.Error("a PostgreSQL and a MySQL StatefulSet's containers are one list")
+	}
+	if !reflect.DeepEqual(pg, decoded(t, sets[0])) || !reflect.DeepEqual(pg2, decoded(t, sets[0])) || !reflect.DeepEqual(mysql, decoded(t, sets[1])) {
+		t.Error("a StatefulSet with shared lists reads differently")
+	}
 	if !sameMap(c.Spec.Resources.Requests, c.Status.Capacity) {
 		t.Error("a claim's requests and capacity of 1Gi are two maps")
 	}
@@ -276,11 +291,12 @@ func TestSharedMapsAreOnlyRead(t *testing.T) {
 func TestShareComparesValuesOfEqualHash(t *testing.T) {
 	table := New(1, 1)
 	ports := func(port int32) []corev1.ServicePort { return []corev1.ServicePort{{Name: "postgresql", Port: port}} }
-	first := share(table, 7, ports(5432), internPorts)
-	if got := share(table, 7, ports(5432), internPorts); !sameSlice(got, first) {
+	keep := func(*Table, []corev1.ServicePort) {}
+	first := share(table, 7, ports(5432), keep)
+	if got := share(table, 7, ports(5432), keep); !sameSlice(got, first) {
 		t.Error("equal ports of equal hashes are two lists")
 	}
-	if got := share(table, 7, ports(5433), internPorts); sameSlice(got, first) || got[0].Port != 5433 {
+	if got := share(table, 7, ports(5433), keep); sameSlice(got, first) || got[0].Port != 5433 {
 		t.Errorf("ports 5433 of the hash of 5432 are given %v", got)
 	}
 	labels := share(table, 7, map[string]string{"a": "b"}, (*Table).stringMap)
