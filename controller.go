@@ -34,6 +34,7 @@ import (
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/backup"
+	"github.com/dbcontroller/database-controller/pkg/builder"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbscheme "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/scheme"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
@@ -398,13 +399,17 @@ func changeOf(old, new *dbv1alpha1.Database) string {
 }
 
 // kindOf is the kind of an object an informer handed over, for
-// ObserveQueued: its Go type's name, or an unstructured object's kind.
+// ObserveQueued: its Go type's name, or an unstructured object's kind, or
+// the kind a cache's compact form stands for.
 func kindOf(obj interface{}) string {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return u.GetKind()
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o.GetKind()
+	case *builder.CachedStatefulSet:
+		return "StatefulSet"
 	}
 	t := reflect.TypeOf(obj)
 	for t != nil && t.Kind() == reflect.Pointer {

@@ -693,7 +693,9 @@ var cacheStrings = intern.New(1<<14, 1<<13)
 // but what names its object, its kind and when and how often it happened;
 // most of a StatefulSet's spec, its pod and claim templates
 // (builder.StripTemplates: the drift comparison reads the API server's
-// copy); of a Service's spec, what the API server fills in and the
+// copy), and what is left is held in a type of its own that spends no
+// memory on the fields left empty (builder.CachedStatefulSet); of a
+// Service's spec, what the API server fills in and the
 // controller does not set; and the copy of a Database's
 // manifest that `kubectl apply` keeps in an annotation. What is left
 // shares the strings, and the maps of labels and selectors, that other
@@ -733,6 +735,8 @@ func stripForCache(obj interface{}) (interface{}, error) {
 		}
 	case *appsv1.StatefulSet:
 		builder.StripTemplates(o)
+		cacheStrings.Strings(o)
+		return builder.CacheStatefulSet(o), nil
 	case *corev1.Service:
 		// What the builder sets, which the drift check compares; not
 		// what the API server fills in (the cluster IPs but the one,

@@ -415,13 +415,12 @@ func (f *fixture) kubeActions() []core.Action {
 var strippedTemplates = flag.Bool("stripped-templates", false, "strip the templates of the cached StatefulSets in every test, and ignore the reads of StatefulSets from the API server")
 
 // cached is obj as the cache of a test holds it: a StatefulSet with its
-// templates stripped (builder.StripTemplates) when the test asks or
-// -stripped-templates is given; the fake clientset holds it whole.
+// templates stripped, in the cache's compact form
+// (builder.CacheStatefulSet), when the test asks or -stripped-templates is
+// given; the fake clientset holds it whole.
 func (f *fixture) cached(obj any) any {
 	if sts, ok := obj.(*appsv1.StatefulSet); ok && (f.stripTemplates || *strippedTemplates) {
-		sts = sts.DeepCopy()
-		builder.StripTemplates(sts)
-		return sts
+		return builder.CacheStatefulSet(sts.DeepCopy())
 	}
 	return obj
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
@@ -229,13 +230,29 @@ func hashStrings(parts ...string) uint64 {
 
 // Typed reads, one per kind a pass reads.
 
+// compacted is the form in which a cache may hold an object in less
+// memory than its type (builder.CachedStatefulSet): Object gives it back
+// whole, as a pass reads it.
+type compacted interface {
+	Object() runtime.Object
+}
+
+// as is obj as a T: itself, or the object its compact form stands for.
+func as[T any](obj any) (T, bool) {
+	if c, ok := obj.(compacted); ok {
+		obj = c.Object()
+	}
+	t, ok := obj.(T)
+	return t, ok
+}
+
 func getAs[T any](r *reader, src source, namespace, name string) (T, error) {
 	var zero T
 	obj, err := r.get(src, namespace, name)
 	if err != nil {
 		return zero, err
 	}
-	t, ok := obj.(T)
+	t, ok := as[T](obj)
 	if !ok {
 		return zero, apierrors.NewNotFound(resources[src], name)
 	}
@@ -302,7 +319,7 @@ func indexedAs[T metav1.Object](r *reader, src source, index, key string, select
 	}
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {
-		t, ok := o.(T)
+		t, ok := as[T](o)
 		if ok && (selector == nil || selector.Matches(labels.Set(t.GetLabels()))) {
 			out = append(out, t)
 		}
