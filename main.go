@@ -698,9 +698,9 @@ var cacheStrings = intern.New(1<<14, 1<<13)
 // Service's spec, what the API server fills in and the
 // controller does not set; and the copy of a Database's
 // manifest that `kubectl apply` keeps in an annotation. What is left
-// shares the strings, and the maps of labels and selectors, that other
-// cached objects hold (cacheStrings): each decoded object brings its own
-// copies.
+// shares the strings, and the maps and lists (labels, owners, ports,
+// containers), that other cached objects hold (cacheStrings): each decoded
+// object brings its own copies.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)

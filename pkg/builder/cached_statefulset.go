@@ -58,11 +58,12 @@ func TemplateStripped(sts *appsv1.StatefulSet) bool {
 }
 
 // CachedStatefulSet is what the informer cache holds of a StatefulSet: its
-// metadata, and of its spec and status what StripTemplates keeps, in a
-// quarter of the memory of the StatefulSet it stands for (most of that is
-// the fields StripTemplates leaves empty). A pass reads it whole, as the
-// StatefulSet StripTemplates leaves (StatefulSet); the informer's handlers
-// read its metadata. Like every cached object, no one writes to it.
+// metadata, and of its spec and status what StripTemplates keeps, in 448
+// bytes where the StatefulSet type takes 1,408 (most of them in the fields
+// StripTemplates leaves empty), with no map to mark it stripped. A pass
+// reads it whole, as the StatefulSet StripTemplates leaves (StatefulSet);
+// the informer's handlers read its metadata. Like every cached object, no
+// one writes to it.
 type CachedStatefulSet struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
