@@ -34,7 +34,7 @@ import (
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/backup"
-	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/cached"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbscheme "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/scheme"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
@@ -282,7 +282,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			TrustPeriod: cfg.TLSTrustPeriod, PrimaryChanges: cfg.PrimaryChanges, Dynamic: cfg.Dynamic}),
 		logins: logins,
 		backups: backup.New(backup.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Backups: caches.Backups,
-			Jobs: batchlisters.NewJobLister(caches.Jobs), Pods: corelisters.NewPodLister(caches.Pods), Claims: claims.Lister(),
+			Jobs: batchlisters.NewJobLister(caches.Jobs), Pods: cached.PodLister(caches.Pods), Claims: claims.Lister(),
 			Recorder: cfg.Recorder, Clock: cfg.Clock, FieldManager: reconcile.FieldManager, ToolsImage: cfg.ToolsImage}),
 		clock:   cfg.Clock,
 		metrics: cfg.Metrics,
@@ -408,8 +408,10 @@ func kindOf(obj interface{}) string {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
 		return o.GetKind()
-	case *builder.CachedStatefulSet:
+	case *cached.StatefulSet:
 		return "StatefulSet"
+	case *cached.Pod:
+		return "Pod"
 	}
 	t := reflect.TypeOf(obj)
 	for t != nil && t.Kind() == reflect.Pointer {

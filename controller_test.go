@@ -40,6 +40,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/backup"
 	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/cached"
 	"github.com/dbcontroller/database-controller/pkg/drift"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
@@ -152,8 +153,14 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	return c, dbI, kubeI, recorder
 }
 
-func (f *fixture) add(inf cache.SharedIndexInformer, obj any) {
-	if err := inf.GetIndexer().Add(obj); err != nil {
+// add puts obj in inf's cache as the informer would: a copy, as
+// stripForCache leaves it.
+func (f *fixture) add(inf cache.SharedIndexInformer, obj runtime.Object) {
+	cached, err := stripForCache(obj.DeepCopyObject())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := inf.GetIndexer().Add(cached); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -511,10 +518,8 @@ func TestStripForCache(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c, ok := got.(*builder.CachedStatefulSet); ok {
-				// Held compact, read whole.
-				got = c.StatefulSet()
-			}
+			// Held compact or not, read whole.
+			got = cached.Whole(got)
 			if !equality.Semantic.DeepEqual(got, tt.want) {
 				t.Fatalf("stripForCache:\n got %+v\nwant %+v", got, tt.want)
 			}
@@ -599,17 +604,20 @@ func TestStripForCacheServesEachReader(t *testing.T) {
 		"pending past the grace": {claim(names.ClaimPrefix(db)+"0", corev1.ClaimPending, time.Hour, "2Gi")},
 		"pending, young":         {claim(names.ClaimPrefix(db)+"0", corev1.ClaimPending, time.Second, "2Gi")},
 	}
-	stripped := func(obj runtime.Object) runtime.Object {
+	// stripped is obj as the cache holds it, compact or not.
+	stripped := func(obj runtime.Object) any {
 		out, err := stripForCache(obj.DeepCopyObject())
 		if err != nil {
 			t.Fatal(err)
 		}
-		return out.(runtime.Object)
+		return out
 	}
-	readers := func(claims []*corev1.PersistentVolumeClaim, pods []*corev1.Pod) []any {
+	// readers read claims and pods as a pass does, and the pods' index of
+	// addresses reads held, as the cache holds them.
+	readers := func(claims []*corev1.PersistentVolumeClaim, pods []*corev1.Pod, held []any) []any {
 		in := status.CauseInput{Claims: claims, Pods: pods, Now: now}
 		var addresses [][]string
-		for _, p := range pods {
+		for _, p := range held {
 			ips, err := podnet.IndexByPodIP(p)
 			if err != nil {
 				t.Fatal(err)
@@ -626,11 +634,12 @@ func TestStripForCacheServesEachReader(t *testing.T) {
 				for _, c := range claims {
 					strippedClaims = append(strippedClaims, stripped(c).(*corev1.PersistentVolumeClaim))
 				}
-				sp := stripped(p).(*corev1.Pod)
+				held := stripped(p)
+				sp := cached.Whole(held).(*corev1.Pod)
 				if equality.Semantic.DeepEqual(sp, p) || equality.Semantic.DeepEqual(strippedClaims[0], claims[0]) {
 					t.Fatal("nothing was stripped: the test proves nothing")
 				}
-				got, want := readers(strippedClaims, []*corev1.Pod{sp}), readers(claims, []*corev1.Pod{p})
+				got, want := readers(strippedClaims, []*corev1.Pod{sp}, []any{held}), readers(claims, []*corev1.Pod{p}, []any{p})
 				for i := range want {
 					if !equality.Semantic.DeepEqual(got[i], want[i]) {
 						t.Errorf("reader %d reads the stripped objects as\n%+v\nand the sent ones as\n%+v", i, got[i], want[i])
@@ -1007,7 +1016,8 @@ func TestKindOf(t *testing.T) {
 	}{
 		{&corev1.Pod{}, "Pod"},
 		{&dbv1alpha1.Database{}, "Database"},
-		{builder.CacheStatefulSet(&appsv1.StatefulSet{}), "StatefulSet"},
+		{cached.NewStatefulSet(&appsv1.StatefulSet{}), "StatefulSet"},
+		{cached.NewPod(&corev1.Pod{}), "Pod"},
 		{cache.DeletedFinalStateUnknown{Key: "default/orders", Obj: &corev1.Secret{}}, "Secret"},
 		{podMonitor, "PodMonitor"},
 		{nil, "unknown"},

@@ -41,6 +41,7 @@ import (
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/cached"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/intern"
@@ -693,14 +694,15 @@ var cacheStrings = intern.New(1<<14, 1<<13)
 // but what names its object, its kind and when and how often it happened;
 // most of a StatefulSet's spec, its pod and claim templates
 // (builder.StripTemplates: the drift comparison reads the API server's
-// copy), and what is left is held in a type of its own that spends no
-// memory on the fields left empty (builder.CachedStatefulSet); of a
+// copy); of a
 // Service's spec, what the API server fills in and the
 // controller does not set; and the copy of a Database's
 // manifest that `kubectl apply` keeps in an annotation. What is left
 // shares the strings, and the maps and lists (labels, owners, ports,
 // containers), that other cached objects hold (cacheStrings): each decoded
-// object brings its own copies.
+// object brings its own copies. Pods and StatefulSets are then held in
+// their compact forms (package cached), which spend no memory on the
+// fields left empty.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)
@@ -714,6 +716,8 @@ func stripForCache(obj interface{}) (interface{}, error) {
 		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions, PodIP: o.Status.PodIP, PodIPs: o.Status.PodIPs,
 			InitContainerStatuses: stripContainerStatuses(o.Status.InitContainerStatuses),
 			ContainerStatuses:     stripContainerStatuses(o.Status.ContainerStatuses)}
+		cacheStrings.Strings(o)
+		return cached.NewPod(o), nil
 	case *corev1.PersistentVolumeClaim:
 		*o = corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion,
@@ -736,7 +740,7 @@ func stripForCache(obj interface{}) (interface{}, error) {
 	case *appsv1.StatefulSet:
 		builder.StripTemplates(o)
 		cacheStrings.Strings(o)
-		return builder.CacheStatefulSet(o), nil
+		return cached.NewStatefulSet(o), nil
 	case *corev1.Service:
 		// What the builder sets, which the drift check compares; not
 		// what the API server fills in (the cluster IPs but the one,

@@ -4,13 +4,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/dbcontroller/database-controller/pkg/cached"
 )
 
 // AnnotationTemplateStripped marks the pod template of a StatefulSet that
 // StripTemplates has stripped: it is set on the copy in the informer cache
 // only, never on an object the controller writes.
-const AnnotationTemplateStripped = "dbcontroller.io/cache-stripped-template"
+const AnnotationTemplateStripped = cached.AnnotationTemplateStripped
 
 // StripTemplates keeps of the spec of sts, for the informer cache, what a
 // pass reads there, and marks its pod template stripped: the replicas; of
@@ -55,50 +56,4 @@ func StripTemplates(sts *appsv1.StatefulSet) {
 // read.
 func TemplateStripped(sts *appsv1.StatefulSet) bool {
 	return sts != nil && sts.Spec.Template.Annotations[AnnotationTemplateStripped] == "true"
-}
-
-// CachedStatefulSet is what the informer cache holds of a StatefulSet: its
-// metadata, and of its spec and status what StripTemplates keeps, in 448
-// bytes where the StatefulSet type takes 1,408 (most of them in the fields
-// StripTemplates leaves empty), with no map to mark it stripped. A pass
-// reads it whole, as the StatefulSet StripTemplates leaves (StatefulSet);
-// the informer's handlers read its metadata. Like every cached object, no
-// one writes to it.
-type CachedStatefulSet struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
-	replicas                   *int32
-	containers, initContainers []corev1.Container
-	claimTemplates             []corev1.PersistentVolumeClaim
-	status                     appsv1.StatefulSetStatus
-}
-
-// CacheStatefulSet returns what the informer cache holds of sts: the
-// StatefulSet StripTemplates leaves, compacted. It shares sts's fields.
-func CacheStatefulSet(sts *appsv1.StatefulSet) *CachedStatefulSet {
-	if !TemplateStripped(sts) {
-		StripTemplates(sts)
-	}
-	return &CachedStatefulSet{TypeMeta: sts.TypeMeta, ObjectMeta: sts.ObjectMeta, replicas: sts.Spec.Replicas,
-		containers: sts.Spec.Template.Spec.Containers, initContainers: sts.Spec.Template.Spec.InitContainers,
-		claimTemplates: sts.Spec.VolumeClaimTemplates, status: sts.Status}
-}
-
-// StatefulSet returns the StatefulSet c stands for, as StripTemplates left
-// it: a new one, which shares c's fields, and is only read.
-func (c *CachedStatefulSet) StatefulSet() *appsv1.StatefulSet {
-	sts := &appsv1.StatefulSet{TypeMeta: c.TypeMeta, ObjectMeta: c.ObjectMeta, Status: c.status,
-		Spec: appsv1.StatefulSetSpec{Replicas: c.replicas, VolumeClaimTemplates: c.claimTemplates}}
-	sts.Spec.Template.Annotations = map[string]string{AnnotationTemplateStripped: "true"}
-	sts.Spec.Template.Spec.Containers, sts.Spec.Template.Spec.InitContainers = c.containers, c.initContainers
-	return sts
-}
-
-// Object is the StatefulSet c stands for (StatefulSet).
-func (c *CachedStatefulSet) Object() runtime.Object { return c.StatefulSet() }
-
-// DeepCopyObject makes c a runtime.Object, which client-go's cache
-// mutation detector checks.
-func (c *CachedStatefulSet) DeepCopyObject() runtime.Object {
-	return CacheStatefulSet(c.StatefulSet().DeepCopy())
 }

@@ -3,6 +3,8 @@ package podnet
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/dbcontroller/database-controller/pkg/cached"
 )
 
 // IndexPodIP is the name of the pods' index by their addresses.
@@ -10,7 +12,7 @@ const IndexPodIP = "podIP"
 
 // IndexByPodIP is the index function of IndexPodIP: a pod's addresses.
 func IndexByPodIP(obj interface{}) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := cached.Whole(obj).(*corev1.Pod)
 	if !ok {
 		return nil, nil
 	}
@@ -34,8 +36,8 @@ func PodOfIndexer(pods cache.Indexer) PodOf {
 			return Pod{}, false
 		}
 		for _, obj := range objs {
-			pod := obj.(*corev1.Pod)
-			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			pod, ok := cached.Whole(obj).(*corev1.Pod)
+			if ok && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 				return Pod{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, true
 			}
 		}

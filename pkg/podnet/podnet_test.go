@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/dbcontroller/database-controller/pkg/cached"
 )
 
 // fakePaths records each attempt of a Dialer, and answers with the
@@ -182,7 +184,8 @@ func TestPodOfIndexer(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db-0", UID: "uid-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
 			PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}}}},
 	} {
-		if err := indexer.Add(pod); err != nil {
+		// Held compact, as the controller's cache holds pods.
+		if err := indexer.Add(cached.NewPod(pod)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -34,6 +34,7 @@ import (
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/backup"
 	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/cached"
 	"github.com/dbcontroller/database-controller/pkg/engine/postgresql"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/dbcontroller/database-controller/pkg/ha"
@@ -370,6 +371,15 @@ func (l *loggedIndexer) ListIndexFuncValues(index string) []string {
 	return l.Indexer.ListIndexFuncValues(index)
 }
 
+// updatePods puts the pods of f.podLister, which a test changed after a
+// pass, in the pods' cache, as an informer would.
+func (f *fixture) updatePods() {
+	f.t.Helper()
+	for _, pod := range f.podLister {
+		f.update(f.caches.Pods, pod)
+	}
+}
+
 // update puts obj in place of the object of its key in indexer, as an
 // informer would.
 func (f *fixture) update(indexer cache.Indexer, obj any) {
@@ -416,11 +426,17 @@ var strippedTemplates = flag.Bool("stripped-templates", false, "strip the templa
 
 // cached is obj as the cache of a test holds it: a StatefulSet with its
 // templates stripped, in the cache's compact form
-// (builder.CacheStatefulSet), when the test asks or -stripped-templates is
-// given; the fake clientset holds it whole.
+// (cached.NewStatefulSet), when the test asks or -stripped-templates is
+// given, and a pod in its compact form then too (cached.NewPod); the fake
+// clientset holds them whole.
 func (f *fixture) cached(obj any) any {
 	if sts, ok := obj.(*appsv1.StatefulSet); ok && (f.stripTemplates || *strippedTemplates) {
-		return builder.CacheStatefulSet(sts.DeepCopy())
+		sts = sts.DeepCopy()
+		builder.StripTemplates(sts)
+		return cached.NewStatefulSet(sts)
+	}
+	if pod, ok := obj.(*corev1.Pod); ok && (f.stripTemplates || *strippedTemplates) {
+		return cached.NewPod(pod.DeepCopy())
 	}
 	return obj
 }

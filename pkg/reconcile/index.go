@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/cached"
 	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
@@ -98,7 +99,7 @@ const IndexNode = "node"
 // IndexByNode indexes a pod by its node's name; pods not scheduled yet
 // are not indexed.
 func IndexByNode(obj interface{}) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
+	p, ok := cached.Whole(obj).(*corev1.Pod)
 	if !ok || p.Spec.NodeName == "" {
 		return nil, nil
 	}

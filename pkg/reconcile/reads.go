@@ -11,12 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/pkg/backup"
+	"github.com/dbcontroller/database-controller/pkg/cached"
 	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
@@ -230,19 +230,10 @@ func hashStrings(parts ...string) uint64 {
 
 // Typed reads, one per kind a pass reads.
 
-// compacted is the form in which a cache may hold an object in less
-// memory than its type (builder.CachedStatefulSet): Object gives it back
-// whole, as a pass reads it.
-type compacted interface {
-	Object() runtime.Object
-}
-
-// as is obj as a T: itself, or the object its compact form stands for.
+// as is obj as a T: itself, or the object its compact form stands for
+// (cached.Whole).
 func as[T any](obj any) (T, bool) {
-	if c, ok := obj.(compacted); ok {
-		obj = c.Object()
-	}
-	t, ok := obj.(T)
+	t, ok := cached.Whole(obj).(T)
 	return t, ok
 }
 

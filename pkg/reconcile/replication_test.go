@@ -530,6 +530,7 @@ func TestReplicationSwitchover(t *testing.T) {
 		f.podLister[0].DeletionTimestamp = &metav1.Time{Time: testNow}
 		delete(f.podLister[0].Labels, dbv1alpha1.LabelRole)
 		f.podLister[1].Labels[dbv1alpha1.LabelRole] = dbv1alpha1.RolePrimary
+		f.updatePods()
 		f.sql.Facts[podIP(0)] = nil
 		f.calls = probes(1)
 		f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)

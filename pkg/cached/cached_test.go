@@ -1,0 +1,108 @@
+package cached_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dbcontroller/database-controller/pkg/builder"
+	"github.com/dbcontroller/database-controller/pkg/cached"
+)
+
+// readsAs checks that c, and a deep copy of it, read whole as want.
+func readsAs(t *testing.T, c cached.Compact, want runtime.Object) {
+	t.Helper()
+	if got := cached.Whole(c); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("cached object reads\n%+v\nwant\n%+v", got, want)
+	}
+	if got := cached.Whole(c.DeepCopyObject()); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("a deep copy reads\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// The cache's compact StatefulSet reads whole as the StatefulSet
+// builder.StripTemplates leaves, for every StatefulSet of the builder's
+// golden files (each engine, replicated, restoring), marked stripped.
+func TestStatefulSetReadsAsStripped(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "builder", "testdata", "statefulset-*.golden.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("golden StatefulSets: %v, %v", files, err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sts appsv1.StatefulSet
+			if err := yaml.Unmarshal(b, &sts); err != nil {
+				t.Fatal(err)
+			}
+			sts.UID, sts.ResourceVersion, sts.Status = "uid", "42", appsv1.StatefulSetStatus{Replicas: 1, ReadyReplicas: 1, CurrentRevision: "r1"}
+			builder.StripTemplates(&sts)
+			want := sts.DeepCopy()
+			c := cached.NewStatefulSet(&sts)
+			readsAs(t, c, want)
+			if !builder.TemplateStripped(c.StatefulSet()) {
+				t.Error("the cached StatefulSet does not read as stripped: the drift check would compare its empty template")
+			}
+		})
+	}
+}
+
+// stripped is a pod as stripForCache leaves it: its metadata, node and
+// what it keeps of the status.
+func stripped() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders-0", Namespace: "shop", UID: "uid", ResourceVersion: "7", Labels: map[string]string{"app": "orders"},
+			Annotations: map[string]string{"a": "b"}, OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "orders"}},
+			DeletionTimestamp: &metav1.Time{}},
+		Spec: corev1.PodSpec{NodeName: "node-1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.5", PodIPs: []corev1.PodIP{{IP: "10.0.0.5"}},
+			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "install-tools", Image: "tools:1"}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "postgresql", Image: "postgres:17", Ready: true, RestartCount: 2,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+	}
+}
+
+// The cache's compact pod reads whole as the stripped pod it was made of.
+func TestPodReadsAsStripped(t *testing.T) {
+	readsAs(t, cached.NewPod(stripped()), stripped())
+}
+
+// PodLister reads a cache of compact pods as client-go's typed lister
+// reads a cache of pods.
+func TestPodLister(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	other := stripped()
+	other.Namespace, other.Labels = "billing", map[string]string{"app": "billing"}
+	for _, p := range []*corev1.Pod{stripped(), other} {
+		if err := indexer.Add(cached.NewPod(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lister := cached.PodLister(indexer)
+	got, err := lister.Pods("shop").Get("orders-0")
+	if err != nil || !equality.Semantic.DeepEqual(got, stripped()) {
+		t.Errorf("Get: %+v, %v", got, err)
+	}
+	if _, err := lister.Pods("shop").Get("orders-1"); err == nil {
+		t.Error("Get of a pod the cache does not hold found one")
+	}
+	if pods, err := lister.Pods("shop").List(labels.Everything()); err != nil || len(pods) != 1 || pods[0].Namespace != "shop" {
+		t.Errorf("List of one namespace: %v, %v", pods, err)
+	}
+	if pods, err := lister.List(labels.SelectorFromSet(labels.Set{"app": "billing"})); err != nil || len(pods) != 1 || pods[0].Namespace != "billing" {
+		t.Errorf("List by labels: %v, %v", pods, err)
+	}
+}
