@@ -412,6 +412,8 @@ func kindOf(obj interface{}) string {
 		return "StatefulSet"
 	case *cached.Pod:
 		return "Pod"
+	case *cached.Service:
+		return "Service"
 	}
 	t := reflect.TypeOf(obj)
 	for t != nil && t.Kind() == reflect.Pointer {

@@ -700,9 +700,9 @@ var cacheStrings = intern.New(1<<14, 1<<13)
 // manifest that `kubectl apply` keeps in an annotation. What is left
 // shares the strings, and the maps and lists (labels, owners, ports,
 // containers), that other cached objects hold (cacheStrings): each decoded
-// object brings its own copies. Pods and StatefulSets are then held in
-// their compact forms (package cached), which spend no memory on the
-// fields left empty.
+// object brings its own copies. Pods, Services and StatefulSets are then
+// held in their compact forms (package cached), which spend no memory on
+// the fields left empty.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)
@@ -748,6 +748,8 @@ func stripForCache(obj interface{}) (interface{}, error) {
 		o.Spec = corev1.ServiceSpec{Type: o.Spec.Type, ClusterIP: o.Spec.ClusterIP, Selector: o.Spec.Selector, Ports: o.Spec.Ports,
 			PublishNotReadyAddresses: o.Spec.PublishNotReadyAddresses}
 		o.Status = corev1.ServiceStatus{}
+		cacheStrings.Strings(o)
+		return cached.NewService(o), nil
 	case *dbv1alpha1.Database:
 		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
 	}

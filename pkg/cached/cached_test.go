@@ -80,6 +80,18 @@ func TestPodReadsAsStripped(t *testing.T) {
 	readsAs(t, cached.NewPod(stripped()), stripped())
 }
 
+// The cache's compact Service reads whole as the stripped Service it was
+// made of.
+func TestServiceReadsAsStripped(t *testing.T) {
+	svc := func() *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop", UID: "uid", ResourceVersion: "7",
+			Labels: map[string]string{"app": "orders"}, Annotations: map[string]string{"a": "b"}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "None", Selector: map[string]string{"app": "orders"},
+				Ports: []corev1.ServicePort{{Name: "postgresql", Port: 5432}}, PublishNotReadyAddresses: true}}
+	}
+	readsAs(t, cached.NewService(svc()), svc())
+}
+
 // PodLister reads a cache of compact pods as client-go's typed lister
 // reads a cache of pods.
 func TestPodLister(t *testing.T) {

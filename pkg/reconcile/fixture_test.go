@@ -415,28 +415,32 @@ func (f *fixture) kubeActions() []core.Action {
 	return actions
 }
 
-// strippedTemplates runs every test of the package with the StatefulSets
-// of the caches stripped of their templates, as the controller's
-// informer cache holds them (builder.StripTemplates), and the fake
-// clientset holding them whole: each test's expectations must hold but
-// for the reads of StatefulSets from the API server that the drift
-// comparison then makes (make test runs it both ways). The tests written
-// for those reads set stripTemplates instead.
-var strippedTemplates = flag.Bool("stripped-templates", false, "strip the templates of the cached StatefulSets in every test, and ignore the reads of StatefulSets from the API server")
+// strippedTemplates runs every test of the package with the caches
+// holding StatefulSets, pods and Services as the controller's informer
+// caches hold them, stripped (builder.StripTemplates) and compact (package
+// cached), and the fake clientset holding them whole: each test's
+// expectations must hold but for the reads of StatefulSets from the API
+// server that the drift comparison then makes (make test runs it both
+// ways). The tests written for those reads set stripTemplates instead.
+var strippedTemplates = flag.Bool("stripped-templates", false, "hold the cached StatefulSets stripped, and them, pods and Services compact, in every test, and ignore the reads of StatefulSets from the API server")
 
-// cached is obj as the cache of a test holds it: a StatefulSet with its
-// templates stripped, in the cache's compact form
-// (cached.NewStatefulSet), when the test asks or -stripped-templates is
-// given, and a pod in its compact form then too (cached.NewPod); the fake
-// clientset holds them whole.
+// cached is obj as the cache of a test holds it when the test asks or
+// -stripped-templates is given: a StatefulSet with its templates stripped,
+// compact, and a pod or Service compact; the fake clientset holds them
+// whole.
 func (f *fixture) cached(obj any) any {
-	if sts, ok := obj.(*appsv1.StatefulSet); ok && (f.stripTemplates || *strippedTemplates) {
-		sts = sts.DeepCopy()
+	if !f.stripTemplates && !*strippedTemplates {
+		return obj
+	}
+	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		sts := o.DeepCopy()
 		builder.StripTemplates(sts)
 		return cached.NewStatefulSet(sts)
-	}
-	if pod, ok := obj.(*corev1.Pod); ok && (f.stripTemplates || *strippedTemplates) {
-		return cached.NewPod(pod.DeepCopy())
+	case *corev1.Pod:
+		return cached.NewPod(o.DeepCopy())
+	case *corev1.Service:
+		return cached.NewService(o.DeepCopy())
 	}
 	return obj
 }
