@@ -503,7 +503,7 @@ func TestStripForCache(t *testing.T) {
 				Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}},
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3),
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
-					Annotations: map[string]string{builder.AnnotationTemplateStripped: "true"}},
+					Annotations: map[string]string{cached.AnnotationTemplateStripped: "true"}},
 					Spec: corev1.PodSpec{
 						InitContainers: []corev1.Container{{Name: "install-tools", Image: "tools:1"},
 							{Name: "restore", Image: "postgres:16", Env: []corev1.EnvVar{{Name: "DBC_RESTORE_BACKUP", Value: "b"}}}},

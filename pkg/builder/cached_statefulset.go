@@ -8,11 +8,6 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/cached"
 )
 
-// AnnotationTemplateStripped marks the pod template of a StatefulSet that
-// StripTemplates has stripped: it is set on the copy in the informer cache
-// only, never on an object the controller writes.
-const AnnotationTemplateStripped = cached.AnnotationTemplateStripped
-
 // StripTemplates keeps of the spec of sts, for the informer cache, what a
 // pass reads there, and marks its pod template stripped: the replicas; of
 // the pod template, each container's name, image and arguments (the image
@@ -39,7 +34,7 @@ func StripTemplates(sts *appsv1.StatefulSet) {
 		}
 		pod.InitContainers = append(pod.InitContainers, kept)
 	}
-	out.Template.Annotations = map[string]string{AnnotationTemplateStripped: "true"}
+	out.Template.Annotations = map[string]string{cached.AnnotationTemplateStripped: "true"}
 	for _, t := range in.VolumeClaimTemplates {
 		kept := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: t.Name},
 			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: t.Spec.StorageClassName}}
@@ -55,5 +50,5 @@ func StripTemplates(sts *appsv1.StatefulSet) {
 // cache's stripped copy (StripTemplates), which the drift comparison cannot
 // read.
 func TemplateStripped(sts *appsv1.StatefulSet) bool {
-	return sts != nil && sts.Spec.Template.Annotations[AnnotationTemplateStripped] == "true"
+	return sts != nil && sts.Spec.Template.Annotations[cached.AnnotationTemplateStripped] == "true"
 }
