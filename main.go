@@ -694,10 +694,9 @@ var cacheStrings = intern.New(1<<14, 1<<13)
 // but what names its object, its kind and when and how often it happened;
 // most of a StatefulSet's spec, its pod and claim templates
 // (builder.StripTemplates: the drift comparison reads the API server's
-// copy); of a
-// Service's spec, what the API server fills in and the
-// controller does not set; and the copy of a Database's
-// manifest that `kubectl apply` keeps in an annotation. What is left
+// copy); of a Service's spec, what the API server fills in and the
+// controller does not set; and the copy of a Database's manifest that
+// `kubectl apply` keeps in an annotation. What is left
 // shares the strings, and the maps and lists (labels, owners, ports,
 // containers), that other cached objects hold (cacheStrings): each decoded
 // object brings its own copies. Pods, Services and StatefulSets are then
