@@ -390,11 +390,13 @@ func share[T any](t *Table, h uint64, v T, own func(*Table, T)) T {
 // equal says whether two values of a kind the table shares read the same.
 func equal[T any](a, b T) bool {
 	if m, ok := any(a).(map[string]string); ok {
-		return maps.Equal(m, any(b).(map[string]string))
+		other, ok := any(b).(map[string]string)
+		return ok && maps.Equal(m, other)
 	}
-	// Owner references and ports hold pointers, and a resource list's
-	// quantities unexported fields: compared by what they point at and
-	// hold. Called only on equal hashes.
+	// Lists hold pointers (an owner's controller flag, a port's protocol),
+	// and a resource list's quantities unexported fields: compared by what
+	// they point at and hold, and by their types. Called only on equal
+	// hashes.
 	return reflect.DeepEqual(a, b)
 }
 
