@@ -399,21 +399,14 @@ func changeOf(old, new *dbv1alpha1.Database) string {
 }
 
 // kindOf is the kind of an object an informer handed over, for
-// ObserveQueued: its Go type's name, or an unstructured object's kind, or
-// the kind a cache's compact form stands for.
+// ObserveQueued: its Go type's name (a cache's compact form is named as the
+// kind it stands for, cached.Pod), or an unstructured object's kind.
 func kindOf(obj interface{}) string {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return o.GetKind()
-	case *cached.StatefulSet:
-		return "StatefulSet"
-	case *cached.Pod:
-		return "Pod"
-	case *cached.Service:
-		return "Service"
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.GetKind()
 	}
 	t := reflect.TypeOf(obj)
 	for t != nil && t.Kind() == reflect.Pointer {
