@@ -422,17 +422,6 @@ func (t *Table) hashMap(m map[string]string) uint64 {
 	return h
 }
 
-// hashStrings hashes parts in order, as a value of kind.
-func (t *Table) hashStrings(kind uint64, parts ...string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(t.seed)
-	for _, s := range parts {
-		h.WriteString(s)
-		h.WriteByte(0)
-	}
-	return h.Sum64() ^ kind<<56
-}
-
 // hashList hashes the protobuf encoding of each element of list, in
 // order, as a value of kind; ok is false when one has none.
 func (t *Table) hashList(kind uint64, list reflect.Value) (h uint64, ok bool) {
@@ -453,8 +442,9 @@ func (t *Table) hashList(kind uint64, list reflect.Value) (h uint64, ok bool) {
 func (t *Table) hashResources(list corev1.ResourceList) uint64 {
 	h := uint64(len(list)) ^ kindResources<<56
 	for name, q := range list {
-		// In no order, as a map's; q is a copy, which String may write.
-		h += t.hashStrings(kindResources, string(name), q.String(), string(q.Format))
+		// As hashMap, by each quantity as it prints; q is a copy, which
+		// String may write.
+		h += maphash.String(t.seed, string(name))*0x9e3779b97f4a7c15 ^ maphash.String(t.seed, q.String())
 	}
 	return h
 }
