@@ -534,7 +534,7 @@ func (f *fixture) syncAndCheck(ctx context.Context, r *Reconciler, recorder *rec
 	}
 	var settledReads []read
 	if last, ok := r.settled.Get(ref); ok {
-		settledReads = last.reads
+		settledReads, _ = last.reads.reads(ref)
 	}
 	f.raw = nil
 	f.sql.ResetCalls()

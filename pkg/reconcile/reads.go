@@ -1,7 +1,9 @@
 package reconcile
 
 import (
+	"encoding/binary"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
@@ -176,6 +179,102 @@ func (r *reader) byIndex(src source, index, key string) ([]any, error) {
 	}
 	r.record(read{src: src, index: index, key: key}, hashStrings(index, key)^set, ok)
 	return objs, nil
+}
+
+// A readRecord is the reads of a settled pass, as it is kept until the next
+// Sync replays them: in one string, each key a Database's own (its name,
+// or its name and a suffix, in its namespace: its children's names) kept
+// as the suffix alone. Kept as a slice of reads, the reads of one
+// Database took about a kilobyte: the slice, grown by appends, and a
+// string for each key. Each read is its source, its index (length
+// first: none when by key), and its key: a byte that says which prefix it
+// lacks (keyWhole, keyInNamespace: the Database's namespace and a slash;
+// keyOfDatabase: that and the Database's name), then the rest (length
+// first).
+type readRecord string
+
+// The prefixes a key in a record lacks.
+const (
+	keyWhole byte = iota
+	keyInNamespace
+	keyOfDatabase
+)
+
+// encodeReads is the record of reads by a pass over the Database db.
+func encodeReads(db types.NamespacedName, reads []read) readRecord {
+	inNamespace := db.Namespace + "/"
+	ofDatabase := inNamespace + db.Name
+	type part struct {
+		prefix byte
+		rest   string
+	}
+	parts := make([]part, len(reads))
+	size := 0
+	for i, rd := range reads {
+		parts[i] = part{keyWhole, rd.key}
+		if rest, ok := strings.CutPrefix(rd.key, ofDatabase); ok {
+			parts[i] = part{keyOfDatabase, rest}
+		} else if rest, ok := strings.CutPrefix(rd.key, inNamespace); ok {
+			parts[i] = part{keyInNamespace, rest}
+		}
+		size += 2 + 2*binary.MaxVarintLen64 + len(rd.index) + len(parts[i].rest)
+	}
+	b := make([]byte, 0, size)
+	for i, rd := range reads {
+		b = append(b, byte(rd.src))
+		b = binary.AppendUvarint(b, uint64(len(rd.index)))
+		b = append(b, rd.index...)
+		b = append(b, parts[i].prefix)
+		b = binary.AppendUvarint(b, uint64(len(parts[i].rest)))
+		b = append(b, parts[i].rest...)
+	}
+	// One allocation of the length it takes (strings.Clone of a slice of
+	// the buffer).
+	return readRecord(strings.Clone(string(b)))
+}
+
+// reads are the reads of rec, by a pass over the Database db, in the order
+// the pass made them; false with what was decoded when rec is not a
+// record (never, as only encodeReads makes them).
+func (rec readRecord) reads(db types.NamespacedName) ([]read, bool) {
+	var reads []read
+	s := string(rec)
+	str := func() (string, bool) {
+		n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
+		if w <= 0 || uint64(len(s)-w) < n {
+			return "", false
+		}
+		v := s[w : w+int(n)]
+		s = s[w+int(n):]
+		return v, true
+	}
+	for s != "" {
+		rd := read{src: source(s[0])}
+		s = s[1:]
+		index, ok := str()
+		if !ok || s == "" || rd.src >= numSources {
+			return reads, false
+		}
+		rd.index = index
+		prefix := s[0]
+		s = s[1:]
+		rest, ok := str()
+		if !ok {
+			return reads, false
+		}
+		switch prefix {
+		case keyWhole:
+			rd.key = rest
+		case keyInNamespace:
+			rd.key = db.Namespace + "/" + rest
+		case keyOfDatabase:
+			rd.key = db.Namespace + "/" + db.Name + rest
+		default:
+			return reads, false
+		}
+		reads = append(reads, rd)
+	}
+	return reads, true
 }
 
 // replay does reads again, and returns the sum a reader that did them

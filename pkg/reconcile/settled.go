@@ -32,7 +32,7 @@ const SettledTTL = time.Hour
 type settledPass struct {
 	uid             types.UID
 	resourceVersion string
-	reads           []read
+	reads           readRecord
 	sum             uint64
 	// login is the Generation of the servers' answer to the Secret's
 	// credentials the pass read (package login), which no cache holds.
@@ -47,7 +47,7 @@ func (r *Reconciler) settle(db *dbv1alpha1.Database, rd *reader) {
 		r.settled.Remove(key)
 		return
 	}
-	r.settled.Put(key, settledPass{uid: db.UID, resourceVersion: db.ResourceVersion, reads: rd.reads, sum: rd.sum, login: rd.login})
+	r.settled.Put(key, settledPass{uid: db.UID, resourceVersion: db.ResourceVersion, reads: encodeReads(key, rd.reads), sum: rd.sum, login: rd.login})
 }
 
 // unchangedSinceSettled reports whether db is settled and every read of
@@ -60,7 +60,8 @@ func (r *Reconciler) unchangedSinceSettled(db *dbv1alpha1.Database) bool {
 		return false
 	}
 	if last.uid == db.UID && last.resourceVersion == db.ResourceVersion && db.DeletionTimestamp == nil && last.login == r.loginGeneration(key) {
-		if sum, ok := replay(&r.caches, last.reads); ok && sum == last.sum {
+		reads, decoded := last.reads.reads(key)
+		if sum, ok := replay(&r.caches, reads); decoded && ok && sum == last.sum {
 			return true
 		}
 	}

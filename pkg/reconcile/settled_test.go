@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -168,7 +169,11 @@ func TestEveryInputOfASettledPassUnsettlesIt(t *testing.T) {
 				if !ok {
 					t.Fatal("the first pass did not settle")
 				}
-				return f, r, db, last.reads
+				reads, ok := last.reads.reads(ref(db))
+				if !ok {
+					t.Fatalf("the settled pass's record does not decode: %q", last.reads)
+				}
+				return f, r, db, reads
 			}
 			f, r, db, reads := settle()
 			// Nothing changed: skipped.
@@ -289,4 +294,110 @@ func newOf(src source, meta metav1.ObjectMeta) runtime.Object {
 		return &corev1.Node{ObjectMeta: meta}
 	}
 	panic(fmt.Sprintf("no kind for source %d", src))
+}
+
+// A settled pass's reads read back as they were read from their record,
+// whatever prefix their keys share with the Database's; a record cut
+// short reads as no record.
+func TestReadRecordReadsBackTheReads(t *testing.T) {
+	db := types.NamespacedName{Namespace: "shop", Name: "orders"}
+	reads := []read{
+		{src: srcStatefulSets, key: "shop/orders"},
+		{src: srcSecrets, key: "shop/orders-credentials"},
+		{src: srcClaims, index: IndexInstance, key: "shop/orders"},
+		{src: srcClaimEvents, index: IndexClaim, key: "shop/data-orders-0"},
+		{src: srcTLSSecrets, key: "shop/orders-cert"},
+		{src: srcTLSSecrets, key: "shop/billing-cert"},
+		{src: srcNodes, key: "node-1"},
+		{src: srcSecrets, key: "shopping/orders"},
+		{src: srcServices, key: "shop/" + strings.Repeat("s", 300)},
+		{src: srcPodMonitors, key: ""},
+	}
+	rec := encodeReads(db, reads)
+	got, ok := rec.reads(db)
+	if !ok || !slices.Equal(got, reads) {
+		t.Fatalf("the record %q reads back as %v (%v), want %v", rec, got, ok, reads)
+	}
+	if len(rec) >= len(strings.Join(func() []string {
+		var keys []string
+		for _, rd := range reads {
+			keys = append(keys, rd.key)
+		}
+		return keys
+	}(), "")) {
+		t.Errorf("the record takes %d bytes, as many as its keys at least: no key was kept as a suffix", len(rec))
+	}
+	for n := range len(rec) {
+		if _, ok := rec[:n].reads(db); ok && n > 0 && !endsARead(db, reads, rec[:n]) {
+			t.Errorf("the record cut to %d of its %d bytes reads as a record", n, len(rec))
+		}
+	}
+	if got, ok := readRecord("").reads(db); !ok || len(got) != 0 {
+		t.Errorf("the empty record reads as %v (%v), want no reads", got, ok)
+	}
+}
+
+// endsARead reports whether rec is the record of the first reads of reads.
+func endsARead(db types.NamespacedName, reads []read, rec readRecord) bool {
+	for k := range len(reads) + 1 {
+		if encodeReads(db, reads[:k]) == rec {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkSettledRecord reports the heap the record of a settled pass
+// over a running PostgreSQL Database, its claim and pod, holds: its reads
+// as a record (what a settled Database keeps, for SettledTTL), and as the
+// reader's slice of reads, for comparison.
+func BenchmarkSettledRecord(b *testing.B) {
+	// The fixture takes a *testing.T: a zero one records a failed check,
+	// read below.
+	t := &testing.T{}
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 1)
+	f.converged(db)
+	f.seed(claim(db, 0, "1Gi"), startedPod(db))
+	f.stampResourceVersions()
+	r, _ := f.newReconciler()
+	_, ctx := ktesting.NewTestContext(b)
+	if skipped, err := r.Sync(ctx, db); skipped || err != nil {
+		b.Fatalf("the first pass: skipped %v, %v; want a pass that settles", skipped, err)
+	}
+	last, ok := r.settled.Get(ref(db))
+	if !ok || t.Failed() {
+		b.Fatal("the first pass did not settle")
+	}
+	reads, _ := last.reads.reads(ref(db))
+	const n = 1000
+	held := func(keep func(i int) any) float64 {
+		kept := make([]any, n)
+		var before, after goruntime.MemStats
+		goruntime.GC()
+		goruntime.ReadMemStats(&before)
+		for i := range kept {
+			kept[i] = keep(i)
+		}
+		goruntime.GC()
+		goruntime.ReadMemStats(&after)
+		goruntime.KeepAlive(kept)
+		return float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	// Each Database's keys are its own strings, as a reader makes them.
+	asRead := func(i int) any {
+		var rd reader
+		for _, x := range reads {
+			x.key = strings.Clone(x.key)
+			rd.record(x, 0, true)
+		}
+		return rd.reads
+	}
+	slice, rec := held(asRead), held(func(i int) any { return encodeReads(ref(db), reads) })
+	for b.Loop() {
+		_ = encodeReads(ref(db), reads)
+	}
+	b.ReportMetric(float64(len(reads)), "reads")
+	b.ReportMetric(slice, "bytes/slice")
+	b.ReportMetric(rec, "bytes/record")
 }
