@@ -80,7 +80,7 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 		return zero, nil, err
 	}
 	seen, comparable := coveredBy(existing, desired)
-	if c, ok := r.covered.Get(key); ok && comparable && c == seen {
+	if c, ok := r.covered.Get(key.sum()); ok && comparable && c == seen {
 		return existing, nil, nil
 	}
 	compared, against := existing, any(desired)
@@ -106,7 +106,7 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 	field, err := drift.FirstDifference(compared, against)
 	if err != nil || field == "" {
 		if err == nil && comparable {
-			r.covered.Put(key, seen)
+			r.covered.Put(key.sum(), seen)
 		}
 		return existing, nil, err
 	}
@@ -199,7 +199,7 @@ func (r *Reconciler) noteCovered(key ChildKey, obj metav1.Object, desired any) {
 		return
 	}
 	if field, err := drift.FirstDifference(obj, desired); err == nil && field == "" {
-		r.covered.Put(key, seen)
+		r.covered.Put(key.sum(), seen)
 	}
 }
 
@@ -207,8 +207,13 @@ func (r *Reconciler) noteCovered(key ChildKey, obj metav1.Object, desired any) {
 // a hash of the content of it found (contentVersion), and of the digest
 // plan stamped on what was desired (drift.AppliedAnnotation), which stands
 // for all of it. The same content compared with the same desired state is
-// found the same: drift's comparison reads nothing else.
+// found the same: drift's comparison reads nothing else. The hash has the
+// child's UID in it, so that another child whose key had the same hash
+// (ChildKey.sum) would still not find it covered.
 type coveredChild uint64
+
+// sum is the hash of k that the children found covered are held by.
+func (k ChildKey) sum() uint64 { return hashStrings(k.Kind, k.Namespace, k.Name) }
 
 // coveredBy is what a pass that finds existing holding every field of
 // desired remembers; comparable is false when either has nothing to

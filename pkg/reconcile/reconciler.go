@@ -158,8 +158,10 @@ type Reconciler struct {
 	// covered remembers the children last found to hold every field of
 	// their desired state, by the content found and the digest of what was
 	// desired (children.go), so that a pass brought by another object's
-	// change does not compare them again.
-	covered *ttl.Set[ChildKey, coveredChild]
+	// change does not compare them again. Held by the hash of their
+	// ChildKey (ChildKey.sum: 8 bytes, where a ChildKey takes 48, for
+	// every child of every Database).
+	covered *ttl.Set[uint64, coveredChild]
 	// refusedGrowth remembers the claims the cluster refused to grow, so
 	// that the refused patch is not sent again until something that could
 	// change the answer changes.
@@ -253,7 +255,7 @@ func New(cfg Config) *Reconciler {
 		expectations: NewExpectations(cfg.Clock, ExpectationsTTL),
 
 		conflicts:     ttl.NewSet[ChildKey, struct{}](cfg.Clock, memoryTTL),
-		covered:       ttl.NewSet[ChildKey, coveredChild](cfg.Clock, memoryTTL),
+		covered:       ttl.NewSet[uint64, coveredChild](cfg.Clock, memoryTTL),
 		refusedGrowth: ttl.NewSet[ChildKey, refusedGrowth](cfg.Clock, memoryTTL),
 		restarted:     ttl.NewSet[types.UID, struct{}](cfg.Clock, memoryTTL),
 		settled:       ttl.NewSet[types.NamespacedName, settledPass](cfg.Clock, SettledTTL),
