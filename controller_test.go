@@ -458,14 +458,18 @@ func TestStripForCache(t *testing.T) {
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{"a": "b"}},
 				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "None", Selector: map[string]string{"a": "b"},
 					Ports: []corev1.ServicePort{{Name: "postgresql", Port: 5432, Protocol: corev1.ProtocolTCP}}, PublishNotReadyAddresses: true}}},
-		{"Pod: metadata, node and status",
+		{"Pod: metadata, node and status, of its conditions whether it is ready and scheduled",
 			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"}, ManagedFields: managed},
 				Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i"}},
 					Volumes: []corev1.Volume{{Name: "v"}}},
-				Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{
+					{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}, {Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
+					{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"}, {Type: corev1.ContainersReady, Status: corev1.ConditionFalse},
+					{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}},
 			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"}},
-				Spec:   corev1.PodSpec{NodeName: "n"},
-				Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"}}},
+				Spec: corev1.PodSpec{NodeName: "n"},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{
+					{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}}},
 		{"Database: no last-applied copy, other annotations kept",
 			&dbv1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Name: "d", ManagedFields: managed, Annotations: map[string]string{
 				corev1.LastAppliedConfigAnnotation: "{}", "team": "payments"}}, Spec: dbv1alpha1.DatabaseSpec{Version: "16"}},
@@ -552,6 +556,14 @@ func TestStripForCacheServesEachReader(t *testing.T) {
 		for i := range containers {
 			containers[i] = kubelets(containers[i])
 		}
+		// The kubelet's conditions no reader reads.
+		ready := corev1.ConditionStatus(corev1.ConditionFalse)
+		if c := slices.IndexFunc(conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady }); c >= 0 {
+			ready = conditions[c].Status
+		}
+		conditions = append(slices.Clip(conditions), corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue, LastTransitionTime: ago(time.Hour)},
+			corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: ago(time.Hour)},
+			corev1.PodCondition{Type: corev1.ContainersReady, Status: ready, LastTransitionTime: ago(time.Hour)})
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: db.Namespace, UID: types.UID(name), Labels: names.SelectorLabels(db)},
 			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "postgresql", Image: "postgres:16"}}},
 			Status: corev1.PodStatus{Phase: phase, Conditions: conditions, HostIP: "192.168.0.1", PodIP: "10.244.0." + name[len(name)-1:],

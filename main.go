@@ -712,7 +712,7 @@ func stripForCache(obj interface{}) (interface{}, error) {
 		o.StringData = nil
 	case *corev1.Pod:
 		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
-		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions, PodIP: o.Status.PodIP, PodIPs: o.Status.PodIPs,
+		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: readConditions(o.Status.Conditions), PodIP: o.Status.PodIP, PodIPs: o.Status.PodIPs,
 			InitContainerStatuses: stripContainerStatuses(o.Status.InitContainerStatuses),
 			ContainerStatuses:     stripContainerStatuses(o.Status.ContainerStatuses)}
 		cacheStrings.Strings(o)
@@ -757,6 +757,30 @@ func stripForCache(obj interface{}) (interface{}, error) {
 }
 
 var _ cache.TransformFunc = stripForCache
+
+// readConditions are the conditions of a pod that a reader reads: whether
+// it is ready (the causes, the servers' readiness), and whether it is
+// scheduled (why it is not). Of the kubelet's other three or four
+// (initialized, containers ready, ready to start containers, disrupted),
+// none is read. In a slice of their own: the decoded one holds them all.
+func readConditions(in []corev1.PodCondition) []corev1.PodCondition {
+	n := 0
+	for _, c := range in {
+		if c.Type == corev1.PodReady || c.Type == corev1.PodScheduled {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]corev1.PodCondition, 0, n)
+	for _, c := range in {
+		if c.Type == corev1.PodReady || c.Type == corev1.PodScheduled {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // stripContainerStatuses keeps of each container's status what the causes
 // and the servers' readiness read: its state and the one before, whether
