@@ -61,6 +61,17 @@ func (s *Set[K, V]) sweep(now time.Time) {
 		}
 	}
 	s.lastSweep = now
+	s.release()
+}
+
+// release gives the memory of an emptied set back: a Go map keeps room for
+// the most entries it ever held, and some sets are full only for a while
+// (the children created while a thousand Databases are, until the
+// informers show them). s.mu is held.
+func (s *Set[K, V]) release() {
+	if len(s.entries) == 0 {
+		s.entries = map[K]entry[V]{}
+	}
 }
 
 // Get returns the value of k, unless it is older than the TTL.
@@ -72,6 +83,7 @@ func (s *Set[K, V]) Get(k K) (V, bool) {
 	e, ok := s.entries[k]
 	if ok && s.expired(e, now) {
 		delete(s.entries, k)
+		s.release()
 		var zero V
 		return zero, false
 	}
@@ -88,7 +100,10 @@ func (s *Set[K, V]) Has(k K) bool {
 func (s *Set[K, V]) Remove(k K) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.entries, k)
+	if _, ok := s.entries[k]; ok {
+		delete(s.entries, k)
+		s.release()
+	}
 }
 
 // Len is the number of entries held, current or expired but not swept.
