@@ -110,6 +110,14 @@ func (q *Prioritized[T]) Pop() T {
 	}
 	delete(q.in, key)
 	delete(q.preferred, key)
+	if len(q.in) == 0 {
+		// A Go map keeps room for the most keys it held: a queue that
+		// held every Database while they were created gives it back.
+		q.in = map[T]bool{}
+	}
+	if len(q.preferred) == 0 {
+		q.preferred = map[T]struct{}{}
+	}
 	return key
 }
 
@@ -137,6 +145,8 @@ func (f *fifo[T]) pop() T {
 	f.items[f.head] = zero
 	f.head++
 	switch {
+	case f.head == len(f.items) && cap(f.items) > 64:
+		f.items, f.head = nil, 0
 	case f.head == len(f.items):
 		f.items, f.head = f.items[:0], 0
 	case f.head > 64 && f.head*2 > len(f.items):
