@@ -1033,6 +1033,7 @@ func TestKindOf(t *testing.T) {
 		{cached.NewStatefulSet(&appsv1.StatefulSet{}), "StatefulSet"},
 		{cached.NewPod(&corev1.Pod{}), "Pod"},
 		{cached.NewService(&corev1.Service{}), "Service"},
+		{cached.NewSecret(&corev1.Secret{}), "Secret"},
 		{cache.DeletedFinalStateUnknown{Key: "default/orders", Obj: &corev1.Secret{}}, "Secret"},
 		{podMonitor, "PodMonitor"},
 		{nil, "unknown"},

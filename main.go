@@ -699,9 +699,9 @@ var cacheStrings = intern.New(1<<14, 1<<13)
 // `kubectl apply` keeps in an annotation. What is left
 // shares the strings, and the maps and lists (labels, owners, ports,
 // containers), that other cached objects hold (cacheStrings): each decoded
-// object brings its own copies. Pods, Services and StatefulSets are then
-// held in their compact forms (package cached), which spend no memory on
-// the fields left empty.
+// object brings its own copies. Pods, Services, StatefulSets and Secrets
+// are then held in their compact forms (package cached), which spend no
+// memory on the fields left empty, and hold annotations in a slice.
 func stripForCache(obj interface{}) (interface{}, error) {
 	if accessor, ok := obj.(metav1.Object); ok {
 		accessor.SetManagedFields(nil)
@@ -710,6 +710,8 @@ func stripForCache(obj interface{}) (interface{}, error) {
 	case *corev1.Secret:
 		o.Data = nil
 		o.StringData = nil
+		cacheStrings.Strings(o)
+		return cached.NewSecret(o), nil
 	case *corev1.Pod:
 		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
 		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: readConditions(o.Status.Conditions), PodIP: o.Status.PodIP, PodIPs: o.Status.PodIPs,

@@ -30,6 +30,7 @@ import (
 
 	"github.com/dbcontroller/database-controller/pkg/actiontest"
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
+	"github.com/dbcontroller/database-controller/pkg/cached"
 	"github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
 	"github.com/dbcontroller/database-controller/pkg/metrics"
@@ -78,14 +79,17 @@ func TestInformerFactoriesFilterAndStrip(t *testing.T) {
 	if want := []string{"app.kubernetes.io/managed-by=database-controller"}; strings.Join(listed, "|") != strings.Join(want, "|") {
 		t.Errorf("Secrets listed with label selectors %q, want %q", listed, want)
 	}
-	cached, err := secrets.Lister().List(labels.Everything())
-	if err != nil {
-		t.Fatal(err)
+	held := secrets.Informer().GetStore().List()
+	if len(held) != 1 {
+		t.Fatalf("cached Secrets = %v, want only orders-credentials", held)
 	}
-	if len(cached) != 1 || cached[0].Name != "orders-credentials" {
-		t.Fatalf("cached Secrets = %v, want only orders-credentials", cached)
+	// The cache holds Secrets in a form that has no field for data.
+	if _, ok := held[0].(*cached.Secret); !ok {
+		t.Errorf("the cache holds a %T, want a *cached.Secret", held[0])
 	}
-	if s := cached[0]; s.Data != nil || s.StringData != nil || s.ManagedFields != nil {
+	if s, ok := cached.Whole(held[0]).(*corev1.Secret); !ok || s.Name != "orders-credentials" {
+		t.Fatalf("cached Secret = %v, want orders-credentials", held[0])
+	} else if s.Data != nil || s.StringData != nil || s.ManagedFields != nil {
 		t.Errorf("cached Secret keeps data %v, stringData %v, managedFields %v; want none", s.Data, s.StringData, s.ManagedFields)
 	}
 	// Databases carry no such label: every one is cached.

@@ -4,7 +4,8 @@
 // (stripForCache, builder.StripTemplates) leaves empty: a compact form
 // holds only what is left, and gives the object back whole, as stripped,
 // to whoever reads it (Whole). The informers' handlers and indexes read a
-// compact form's metadata as any object's.
+// compact form's metadata as any object's; it holds the annotations apart
+// from the rest (Meta).
 package cached
 
 import (

@@ -1,17 +1,22 @@
 package cached_test
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dbcontroller/database-controller/pkg/builder"
@@ -116,5 +121,63 @@ func TestPodLister(t *testing.T) {
 	}
 	if pods, err := lister.List(labels.SelectorFromSet(labels.Set{"app": "billing"})); err != nil || len(pods) != 1 || pods[0].Namespace != "billing" {
 		t.Errorf("List by labels: %v, %v", pods, err)
+	}
+}
+
+// The cache's compact Secret reads whole as the Secret, with no data, it
+// was made of: a TLS Secret's ten annotations too.
+func TestSecretReadsAsStripped(t *testing.T) {
+	secret := func() *corev1.Secret {
+		annotations := map[string]string{}
+		for _, k := range []string{builder.AnnotationTLSMode, builder.AnnotationTLSNames, builder.AnnotationSerial, builder.AnnotationIssuer,
+			builder.AnnotationBundle, builder.AnnotationTrusts, builder.AnnotationTrustedSince, builder.AnnotationNotAfter,
+			builder.AnnotationAuthorityNA, builder.AnnotationRenewAt} {
+			annotations[k] = "value of " + k
+		}
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "orders-tls", Namespace: "shop", UID: "uid", ResourceVersion: "7",
+			Labels: map[string]string{"app": "orders"}, Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Database", Name: "orders", Controller: ptr.To(true)}}},
+			Type: corev1.SecretTypeTLS, Immutable: ptr.To(false)}
+	}
+	readsAs(t, cached.NewSecret(secret()), secret())
+}
+
+// A compact form's metadata reads as its object's, to the handlers and
+// indexes that read any object's (meta.Accessor): its annotations too,
+// which it holds apart from the map it was made with; written through it,
+// they read back.
+func TestCompactMetadataReadsAsTheObjects(t *testing.T) {
+	annotations := map[string]string{"dbcontroller.io/applied-digest": "d1", "a": "b"}
+	meta := metav1.ObjectMeta{Name: "orders", Namespace: "shop", UID: "uid", ResourceVersion: "7", Annotations: annotations}
+	for _, c := range []cached.Compact{
+		cached.NewPod(&corev1.Pod{ObjectMeta: *meta.DeepCopy()}),
+		cached.NewService(&corev1.Service{ObjectMeta: *meta.DeepCopy()}),
+		cached.NewStatefulSet(&appsv1.StatefulSet{ObjectMeta: *meta.DeepCopy()}),
+		cached.NewSecret(&corev1.Secret{ObjectMeta: *meta.DeepCopy()}),
+	} {
+		t.Run(fmt.Sprintf("%T", c), func(t *testing.T) {
+			o, err := apimeta.Accessor(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.GetName() != "orders" || o.GetNamespace() != "shop" || o.GetResourceVersion() != "7" || !maps.Equal(o.GetAnnotations(), annotations) {
+				t.Errorf("reads as %s/%s at %s with annotations %v, want shop/orders at 7 with %v",
+					o.GetNamespace(), o.GetName(), o.GetResourceVersion(), o.GetAnnotations(), annotations)
+			}
+			if held := reflect.ValueOf(c).Elem().FieldByName("ObjectMeta").FieldByName("Annotations"); !held.IsNil() {
+				t.Error("the compact form holds a map of annotations")
+			}
+			o.SetAnnotations(map[string]string{"c": "d"})
+			if got := o.GetAnnotations(); !maps.Equal(got, map[string]string{"c": "d"}) {
+				t.Errorf("annotations set read back as %v", got)
+			}
+			o.SetAnnotations(nil)
+			if got := o.GetAnnotations(); got != nil {
+				t.Errorf("no annotations read back as %v, want nil", got)
+			}
+			if o.GetName() != "orders" {
+				t.Errorf("setting the annotations changed the name to %q", o.GetName())
+			}
+		})
 	}
 }
