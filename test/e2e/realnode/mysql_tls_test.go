@@ -122,10 +122,10 @@ if (H=`+ip+`; `+mysqlTLSSQL+`"SELECT 1") 2>/tmp/err; then echo "unverified name 
 	// every server presents the new one's certificate after a reload.
 	rotateUnderAWriter(t, ns, name, rotation{
 		container: "mysql", port: 3306, presented: mysqlsql.Presented, seconds: 480,
-		writer: func(t *testing.T, ns, db string, seconds int) *writer {
+		writer: func(t *testing.T, ns, db string, seconds int, pinned string) *writer {
 			runClient(t, ns, db, image, waitMySQL+mysqlSQL+`"CREATE TABLE IF NOT EXISTS w (n INT PRIMARY KEY)"`)
 			name := "tls-writer"
-			return startPod(t, ns, name, mysqlTLSClientPod(name, db, image, rotationTimeout+fmt.Sprintf(mysqlWriterScript, seconds)))
+			return startPod(t, ns, name, mysqlTLSClientPod(name, db, image, rotationTimeout+fmt.Sprintf(mysqlWriterScript, seconds))+pinned)
 		},
 	})
 }
