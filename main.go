@@ -766,16 +766,7 @@ var _ cache.TransformFunc = stripForCache
 // (initialized, containers ready, ready to start containers, disrupted),
 // none is read. In a slice of their own: the decoded one holds them all.
 func readConditions(in []corev1.PodCondition) []corev1.PodCondition {
-	n := 0
-	for _, c := range in {
-		if c.Type == corev1.PodReady || c.Type == corev1.PodScheduled {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	out := make([]corev1.PodCondition, 0, n)
+	var out []corev1.PodCondition
 	for _, c := range in {
 		if c.Type == corev1.PodReady || c.Type == corev1.PodScheduled {
 			out = append(out, c)

@@ -24,15 +24,22 @@ type Meta struct {
 // newMeta returns what a compact form holds of m. It shares m's fields
 // but its annotations' map.
 func newMeta(m metav1.ObjectMeta) Meta {
-	var pairs []string
-	if len(m.Annotations) > 0 {
-		pairs = make([]string, 0, 2*len(m.Annotations))
-		for _, k := range slices.Sorted(maps.Keys(m.Annotations)) {
-			pairs = append(pairs, k, m.Annotations[k])
-		}
-	}
+	pairs := pairsOf(m.Annotations)
 	m.Annotations = nil
 	return Meta{ObjectMeta: m, annotations: pairs}
+}
+
+// pairsOf is annotations as keys and values in turn, sorted by key; nil
+// when there are none.
+func pairsOf(annotations map[string]string) []string {
+	if len(annotations) == 0 {
+		return nil
+	}
+	pairs := make([]string, 0, 2*len(annotations))
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		pairs = append(pairs, k, annotations[k])
+	}
+	return pairs
 }
 
 // objectMeta is the metadata m stands for, with a new map of its
@@ -58,5 +65,5 @@ func (m *Meta) GetAnnotations() map[string]string {
 
 // SetAnnotations sets the annotations to a's.
 func (m *Meta) SetAnnotations(a map[string]string) {
-	m.annotations = newMeta(metav1.ObjectMeta{Annotations: a}).annotations
+	m.annotations = pairsOf(a)
 }

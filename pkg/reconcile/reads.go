@@ -186,11 +186,11 @@ func (r *reader) byIndex(src source, index, key string) ([]any, error) {
 // or its name and a suffix, in its namespace: its children's names) kept
 // as the suffix alone. Kept as a slice of reads, the reads of one
 // Database took half a kilobyte to a kilobyte: the slice, grown by
-// appends, and a string for each key (BenchmarkSettledRecord). Each read is its source, its index (length
-// first: none when by key), and its key: a byte that says which prefix it
-// lacks (keyWhole, keyInNamespace: the Database's namespace and a slash;
-// keyOfDatabase: that and the Database's name), then the rest (length
-// first).
+// appends, and a string for each key (BenchmarkSettledRecord). Each read
+// is its source, its index (length first: none when by key), and its key:
+// a byte that says which prefix it lacks (keyWhole, keyInNamespace: the
+// Database's namespace and a slash; keyOfDatabase: that and the
+// Database's name), then the rest (length first).
 type readRecord string
 
 // The prefixes a key in a record lacks.
@@ -204,32 +204,22 @@ const (
 func encodeReads(db types.NamespacedName, reads []read) readRecord {
 	inNamespace := db.Namespace + "/"
 	ofDatabase := inNamespace + db.Name
-	type part struct {
-		prefix byte
-		rest   string
-	}
-	parts := make([]part, len(reads))
-	size := 0
-	for i, rd := range reads {
-		parts[i] = part{keyWhole, rd.key}
-		if rest, ok := strings.CutPrefix(rd.key, ofDatabase); ok {
-			parts[i] = part{keyOfDatabase, rest}
-		} else if rest, ok := strings.CutPrefix(rd.key, inNamespace); ok {
-			parts[i] = part{keyInNamespace, rest}
+	var b []byte
+	for _, rd := range reads {
+		prefix, rest := keyWhole, rd.key
+		if r, ok := strings.CutPrefix(rd.key, ofDatabase); ok {
+			prefix, rest = keyOfDatabase, r
+		} else if r, ok := strings.CutPrefix(rd.key, inNamespace); ok {
+			prefix, rest = keyInNamespace, r
 		}
-		size += 2 + 2*binary.MaxVarintLen64 + len(rd.index) + len(parts[i].rest)
-	}
-	b := make([]byte, 0, size)
-	for i, rd := range reads {
 		b = append(b, byte(rd.src))
 		b = binary.AppendUvarint(b, uint64(len(rd.index)))
 		b = append(b, rd.index...)
-		b = append(b, parts[i].prefix)
-		b = binary.AppendUvarint(b, uint64(len(parts[i].rest)))
-		b = append(b, parts[i].rest...)
+		b = append(b, prefix)
+		b = binary.AppendUvarint(b, uint64(len(rest)))
+		b = append(b, rest...)
 	}
-	// One allocation of the length it takes (strings.Clone of a slice of
-	// the buffer).
+	// Held in one allocation of its length, not the buffer's.
 	return readRecord(strings.Clone(string(b)))
 }
 
