@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -143,12 +144,20 @@ func TestSecretReadsAsStripped(t *testing.T) {
 }
 
 // A compact form's metadata reads as its object's, to the handlers and
-// indexes that read any object's (meta.Accessor): its annotations too,
-// which it holds apart from the map it was made with; written through it,
-// they read back.
+// indexes that read any object's (meta.Accessor): every field it holds,
+// its annotations too, which it holds apart from the map it was made
+// with; written through it, they read back. The fields it does not hold
+// (no reader reads them) read as empty.
 func TestCompactMetadataReadsAsTheObjects(t *testing.T) {
 	annotations := map[string]string{"dbcontroller.io/applied-digest": "d1", "a": "b"}
-	meta := metav1.ObjectMeta{Name: "orders", Namespace: "shop", UID: "uid", ResourceVersion: "7", Annotations: annotations}
+	deleted := metav1.NewTime(time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC))
+	meta := metav1.ObjectMeta{Name: "orders", Namespace: "shop", UID: "uid", ResourceVersion: "7", Generation: 3,
+		CreationTimestamp: metav1.NewTime(deleted.Add(-time.Hour)), DeletionTimestamp: &deleted,
+		Labels: map[string]string{"app": "orders"}, Annotations: annotations, Finalizers: []string{"dbcontroller.io/database"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Database", Name: "orders", UID: "db-uid", Controller: ptr.To(true)}},
+		GenerateName:    "orders-", DeletionGracePeriodSeconds: ptr.To[int64](30), SelfLink: "/api/v1/x"}
+	held := meta.DeepCopy()
+	held.GenerateName, held.DeletionGracePeriodSeconds, held.SelfLink = "", nil, ""
 	for _, c := range []cached.Compact{
 		cached.NewPod(&corev1.Pod{ObjectMeta: *meta.DeepCopy()}),
 		cached.NewService(&corev1.Service{ObjectMeta: *meta.DeepCopy()}),
@@ -160,12 +169,16 @@ func TestCompactMetadataReadsAsTheObjects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.GetName() != "orders" || o.GetNamespace() != "shop" || o.GetResourceVersion() != "7" || !maps.Equal(o.GetAnnotations(), annotations) {
-				t.Errorf("reads as %s/%s at %s with annotations %v, want shop/orders at 7 with %v",
-					o.GetNamespace(), o.GetName(), o.GetResourceVersion(), o.GetAnnotations(), annotations)
+			read := metav1.ObjectMeta{Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(), ResourceVersion: o.GetResourceVersion(),
+				Generation: o.GetGeneration(), CreationTimestamp: o.GetCreationTimestamp(), DeletionTimestamp: o.GetDeletionTimestamp(),
+				Labels: o.GetLabels(), Annotations: o.GetAnnotations(), Finalizers: o.GetFinalizers(), OwnerReferences: o.GetOwnerReferences(),
+				GenerateName: o.GetGenerateName(), DeletionGracePeriodSeconds: o.GetDeletionGracePeriodSeconds(), SelfLink: o.GetSelfLink(),
+				ManagedFields: o.GetManagedFields()}
+			if !equality.Semantic.DeepEqual(read, *held) {
+				t.Errorf("reads as %+v, want %+v", read, *held)
 			}
-			if held := reflect.ValueOf(c).Elem().FieldByName("ObjectMeta").FieldByName("Annotations"); !held.IsNil() {
-				t.Error("the compact form holds a map of annotations")
+			if got := reflect.ValueOf(c.Object()).Elem().FieldByName("ObjectMeta").Interface().(metav1.ObjectMeta); !equality.Semantic.DeepEqual(got, *held) {
+				t.Errorf("the whole object's metadata is %+v, want %+v", got, *held)
 			}
 			o.SetAnnotations(map[string]string{"c": "d"})
 			if got := o.GetAnnotations(); !maps.Equal(got, map[string]string{"c": "d"}) {

@@ -5,28 +5,43 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// Meta is an object's metadata as a compact form holds it: its
-// annotations apart, as their keys and values in turn, sorted by key, in
-// a slice where a map takes at least 336 bytes (a map of up to eight
-// entries: its header and a group of eight slots) and a slice of one
+// Meta is an object's metadata as a compact form holds it: the fields of
+// ObjectMeta that some reader reads, in 184 bytes where ObjectMeta takes
+// 232. The annotations are held as their keys and values in turn, sorted
+// by key, in a slice where a map takes at least 336 bytes (a map of up to
+// eight entries: its header and a group of eight slots) and a slice of one
 // entry 32. Each child of a Database has annotations of its own (the
 // digest it was applied from; a TLS Secret's ten say what its certificate
-// is), so no two share them. The annotations read back as a map, which
-// GetAnnotations makes: the informers' handlers and indexes read a
-// compact form's metadata as any object's.
+// is), so no two share them. Not held: the generated name and the seconds
+// of grace of a deletion, which no reader reads, the self link (never
+// set) and the managed fields (stripForCache drops them). *Meta is a
+// metav1.Object: the informers' handlers and indexes read a compact
+// form's metadata as any object's; the annotations read back as a new
+// map, which GetAnnotations makes.
 type Meta struct {
-	metav1.ObjectMeta // no annotations
+	name, namespace   string
+	uid               types.UID
+	resourceVersion   string
+	generation        int64
+	creationTimestamp metav1.Time
+	deletionTimestamp *metav1.Time
+	labels            map[string]string
+	ownerReferences   []metav1.OwnerReference
+	finalizers        []string
 	annotations       []string
 }
+
+var _ metav1.Object = &Meta{}
 
 // newMeta returns what a compact form holds of m. It shares m's fields
 // but its annotations' map.
 func newMeta(m metav1.ObjectMeta) Meta {
-	pairs := pairsOf(m.Annotations)
-	m.Annotations = nil
-	return Meta{ObjectMeta: m, annotations: pairs}
+	return Meta{name: m.Name, namespace: m.Namespace, uid: m.UID, resourceVersion: m.ResourceVersion, generation: m.Generation,
+		creationTimestamp: m.CreationTimestamp, deletionTimestamp: m.DeletionTimestamp, labels: m.Labels,
+		ownerReferences: m.OwnerReferences, finalizers: m.Finalizers, annotations: pairsOf(m.Annotations)}
 }
 
 // pairsOf is annotations as keys and values in turn, sorted by key; nil
@@ -45,9 +60,9 @@ func pairsOf(annotations map[string]string) []string {
 // objectMeta is the metadata m stands for, with a new map of its
 // annotations.
 func (m *Meta) objectMeta() metav1.ObjectMeta {
-	om := m.ObjectMeta
-	om.Annotations = m.GetAnnotations()
-	return om
+	return metav1.ObjectMeta{Name: m.name, Namespace: m.namespace, UID: m.uid, ResourceVersion: m.resourceVersion, Generation: m.generation,
+		CreationTimestamp: m.creationTimestamp, DeletionTimestamp: m.deletionTimestamp, Labels: m.labels,
+		OwnerReferences: m.ownerReferences, Finalizers: m.finalizers, Annotations: m.GetAnnotations()}
 }
 
 // GetAnnotations returns a new map of the annotations; nil when there are
@@ -64,6 +79,38 @@ func (m *Meta) GetAnnotations() map[string]string {
 }
 
 // SetAnnotations sets the annotations to a's.
-func (m *Meta) SetAnnotations(a map[string]string) {
-	m.annotations = pairsOf(a)
+func (m *Meta) SetAnnotations(a map[string]string) { m.annotations = pairsOf(a) }
+
+func (m *Meta) GetNamespace() string                        { return m.namespace }
+func (m *Meta) SetNamespace(namespace string)               { m.namespace = namespace }
+func (m *Meta) GetName() string                             { return m.name }
+func (m *Meta) SetName(name string)                         { m.name = name }
+func (m *Meta) GetUID() types.UID                           { return m.uid }
+func (m *Meta) SetUID(uid types.UID)                        { m.uid = uid }
+func (m *Meta) GetResourceVersion() string                  { return m.resourceVersion }
+func (m *Meta) SetResourceVersion(version string)           { m.resourceVersion = version }
+func (m *Meta) GetGeneration() int64                        { return m.generation }
+func (m *Meta) SetGeneration(generation int64)              { m.generation = generation }
+func (m *Meta) GetCreationTimestamp() metav1.Time           { return m.creationTimestamp }
+func (m *Meta) SetCreationTimestamp(t metav1.Time)          { m.creationTimestamp = t }
+func (m *Meta) GetDeletionTimestamp() *metav1.Time          { return m.deletionTimestamp }
+func (m *Meta) SetDeletionTimestamp(t *metav1.Time)         { m.deletionTimestamp = t }
+func (m *Meta) GetLabels() map[string]string                { return m.labels }
+func (m *Meta) SetLabels(labels map[string]string)          { m.labels = labels }
+func (m *Meta) GetFinalizers() []string                     { return m.finalizers }
+func (m *Meta) SetFinalizers(finalizers []string)           { m.finalizers = finalizers }
+func (m *Meta) GetOwnerReferences() []metav1.OwnerReference { return m.ownerReferences }
+func (m *Meta) SetOwnerReferences(refs []metav1.OwnerReference) {
+	m.ownerReferences = refs
 }
+
+// The fields a compact form does not hold read as empty, and are not set.
+
+func (m *Meta) GetGenerateName() string                       { return "" }
+func (m *Meta) SetGenerateName(string)                        {}
+func (m *Meta) GetSelfLink() string                           { return "" }
+func (m *Meta) SetSelfLink(string)                            {}
+func (m *Meta) GetDeletionGracePeriodSeconds() *int64         { return nil }
+func (m *Meta) SetDeletionGracePeriodSeconds(*int64)          {}
+func (m *Meta) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+func (m *Meta) SetManagedFields([]metav1.ManagedFieldsEntry)  {}

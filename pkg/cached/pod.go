@@ -8,7 +8,7 @@ import (
 
 // Pod is what the informer cache holds of a pod: its metadata, its node,
 // and of its status what the causes and the servers' addresses read (its
-// phase, conditions, addresses and containers' states), in 432 bytes
+// phase, conditions, addresses and containers' states), in 360 bytes
 // where the Pod type takes 1,280, its annotations apart (Meta). The rest
 // of its spec is its StatefulSet's template, read there.
 type Pod struct {
