@@ -246,7 +246,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		reconcile.IndexTLSSecret: reconcile.IndexByTLSSecret}); err != nil {
 		return nil, err
 	}
-	claims := cfg.KubeInformers.Core().V1().PersistentVolumeClaims()
+	claims := cfg.KubeInformers.Core().V1().PersistentVolumeClaims().Informer()
 
 	order := queue.NewPrioritized[cache.ObjectName](preferredRun)
 	var c *Controller
@@ -263,7 +263,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c = &Controller{
 		databasesLister: databases.Lister(),
-		claimsLister:    claims.Lister(),
+		claimsLister:    cached.PersistentVolumeClaimLister(caches.Claims),
 		cachesSynced:    append(cachesSynced, databases.Informer().HasSynced),
 		workqueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
@@ -282,7 +282,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			TrustPeriod: cfg.TLSTrustPeriod, PrimaryChanges: cfg.PrimaryChanges, Dynamic: cfg.Dynamic}),
 		logins: logins,
 		backups: backup.New(backup.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Backups: caches.Backups,
-			Jobs: batchlisters.NewJobLister(caches.Jobs), Pods: cached.PodLister(caches.Pods), Claims: claims.Lister(),
+			Jobs: batchlisters.NewJobLister(caches.Jobs), Pods: cached.PodLister(caches.Pods), Claims: cached.PersistentVolumeClaimLister(caches.Claims),
 			Recorder: cfg.Recorder, Clock: cfg.Clock, FieldManager: reconcile.FieldManager, ToolsImage: cfg.ToolsImage}),
 		clock:   cfg.Clock,
 		metrics: cfg.Metrics,
@@ -327,7 +327,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	// to their Database by its instance label, so that the Ready condition
 	// can name what blocks them. So do the Jobs of backups, which belong to
 	// DatabaseBackups, and may outlive their Database.
-	for _, inf := range []cache.SharedIndexInformer{pods, claims.Informer(), jobs} {
+	for _, inf := range []cache.SharedIndexInformer{pods, claims, jobs} {
 		if _, err := inf.AddEventHandler(onChange(c.enqueueByLabel)); err != nil {
 			return nil, err
 		}

@@ -645,7 +645,7 @@ func TestStripForCacheServesEachReader(t *testing.T) {
 			t.Run(podCase+", "+claimCase, func(t *testing.T) {
 				var strippedClaims []*corev1.PersistentVolumeClaim
 				for _, c := range claims {
-					strippedClaims = append(strippedClaims, stripped(c).(*corev1.PersistentVolumeClaim))
+					strippedClaims = append(strippedClaims, cached.Whole(stripped(c)).(*corev1.PersistentVolumeClaim))
 				}
 				held := stripped(p)
 				sp := cached.Whole(held).(*corev1.Pod)
@@ -1035,6 +1035,7 @@ func TestKindOf(t *testing.T) {
 		{cached.NewPod(&corev1.Pod{}), "Pod"},
 		{cached.NewService(&corev1.Service{}), "Service"},
 		{cached.NewSecret(&corev1.Secret{}), "Secret"},
+		{cached.NewPersistentVolumeClaim(&corev1.PersistentVolumeClaim{}), "PersistentVolumeClaim"},
 		{cache.DeletedFinalStateUnknown{Key: "default/orders", Obj: &corev1.Secret{}}, "Secret"},
 		{podMonitor, "PodMonitor"},
 		{nil, "unknown"},

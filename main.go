@@ -737,6 +737,8 @@ func stripForCache(obj interface{}) (interface{}, error) {
 				Resources: corev1.VolumeResourceRequirements{Requests: o.Spec.Resources.Requests}},
 			Status: corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase},
 		}
+		cacheStrings.Strings(o)
+		return cached.NewPersistentVolumeClaim(o), nil
 	case *corev1.Node:
 		*o = corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion},

@@ -12,7 +12,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -98,6 +100,49 @@ func TestServiceReadsAsStripped(t *testing.T) {
 	readsAs(t, cached.NewService(svc()), svc())
 }
 
+// strippedClaim is a claim as stripForCache leaves it: what names it, its
+// volume, the size asked and its phase.
+func strippedClaim() *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-orders-0", Namespace: "shop", UID: "uid", ResourceVersion: "7",
+		Labels: map[string]string{"app": "orders"}, CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC))},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1",
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+}
+
+// The cache's compact claim reads whole as the stripped claim it was made
+// of.
+func TestPersistentVolumeClaimReadsAsStripped(t *testing.T) {
+	readsAs(t, cached.NewPersistentVolumeClaim(strippedClaim()), strippedClaim())
+}
+
+// PersistentVolumeClaimLister reads a cache of compact claims as
+// client-go's typed lister reads a cache of claims.
+func TestPersistentVolumeClaimLister(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	other := strippedClaim()
+	other.Namespace, other.Labels = "billing", map[string]string{"app": "billing"}
+	for _, c := range []*corev1.PersistentVolumeClaim{strippedClaim(), other} {
+		if err := indexer.Add(cached.NewPersistentVolumeClaim(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lister := cached.PersistentVolumeClaimLister(indexer)
+	got, err := lister.PersistentVolumeClaims("shop").Get("data-orders-0")
+	if err != nil || !equality.Semantic.DeepEqual(got, strippedClaim()) {
+		t.Errorf("Get: %+v, %v", got, err)
+	}
+	if _, err := lister.PersistentVolumeClaims("shop").Get("data-orders-1"); !apierrors.IsNotFound(err) {
+		t.Errorf("Get of a claim the cache does not hold: %v, want not found", err)
+	}
+	if claims, err := lister.PersistentVolumeClaims("shop").List(labels.Everything()); err != nil || len(claims) != 1 || claims[0].Namespace != "shop" {
+		t.Errorf("List of one namespace: %v, %v", claims, err)
+	}
+	if claims, err := lister.List(labels.SelectorFromSet(labels.Set{"app": "billing"})); err != nil || len(claims) != 1 || claims[0].Namespace != "billing" {
+		t.Errorf("List by labels: %v, %v", claims, err)
+	}
+}
+
 // PodLister reads a cache of compact pods as client-go's typed lister
 // reads a cache of pods.
 func TestPodLister(t *testing.T) {
@@ -163,6 +208,7 @@ func TestCompactMetadataReadsAsTheObjects(t *testing.T) {
 		cached.NewService(&corev1.Service{ObjectMeta: *meta.DeepCopy()}),
 		cached.NewStatefulSet(&appsv1.StatefulSet{ObjectMeta: *meta.DeepCopy()}),
 		cached.NewSecret(&corev1.Secret{ObjectMeta: *meta.DeepCopy()}),
+		cached.NewPersistentVolumeClaim(&corev1.PersistentVolumeClaim{ObjectMeta: *meta.DeepCopy()}),
 	} {
 		t.Run(fmt.Sprintf("%T", c), func(t *testing.T) {
 			o, err := apimeta.Accessor(c)

@@ -416,17 +416,17 @@ func (f *fixture) kubeActions() []core.Action {
 }
 
 // strippedTemplates runs every test of the package with the caches
-// holding StatefulSets, pods, Services and Secrets as the controller's informer
+// holding StatefulSets, pods, Services, Secrets and claims as the controller's informer
 // caches hold them, stripped (builder.StripTemplates) and compact (package
 // cached), and the fake clientset holding them whole: each test's
 // expectations must hold but for the reads of StatefulSets from the API
 // server that the drift comparison then makes (make test runs it both
 // ways). The tests written for those reads set stripTemplates instead.
-var strippedTemplates = flag.Bool("stripped-templates", false, "hold the cached StatefulSets stripped, and them, pods, Services and Secrets compact, in every test, and ignore the reads of StatefulSets from the API server")
+var strippedTemplates = flag.Bool("stripped-templates", false, "hold the cached StatefulSets stripped, and them, pods, Services, Secrets and claims compact, in every test, and ignore the reads of StatefulSets from the API server")
 
 // cached is obj as the cache of a test holds it when the test asks or
 // -stripped-templates is given: a StatefulSet with its templates stripped,
-// compact, and a pod, Service or Secret compact (a Secret with no data, as
+// compact, and a pod, Service, Secret or claim compact (a Secret with no data, as
 // stripForCache leaves it); the fake clientset holds them whole.
 func (f *fixture) cached(obj any) any {
 	if !f.stripTemplates && !*strippedTemplates {
@@ -443,6 +443,8 @@ func (f *fixture) cached(obj any) any {
 		return cached.NewService(o.DeepCopy())
 	case *corev1.Secret:
 		return cached.NewSecret(o.DeepCopy())
+	case *corev1.PersistentVolumeClaim:
+		return cached.NewPersistentVolumeClaim(o.DeepCopy())
 	}
 	return obj
 }
