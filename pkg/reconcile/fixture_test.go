@@ -416,18 +416,19 @@ func (f *fixture) kubeActions() []core.Action {
 }
 
 // strippedTemplates runs every test of the package with the caches
-// holding StatefulSets, pods, Services, Secrets and claims as the controller's informer
-// caches hold them, stripped (builder.StripTemplates) and compact (package
-// cached), and the fake clientset holding them whole: each test's
-// expectations must hold but for the reads of StatefulSets from the API
-// server that the drift comparison then makes (make test runs it both
-// ways). The tests written for those reads set stripTemplates instead.
+// holding StatefulSets, pods, Services, Secrets and claims as the
+// controller's informer caches hold them, stripped
+// (builder.StripTemplates) and compact (package cached), and the fake
+// clientset holding them whole: each test's expectations must hold but
+// for the reads of StatefulSets from the API server that the drift
+// comparison then makes (make test runs it both ways). The tests written
+// for those reads set stripTemplates instead.
 var strippedTemplates = flag.Bool("stripped-templates", false, "hold the cached StatefulSets stripped, and them, pods, Services, Secrets and claims compact, in every test, and ignore the reads of StatefulSets from the API server")
 
 // cached is obj as the cache of a test holds it when the test asks or
 // -stripped-templates is given: a StatefulSet with its templates stripped,
-// compact, and a pod, Service, Secret or claim compact (a Secret with no data, as
-// stripForCache leaves it); the fake clientset holds them whole.
+// compact, and a pod, Service, Secret or claim compact (a Secret with no
+// data, as stripForCache leaves it); the fake clientset holds them whole.
 func (f *fixture) cached(obj any) any {
 	if !f.stripTemplates && !*strippedTemplates {
 		return obj
