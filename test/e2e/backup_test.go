@@ -58,10 +58,13 @@ func TestOnDemandBackup(t *testing.T) {
 	createDB(t, ns, dbYAML("orders", "postgresql", "16", 1, ""))
 	e2eutil.WaitRunning(t, ns, "orders", converge)
 	perDatabase := `database="orders",namespace="` + ns + `"`
-	if m := c.metrics(); sum(m, "database_controller_last_backup_timestamp_seconds", perDatabase) != 0 || sum(m, "database_controller_database_ready", perDatabase) != 1 {
-		t.Errorf("before a backup: last_backup_timestamp_seconds %v, database_ready %v; want none and 1",
-			sum(m, "database_controller_last_backup_timestamp_seconds", perDatabase), sum(m, "database_controller_database_ready", perDatabase))
-	}
+	// The metrics are read from the controller's cache, which sees the
+	// Database Running a moment after the API server does.
+	e2eutil.Eventually(t, converge, "before a backup: no last_backup_timestamp_seconds, database_ready 1", func() (bool, string) {
+		m := c.metrics()
+		last, ready := sum(m, "database_controller_last_backup_timestamp_seconds", perDatabase), sum(m, "database_controller_database_ready", perDatabase)
+		return last == 0 && ready == 1, fmt.Sprintf("last_backup_timestamp_seconds %v, database_ready %v", last, ready)
+	})
 	e2eutil.KubectlIn(t, backupYAML("now", "orders"), "-n", ns, "create", "-f", "-")
 
 	b := waitBackupPhase(t, ns, "now", dbv1alpha1.BackupCompleted, converge)
