@@ -1139,6 +1139,12 @@ func apiFilled(s *corev1.Service) *corev1.Service {
 	return s
 }
 
+// benchUID is the UID of Database i's child j (99: the Database's own), a
+// UUID in its canonical text as the API server makes them.
+func benchUID(i, j int) types.UID {
+	return types.UID(fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", i, j, i%4096, j%4096, i*100+j))
+}
+
 // BenchmarkStripForCacheDatabase reports the heap the cached children of a
 // PostgreSQL Database with TLS hold: its three Secrets, two Services, its
 // StatefulSet, pod and claim, as sent and as cached, 5,000 Databases'
@@ -1162,7 +1168,8 @@ func BenchmarkStripForCacheDatabase(b *testing.B) {
 	sent := make([][][]byte, n)
 	for i := range sent {
 		db := actiontest.NewDatabase(fmt.Sprintf("orders-%d", i), "postgresql", "16", 1)
-		db.UID = types.UID(fmt.Sprintf("db-uid-%d", i))
+		// UIDs as the API server makes them: UUIDs in their text.
+		db.UID = benchUID(i, 99)
 		e := actiontest.Engine(b, db)
 		at := actiontest.Now.Add(90 * 24 * time.Hour)
 		pem := fmt.Appendf(nil, "-----BEGIN CERTIFICATE-----\n%s\n-----END CERTIFICATE-----\n", strings.Repeat("A", 1100))
@@ -1184,7 +1191,7 @@ func BenchmarkStripForCacheDatabase(b *testing.B) {
 			sts, kubeletsPod(b, db), claim}
 		for j, obj := range children {
 			o := obj.(metav1.Object)
-			o.SetUID(types.UID(fmt.Sprintf("uid-%d-%d", i, j)))
+			o.SetUID(benchUID(i, j))
 			o.SetResourceVersion(fmt.Sprint(1000 + i))
 			o.SetCreationTimestamp(metav1.NewTime(actiontest.Now))
 			gv := corev1.SchemeGroupVersion

@@ -9,7 +9,7 @@ import (
 // PersistentVolumeClaim is what the informer cache holds of a claim: what
 // names it (its metadata, with no annotations: stripForCache drops the
 // provisioner's), its volume, the size asked and whether it is bound, in
-// 256 bytes where the PersistentVolumeClaim type takes 488.
+// 272 bytes where the PersistentVolumeClaim type takes 488.
 type PersistentVolumeClaim struct {
 	metav1.TypeMeta
 	Meta
