@@ -774,14 +774,17 @@ var _ cache.TransformFunc = stripForCache
 
 // readConditions are the conditions of a pod that a reader reads: whether
 // it is ready (the causes, the servers' readiness), and whether it is
-// scheduled (why it is not). Of the kubelet's other three or four
-// (initialized, containers ready, ready to start containers, disrupted),
-// none is read. In a slice of their own: the decoded one holds them all.
+// scheduled (why it is not), with their status, reason, message and when
+// they last changed (not when they were last probed, nor the generation
+// observed). Of the kubelet's other three or four (initialized, containers
+// ready, ready to start containers, disrupted), none is read. In a slice
+// of their own: the decoded one holds them all.
 func readConditions(in []corev1.PodCondition) []corev1.PodCondition {
 	var out []corev1.PodCondition
 	for _, c := range in {
 		if c.Type == corev1.PodReady || c.Type == corev1.PodScheduled {
-			out = append(out, c)
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
+				LastTransitionTime: c.LastTransitionTime})
 		}
 	}
 	return out

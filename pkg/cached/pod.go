@@ -8,7 +8,7 @@ import (
 
 // Pod is what the informer cache holds of a pod: its metadata, its node,
 // and of its status what the causes and the servers' addresses read (its
-// phase, conditions, addresses and containers' states), in 360 bytes
+// phase, conditions, addresses and containers' states), in 376 bytes
 // where the Pod type takes 1,280, its annotations apart (Meta). The rest
 // of its spec is its StatefulSet's template, read there.
 type Pod struct {
@@ -18,7 +18,7 @@ type Pod struct {
 	phase                                    corev1.PodPhase
 	podIP                                    string
 	podIPs                                   []corev1.PodIP
-	conditions                               []corev1.PodCondition
+	conditions                               []podCondition
 	initContainerStatuses, containerStatuses []containerStatus
 }
 
@@ -34,45 +34,60 @@ type containerStatus struct {
 	ready            bool
 }
 
-// compactStatuses is what a compact pod holds of in; nil when empty.
-func compactStatuses(in []corev1.ContainerStatus) []containerStatus {
+// podCondition is what a compact pod holds of a condition: what
+// stripForCache keeps (its type, status, reason, message and when it last
+// changed), in 88 bytes where the PodCondition type takes 120.
+type podCondition struct {
+	typ                corev1.PodConditionType
+	status             corev1.ConditionStatus
+	reason, message    string
+	lastTransitionTime metav1.Time
+}
+
+// each is f of each of in, in order; nil when in is empty.
+func each[In, Out any](in []In, f func(In) Out) []Out {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make([]containerStatus, len(in))
-	for i, c := range in {
-		out[i] = containerStatus{name: c.Name, image: c.Image, state: c.State, lastState: c.LastTerminationState,
-			started: c.Started, restartCount: c.RestartCount, ready: c.Ready}
+	out := make([]Out, len(in))
+	for i, v := range in {
+		out[i] = f(v)
 	}
 	return out
 }
 
-// wholeStatuses are the container statuses in stands for; nil when none.
-func wholeStatuses(in []containerStatus) []corev1.ContainerStatus {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(in))
-	for i, c := range in {
-		out[i] = corev1.ContainerStatus{Name: c.name, Image: c.image, State: c.state, LastTerminationState: c.lastState,
-			Started: c.started, RestartCount: c.restartCount, Ready: c.ready}
-	}
-	return out
+func compactStatus(c corev1.ContainerStatus) containerStatus {
+	return containerStatus{name: c.Name, image: c.Image, state: c.State, lastState: c.LastTerminationState,
+		started: c.Started, restartCount: c.RestartCount, ready: c.Ready}
+}
+
+func wholeStatus(c containerStatus) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: c.name, Image: c.image, State: c.state, LastTerminationState: c.lastState,
+		Started: c.started, RestartCount: c.restartCount, Ready: c.ready}
+}
+
+func compactCondition(c corev1.PodCondition) podCondition {
+	return podCondition{typ: c.Type, status: c.Status, reason: c.Reason, message: c.Message, lastTransitionTime: c.LastTransitionTime}
+}
+
+func wholeCondition(c podCondition) corev1.PodCondition {
+	return corev1.PodCondition{Type: c.typ, Status: c.status, Reason: c.reason, Message: c.message, LastTransitionTime: c.lastTransitionTime}
 }
 
 // NewPod returns what the informer cache holds of p, which stripForCache
-// stripped. It shares p's fields but its containers' statuses.
+// stripped. It shares p's fields but its conditions' and containers'
+// statuses.
 func NewPod(p *corev1.Pod) *Pod {
 	return &Pod{TypeMeta: p.TypeMeta, Meta: newMeta(p.ObjectMeta), nodeName: p.Spec.NodeName, phase: p.Status.Phase, podIP: p.Status.PodIP,
-		podIPs: p.Status.PodIPs, conditions: p.Status.Conditions,
-		initContainerStatuses: compactStatuses(p.Status.InitContainerStatuses), containerStatuses: compactStatuses(p.Status.ContainerStatuses)}
+		podIPs: p.Status.PodIPs, conditions: each(p.Status.Conditions, compactCondition),
+		initContainerStatuses: each(p.Status.InitContainerStatuses, compactStatus), containerStatuses: each(p.Status.ContainerStatuses, compactStatus)}
 }
 
 // Pod returns the pod c stands for, with only the fields c holds.
 func (c *Pod) Pod() *corev1.Pod {
 	return &corev1.Pod{TypeMeta: c.TypeMeta, ObjectMeta: c.objectMeta(), Spec: corev1.PodSpec{NodeName: c.nodeName},
-		Status: corev1.PodStatus{Phase: c.phase, PodIP: c.podIP, PodIPs: c.podIPs, Conditions: c.conditions,
-			InitContainerStatuses: wholeStatuses(c.initContainerStatuses), ContainerStatuses: wholeStatuses(c.containerStatuses)}}
+		Status: corev1.PodStatus{Phase: c.phase, PodIP: c.podIP, PodIPs: c.podIPs, Conditions: each(c.conditions, wholeCondition),
+			InitContainerStatuses: each(c.initContainerStatuses, wholeStatus), ContainerStatuses: each(c.containerStatuses, wholeStatus)}}
 }
 
 // Object is the pod c stands for.
