@@ -625,20 +625,24 @@ func TestStripForCacheServesEachReader(t *testing.T) {
 		}
 		return out
 	}
-	// readers read claims and pods as a pass does, and the pods' index of
-	// addresses reads held, as the cache holds them.
+	// readers read claims and pods as a pass does, and the pods' indexes
+	// of addresses and of nodes read held, as the cache holds them.
 	readers := func(claims []*corev1.PersistentVolumeClaim, pods []*corev1.Pod, held []any) []any {
 		in := status.CauseInput{Claims: claims, Pods: pods, Now: now}
-		var addresses [][]string
+		var addresses, nodes [][]string
 		for _, p := range held {
 			ips, err := podnet.IndexByPodIP(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			addresses = append(addresses, ips)
+			node, err := reconcile.IndexByNode(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addresses, nodes = append(addresses, ips), append(nodes, node)
 		}
 		return []any{status.FindCause(in), status.CauseDue(in).Format(time.RFC3339Nano), status.StartingContainers(pods), addresses,
-			plan.Compute(db, plan.Observed{Claims: claims}).Grow}
+			plan.Compute(db, plan.Observed{Claims: claims}).Grow, nodes}
 	}
 	for podCase, p := range pods {
 		for claimCase, claims := range claimSets {

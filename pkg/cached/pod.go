@@ -90,6 +90,21 @@ func (c *Pod) Pod() *corev1.Pod {
 			InitContainerStatuses: each(c.initContainerStatuses, wholeStatus), ContainerStatuses: each(c.containerStatuses, wholeStatus)}}
 }
 
+// NodeName is the name of the node the pod is scheduled to; "" when none.
+func (c *Pod) NodeName() string { return c.nodeName }
+
+// Addresses are the pod's addresses: its PodIPs, or its PodIP when it has
+// no PodIPs; nil when it has none.
+func (c *Pod) Addresses() []string {
+	if len(c.podIPs) > 0 {
+		return each(c.podIPs, func(ip corev1.PodIP) string { return ip.IP })
+	}
+	if c.podIP != "" {
+		return []string{c.podIP}
+	}
+	return nil
+}
+
 // Object is the pod c stands for.
 func (c *Pod) Object() runtime.Object { return c.Pod() }
 

@@ -10,20 +10,25 @@ import (
 // IndexPodIP is the name of the pods' index by their addresses.
 const IndexPodIP = "podIP"
 
-// IndexByPodIP is the index function of IndexPodIP: a pod's addresses.
+// IndexByPodIP is the index function of IndexPodIP: a pod's addresses,
+// its PodIPs or, when it has none, its PodIP. It reads a compact pod's
+// addresses without making the pod whole: it runs on each change of a
+// pod, for the old and the new.
 func IndexByPodIP(obj interface{}) ([]string, error) {
-	pod, ok := cached.Whole(obj).(*corev1.Pod)
-	if !ok {
-		return nil, nil
+	switch pod := obj.(type) {
+	case *cached.Pod:
+		return pod.Addresses(), nil
+	case *corev1.Pod:
+		ips := make([]string, 0, len(pod.Status.PodIPs)+1)
+		for _, ip := range pod.Status.PodIPs {
+			ips = append(ips, ip.IP)
+		}
+		if len(ips) == 0 && pod.Status.PodIP != "" {
+			ips = append(ips, pod.Status.PodIP)
+		}
+		return ips, nil
 	}
-	ips := make([]string, 0, len(pod.Status.PodIPs)+1)
-	for _, ip := range pod.Status.PodIPs {
-		ips = append(ips, ip.IP)
-	}
-	if len(ips) == 0 && pod.Status.PodIP != "" {
-		ips = append(ips, pod.Status.PodIP)
-	}
-	return ips, nil
+	return nil, nil
 }
 
 // PodOfIndexer finds a pod by its address in pods, an informer's indexer

@@ -97,11 +97,18 @@ func ClaimOf(e *corev1.Event) cache.ObjectName {
 const IndexNode = "node"
 
 // IndexByNode indexes a pod by its node's name; pods not scheduled yet
-// are not indexed.
+// are not indexed. It reads a compact pod's node without making the pod
+// whole: it runs on each change of a pod, for the old and the new.
 func IndexByNode(obj interface{}) ([]string, error) {
-	p, ok := cached.Whole(obj).(*corev1.Pod)
-	if !ok || p.Spec.NodeName == "" {
+	var node string
+	switch p := obj.(type) {
+	case *cached.Pod:
+		node = p.NodeName()
+	case *corev1.Pod:
+		node = p.Spec.NodeName
+	}
+	if node == "" {
 		return nil, nil
 	}
-	return []string{p.Spec.NodeName}, nil
+	return []string{node}, nil
 }
