@@ -23,6 +23,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/certs"
 	"github.com/dbcontroller/database-controller/pkg/ha"
 	"github.com/dbcontroller/database-controller/pkg/names"
+	"github.com/dbcontroller/database-controller/pkg/tlsconfig"
 	"github.com/dbcontroller/database-controller/pkg/ttl"
 )
 
@@ -567,12 +568,13 @@ func (w writtenSecrets) newest(key ChildKey, cached *corev1.Secret) *corev1.Secr
 // authoritiesOf is what the controller verifies db's servers against: the
 // credentials Secret's ca.crt, as clients do, while the servers have TLS
 // (status.tls, or the TLS step's Secret when the status is yet to say);
-// none otherwise, and the connections are in plain text.
+// none otherwise, and the connections are in plain text. They are kept
+// per Database, compact (tlsconfig.Compact).
 func (p *pass) authoritiesOf(credentials *corev1.Secret) string {
 	if p.db.Spec.TLSMode() == dbv1alpha1.TLSDisabled || p.plan.Engine == nil || p.plan.Engine.Runtime().TLS == nil {
 		return ""
 	}
-	return string(credentials.Data[builder.AuthorityKey])
+	return tlsconfig.Compact(credentials.Data[builder.AuthorityKey])
 }
 
 // CertificatePresenter connects to the server at host:port over TLS,

@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,9 +45,11 @@ func handshake(t *testing.T, cfg *tls.Config, server certs.Issued) error {
 	return tls.Client(c, cfg).Handshake()
 }
 
-func TestForAuthorities(t *testing.T) {
-	now := time.Now()
-	issue := func(ca certs.Issued) certs.Issued {
+// authorities are two authorities, ours and theirs, and issue, which
+// issues a server's certificate of one of them.
+func authorities(t *testing.T, now time.Time) (ours, theirs certs.Issued, issue func(ca certs.Issued) certs.Issued) {
+	t.Helper()
+	issue = func(ca certs.Issued) certs.Issued {
 		s, err := certs.IssueServer(rand.Reader, ca, []string{"orders.default.svc"}, now, certs.ServerValidity)
 		if err != nil {
 			t.Fatal(err)
@@ -56,10 +60,16 @@ func TestForAuthorities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs, err := certs.NewAuthority(rand.Reader, "theirs", now, certs.AuthorityValidity)
+	theirs, err = certs.NewAuthority(rand.Reader, "theirs", now, certs.AuthorityValidity)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ours, theirs, issue
+}
+
+func TestForAuthorities(t *testing.T) {
+	now := time.Now()
+	ours, theirs, issue := authorities(t, now)
 	server := issue(ours)
 	var seen string
 	cfg, err := ForAuthorities(certs.Bundle(now, theirs.CertPEM, ours.CertPEM), func(leaf *x509.Certificate) { seen = leaf.SerialNumber.Text(16) })
@@ -83,5 +93,39 @@ func TestForAuthorities(t *testing.T) {
 	}
 	if _, err := ForAuthorities([]byte("no PEM here"), nil); err == nil {
 		t.Error("a ca.crt of no certificate gave a configuration")
+	}
+}
+
+// The authorities kept compact are the ca.crt's certificates, and trust
+// the servers the ca.crt does, and no other.
+func TestCompact(t *testing.T) {
+	now := time.Now()
+	ours, theirs, issue := authorities(t, now)
+	stranger, _, _ := authorities(t, now)
+	key := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("not a certificate")})
+	caCRT := slices.Concat(certs.Bundle(now, theirs.CertPEM, ours.CertPEM), key)
+	compact := Compact(caCRT)
+	if len(compact) >= len(caCRT)*3/4 {
+		t.Errorf("compact: %d bytes of a ca.crt of %d", len(compact), len(caCRT))
+	}
+	cfg, err := ForAuthorities([]byte(compact), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ca := range []certs.Issued{ours, theirs} {
+		if err := handshake(t, cfg, issue(ca)); err != nil {
+			t.Errorf("a server of an authority of the ca.crt: %v, want it trusted", err)
+		}
+	}
+	if err := handshake(t, cfg, issue(stranger)); err == nil || !strings.Contains(err.Error(), "not one of the Database's authorities") {
+		t.Errorf("a server of another authority: %v, want it refused", err)
+	}
+	for _, text := range []string{"", "no PEM here", string(key)} {
+		if got := Compact([]byte(text)); got != text {
+			t.Errorf("Compact(%q) = %q, want it as it was", text, got)
+		}
+		if _, err := ForAuthorities([]byte(Compact([]byte(text))), nil); err == nil {
+			t.Errorf("a ca.crt of no certificate (%q) gave a configuration", text)
+		}
 	}
 }
