@@ -22,7 +22,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -31,6 +33,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	kubeinformers "k8s.io/client-go/informers"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	kubeinternal "k8s.io/client-go/informers/internalinterfaces"
+	policyinformers "k8s.io/client-go/informers/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -44,6 +51,8 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/cached"
 	clientset "github.com/dbcontroller/database-controller/pkg/generated/clientset/versioned"
 	dbinformers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions"
+	dbv1alpha1informers "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions/dbcontroller/v1alpha1"
+	dbinternal "github.com/dbcontroller/database-controller/pkg/generated/informers/externalversions/internalinterfaces"
 	"github.com/dbcontroller/database-controller/pkg/intern"
 	"github.com/dbcontroller/database-controller/pkg/metrics"
 	"github.com/dbcontroller/database-controller/pkg/names"
@@ -237,8 +246,10 @@ func run(ctx context.Context, o options) error {
 	}
 	podnet.SetDefault(servers)
 	claimEventInformerFactory := newClaimEventInformerFactory(eventsClient, o.namespace)
-	configMapInformerFactory := newLabelledInformerFactory(kubeClient, o.namespace, dbv1alpha1.LabelParameters)
-	tlsSecretInformerFactory := newLabelledInformerFactory(kubeClient, o.namespace, dbv1alpha1.LabelTLS)
+	configMapInformerFactory := newLabelledInformerFactory(kubeClient, o.namespace, dbv1alpha1.LabelParameters,
+		&corev1.ConfigMap{}, coreinformers.NewFilteredConfigMapInformer)
+	tlsSecretInformerFactory := newLabelledInformerFactory(kubeClient, o.namespace, dbv1alpha1.LabelTLS,
+		&corev1.Secret{}, coreinformers.NewFilteredSecretInformer)
 	var nodeInformerFactory kubeinformers.SharedInformerFactory
 	if o.watchNodes {
 		nodeInformerFactory = newNodeInformerFactory(kubeClient)
@@ -578,18 +589,60 @@ func protobufConfig(cfg *rest.Config) *rest.Config {
 // controller. The Kubernetes one lists and watches only objects labelled as
 // managed by this controller, so that the caches do not hold every Secret,
 // Service, StatefulSet and claim of the cluster; both strip what the
-// controller never reads before an object is cached.
+// controller never reads before an object is cached. Their informers keep
+// no index by namespace (withoutNamespaceIndex) but the pods'.
 func newInformerFactories(kubeClient kubernetes.Interface, dbClient clientset.Interface, namespace string, resync time.Duration) (
 	kubeinformers.SharedInformerFactory, dbinformers.SharedInformerFactory) {
 	managed := names.ManagedSelector()
+	tweak := func(lo *metav1.ListOptions) { lo.LabelSelector = managed }
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
 		kubeinformers.WithNamespace(namespace),
-		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managed }),
+		kubeinformers.WithTweakListOptions(tweak),
 		kubeinformers.WithTransform(stripForCache))
+	withoutNamespaceIndex(kubeFactory, namespace, tweak, map[runtime.Object]kubeInformer{
+		&appsv1.StatefulSet{}:           appsinformers.NewFilteredStatefulSetInformer,
+		&corev1.Service{}:               coreinformers.NewFilteredServiceInformer,
+		&corev1.Secret{}:                coreinformers.NewFilteredSecretInformer,
+		&corev1.PersistentVolumeClaim{}: coreinformers.NewFilteredPersistentVolumeClaimInformer,
+		&batchv1.Job{}:                  batchinformers.NewFilteredJobInformer,
+		&policyv1.PodDisruptionBudget{}: policyinformers.NewFilteredPodDisruptionBudgetInformer,
+	})
 	dbFactory := dbinformers.NewSharedInformerFactoryWithOptions(dbClient, resync,
 		dbinformers.WithNamespace(namespace),
 		dbinformers.WithTransform(stripForCache))
+	// The same for the Databases and their backups, whose factory's client
+	// is of another type.
+	for obj, newInformer := range map[runtime.Object]func(clientset.Interface, string, time.Duration, cache.Indexers, dbinternal.TweakListOptionsFunc) cache.SharedIndexInformer{
+		&dbv1alpha1.Database{}:       dbv1alpha1informers.NewFilteredDatabaseInformer,
+		&dbv1alpha1.DatabaseBackup{}: dbv1alpha1informers.NewFilteredDatabaseBackupInformer,
+	} {
+		dbFactory.InformerFor(obj, func(c clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return newInformer(c, namespace, resync, cache.Indexers{}, nil)
+		})
+	}
 	return kubeFactory, dbFactory
+}
+
+// kubeInformer makes the informer of one kind, of a namespace (all when
+// ""), with indexers, listing with the list options tweak sets: client-go's
+// NewFiltered...Informer of that kind.
+type kubeInformer func(client kubernetes.Interface, namespace string, resync time.Duration, indexers cache.Indexers,
+	tweak kubeinternal.TweakListOptionsFunc) cache.SharedIndexInformer
+
+// withoutNamespaceIndex has factory f make its informers of the kinds of
+// kinds, of namespace and with the list options tweak sets, as it would
+// (its resync, its transform), but with no index. A factory gives each
+// informer an index by namespace: a set of every object's key per
+// namespace, which only a lister's List of one namespace reads, and the
+// controller reads these kinds by key and through indexes of its own
+// (reconcile.NewCaches). The pods keep theirs: the backups' runner lists a
+// Job's pods in its namespace.
+func withoutNamespaceIndex(f kubeinformers.SharedInformerFactory, namespace string, tweak func(*metav1.ListOptions), kinds map[runtime.Object]kubeInformer) {
+	for obj, newInformer := range kinds {
+		f.InformerFor(obj, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return newInformer(c, namespace, resync, cache.Indexers{}, tweak)
+		})
+	}
 }
 
 // newClaimEventInformerFactory returns the informer factory of the events
@@ -600,10 +653,13 @@ func newInformerFactories(kubeClient kubernetes.Interface, dbClient clientset.In
 // no event needs one.
 func newClaimEventInformerFactory(eventsClient kubernetes.Interface, namespace string) kubeinformers.SharedInformerFactory {
 	claimEvents := fields.OneTermEqualSelector("involvedObject.kind", "PersistentVolumeClaim").String()
-	return kubeinformers.NewSharedInformerFactoryWithOptions(eventsClient, 0,
+	tweak := func(lo *metav1.ListOptions) { lo.FieldSelector = claimEvents }
+	f := kubeinformers.NewSharedInformerFactoryWithOptions(eventsClient, 0,
 		kubeinformers.WithNamespace(namespace),
-		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = claimEvents }),
+		kubeinformers.WithTweakListOptions(tweak),
 		kubeinformers.WithTransform(stripForCache))
+	withoutNamespaceIndex(f, namespace, tweak, map[runtime.Object]kubeInformer{&corev1.Event{}: coreinformers.NewFilteredEventInformer})
+	return f
 }
 
 // newLabelledInformerFactory returns the informer factory of the objects
@@ -612,12 +668,17 @@ func newClaimEventInformerFactory(eventsClient kubernetes.Interface, namespace s
 // dbcontroller.io/parameters; the Secrets of spec.tls.secretName,
 // dbcontroller.io/tls), so that the cluster's others cost no memory; with
 // no resync, as none needs one. Secrets lose their data (stripForCache).
-func newLabelledInformerFactory(kubeClient kubernetes.Interface, namespace, label string) kubeinformers.SharedInformerFactory {
+// Its one informer, of obj's kind, made by newInformer, keeps no index by
+// namespace.
+func newLabelledInformerFactory(kubeClient kubernetes.Interface, namespace, label string, obj runtime.Object, newInformer kubeInformer) kubeinformers.SharedInformerFactory {
 	labelled := labels.SelectorFromSet(labels.Set{label: "true"}).String()
-	return kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
+	tweak := func(lo *metav1.ListOptions) { lo.LabelSelector = labelled }
+	f := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
 		kubeinformers.WithNamespace(namespace),
-		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = labelled }),
+		kubeinformers.WithTweakListOptions(tweak),
 		kubeinformers.WithTransform(stripForCache))
+	withoutNamespaceIndex(f, namespace, tweak, map[runtime.Object]kubeInformer{obj: newInformer})
+	return f
 }
 
 // newPodMonitorInformer returns the informer of the Prometheus Operator's
@@ -669,7 +730,13 @@ func newPodMonitorInformer(ctx context.Context, cfg *rest.Config, kubeClient kub
 // carry no label of the controller's: it keeps of each only what says
 // whether it is cordoned (stripNode), with no resync.
 func newNodeInformerFactory(kubeClient kubernetes.Interface) kubeinformers.SharedInformerFactory {
-	return kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithTransform(stripForCache))
+	f := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithTransform(stripForCache))
+	// Nodes have no namespace: their informer is made with no index.
+	withoutNamespaceIndex(f, metav1.NamespaceAll, nil, map[runtime.Object]kubeInformer{&corev1.Node{}: func(c kubernetes.Interface, _ string,
+		resync time.Duration, indexers cache.Indexers, tweak kubeinternal.TweakListOptionsFunc) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredNodeInformer(c, resync, indexers, tweak)
+	}})
+	return f
 }
 
 // cacheStrings holds one copy of the strings that cached objects share

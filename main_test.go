@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -95,6 +98,100 @@ func TestInformerFactoriesFilterAndStrip(t *testing.T) {
 	// Databases carry no such label: every one is cached.
 	if got, _ := databases.Lister().List(labels.Everything()); len(got) != 1 {
 		t.Errorf("cached Databases = %d, want 1", len(got))
+	}
+}
+
+// Each informer factory lists its own kind with its own selector, in the
+// controller's namespace, and its informers keep only the indexes some
+// reader reads: none by namespace (withoutNamespaceIndex) but the pods',
+// which the backups' runner lists by namespace.
+func TestInformersListTheirKindAndIndexWhatIsRead(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const ns = "shop"
+	// A clientset per factory, whose actions are what that factory listed.
+	managedClient, eventsClient, configMapsClient, tlsClient, nodesClient := k8sfake.NewClientset(), k8sfake.NewClientset(),
+		k8sfake.NewClientset(), k8sfake.NewClientset(), k8sfake.NewClientset()
+	dbs := fake.NewSimpleClientset()
+	kubeFactory, dbFactory := newInformerFactories(managedClient, dbs, ns, 0)
+	factories := []struct {
+		name    string
+		factory interface {
+			Start(<-chan struct{})
+			WaitForCacheSync(<-chan struct{}) map[reflect.Type]bool
+		}
+		informerFor func(runtime.Object) cache.SharedIndexInformer
+		client      *k8sfake.Clientset
+		// listed is what the factory lists: resource, namespace, label
+		// and field selectors.
+		listed []string
+	}{
+		{name: "managed", factory: kubeFactory, client: managedClient, listed: []string{
+			"jobs shop app.kubernetes.io/managed-by=database-controller ",
+			"persistentvolumeclaims shop app.kubernetes.io/managed-by=database-controller ",
+			"poddisruptionbudgets shop app.kubernetes.io/managed-by=database-controller ",
+			"pods shop app.kubernetes.io/managed-by=database-controller ",
+			"secrets shop app.kubernetes.io/managed-by=database-controller ",
+			"services shop app.kubernetes.io/managed-by=database-controller ",
+			"statefulsets shop app.kubernetes.io/managed-by=database-controller ",
+		}},
+		{name: "claim events", factory: newClaimEventInformerFactory(eventsClient, ns), client: eventsClient, listed: []string{
+			"events shop  involvedObject.kind=PersistentVolumeClaim"}},
+		{name: "parameters", factory: newLabelledInformerFactory(configMapsClient, ns, dbv1alpha1.LabelParameters, &corev1.ConfigMap{},
+			coreinformers.NewFilteredConfigMapInformer), client: configMapsClient, listed: []string{"configmaps shop dbcontroller.io/parameters=true "}},
+		{name: "TLS", factory: newLabelledInformerFactory(tlsClient, ns, dbv1alpha1.LabelTLS, &corev1.Secret{},
+			coreinformers.NewFilteredSecretInformer), client: tlsClient, listed: []string{"secrets shop dbcontroller.io/tls=true "}},
+		{name: "nodes", factory: newNodeInformerFactory(nodesClient), client: nodesClient, listed: []string{"nodes   "}},
+		{name: "Databases", factory: dbFactory},
+	}
+	for i := range factories {
+		switch f := factories[i].factory.(type) {
+		case kubeinformers.SharedInformerFactory:
+			factories[i].informerFor = func(obj runtime.Object) cache.SharedIndexInformer { return f.InformerFor(obj, nil) }
+		case informers.SharedInformerFactory:
+			factories[i].informerFor = func(obj runtime.Object) cache.SharedIndexInformer { return f.InformerFor(obj, nil) }
+		}
+	}
+	if _, err := NewController(ctx, Config{KubeClient: managedClient, DBClient: dbs, KubeInformers: kubeFactory, DBInformers: dbFactory,
+		ClaimEventInformers: factories[1].factory.(kubeinformers.SharedInformerFactory), ParametersConfigMapInformers: factories[2].factory.(kubeinformers.SharedInformerFactory),
+		TLSSecretInformers: factories[3].factory.(kubeinformers.SharedInformerFactory), NodeInformers: factories[4].factory.(kubeinformers.SharedInformerFactory),
+		Recorder: record.NewFakeRecorder(10)}); err != nil {
+		t.Fatal(err)
+	}
+	started := 0
+	for _, f := range factories {
+		f.factory.Start(ctx.Done())
+		for typ, ok := range f.factory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				t.Fatalf("%s: %v did not sync", f.name, typ)
+			}
+			started++
+			informer := f.informerFor(reflect.New(typ.Elem()).Interface().(runtime.Object))
+			_, byNamespace := informer.GetIndexer().GetIndexers()[cache.NamespaceIndex]
+			if want := typ == reflect.TypeFor[*corev1.Pod](); byNamespace != want {
+				t.Errorf("%s: the informer of %v has an index by namespace: %v, want %v", f.name, typ, byNamespace, want)
+			}
+		}
+		if f.client == nil {
+			continue
+		}
+		var listed []string
+		for _, a := range f.client.Actions() {
+			if l, ok := a.(core.ListActionImpl); ok {
+				r := l.GetListRestrictions()
+				listed = append(listed, fmt.Sprintf("%s %s %s %s", a.GetResource().Resource, a.GetNamespace(), r.Labels, r.Fields))
+			}
+		}
+		slices.Sort(listed)
+		if !slices.Equal(listed, f.listed) {
+			t.Errorf("%s: listed\n%s\nwant\n%s", f.name, strings.Join(listed, "\n"), strings.Join(f.listed, "\n"))
+		}
+	}
+	// The managed kinds, claims' events, ConfigMaps, TLS Secrets, nodes,
+	// Databases and their backups.
+	if want := 7 + 1 + 1 + 1 + 1 + 2; started != want {
+		t.Errorf("%d informers started, want %d", started, want)
 	}
 }
 
