@@ -53,6 +53,8 @@ EXPORTERS_SUITE=${EXPORTERS_SUITE:-trixie}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # shellcheck source=names.sh
 source "$HERE/names.sh"
+# shellcheck source=hack/lib/build-cache.sh
+source "$ROOT/hack/lib/build-cache.sh"
 mkdir -p "$OUT"
 
 log() { printf '[build-images %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -149,11 +151,18 @@ build() {
     log "$image: up to date ($OUT/$image.tar)"
     return
   fi
-  log "$image: building $OUT/$image.tar"
   local start=$SECONDS
   rm -f "$OUT/.$image.stamp"
+  if cache_get "images/$image" "$stamp" "$OUT" && [[ -f "$OUT/$image.tar" ]]; then
+    echo "$stamp" > "$OUT/.$image.stamp"
+    log "$image: copied from the build cache ($DBC_BUILD_CACHE) in $((SECONDS - start))s"
+    return
+  fi
+  log "$image: building $OUT/$image.tar"
   "$cmd"
   echo "$stamp" > "$OUT/.$image.stamp"
+  # With the root filesystem that images layered over it read.
+  cache_put "images/$image" "$stamp" "$OUT" "$image.tar" "$image.rootfs.tar"
   log "$image: built in $((SECONDS - start))s ($(du -m "$OUT/$image.tar" | cut -f1) MiB)"
 }
 

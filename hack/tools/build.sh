@@ -33,6 +33,9 @@ mkdir -p "$BIN"
 
 log() { printf '[build-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# shellcheck source=hack/lib/build-cache.sh
+source "$ROOT/hack/lib/build-cache.sh"
+
 # stamp_of NAME INPUT... prints a digest of the inputs plus the Go version.
 stamp_of() {
   { go version; cat "$@"; } | sha256sum | cut -d' ' -f1
@@ -70,12 +73,24 @@ build_group() {
     log "$name: up to date ($*)"
     return
   fi
-  log "$name: building $*"
-  local start=$SECONDS
   rm -f "$BIN/.$name.stamp"
+  local start=$SECONDS
+  if cache_get "tools/$name" "$stamp" "$BIN" && up_to_date_outputs "$@"; then
+    echo "$stamp" > "$BIN/.$name.stamp"
+    log "$name: copied from the build cache ($DBC_BUILD_CACHE) in $((SECONDS - start))s"
+    return
+  fi
+  log "$name: building $*"
   eval "$cmd"
   echo "$stamp" > "$BIN/.$name.stamp"
+  cache_put "tools/$name" "$stamp" "$BIN" "$@"
   log "$name: built in $((SECONDS - start))s"
+}
+
+# up_to_date_outputs OUTPUT... is true when every output is in $BIN.
+up_to_date_outputs() {
+  local o
+  for o in "$@"; do [[ -e "$BIN/$o" ]] || return 1; done
 }
 
 # etcd: a small main around etcdmain, pinned in hack/tools/etcd/go.mod.
