@@ -206,14 +206,14 @@ func archivesAcrossAFailover(t *testing.T, ns string, cfg objectstore.Config, pr
 	waitBackupCompleted(t, ns, "before")
 
 	old := db.Status.Replication.Primary
-	writer := startWriter(t, ns, "ledger", 30)
-	time.Sleep(8 * time.Second)
+	writer := startWriter(t, ns, "ledger", writerBound)
+	writer.waitAcknowledged(t, 3)
 	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
 	e2eutil.Eventually(t, converge, "a replica promoted in place of "+old, func() (bool, string) {
 		rs := e2eutil.GetDB(t, ns, "ledger").Status.Replication
 		return rs != nil && rs.Primary != "" && rs.Primary != old && rs.TargetPrimary == "", fmt.Sprintf("%+v", rs)
 	})
-	w := parseWrites(t, writer.wait(t))
+	w := parseWrites(t, writer.finish(t, 20))
 	w.report(t, "the primary's pod deleted mid-write", w.lost(t, ns, "ledger"), 20)
 	afterFailover := wSum(t, ns, "ledger")
 

@@ -90,7 +90,7 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 	defer sampler.finish(t)
 
 	// 1. A plain delete of the primary's pod.
-	writer := startWriter(t, ns, "drained", 90)
+	writer := startWriter(t, ns, "drained", writerBound)
 	bench := startClient(t, ns, "drained", "pgbench", fmt.Sprintf(pgbenchScript, 60))
 	time.Sleep(10 * time.Second)
 	old := primaryOf(t, ns, "drained")
@@ -127,7 +127,7 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 	}
 	waitReplicating(t, ns, "drained", "the evicted replica to stream again")
 
-	parseWrites(t, writer.wait(t)).across(t, ns, "drained", "delete pod of the primary, then evictions", deleted)
+	parseWrites(t, writer.finish(t, 20)).across(t, ns, "drained", "delete pod of the primary, then evictions", deleted)
 }
 
 // A replica whose data cannot start (its pg_control removed on the host,

@@ -59,7 +59,7 @@ func TestPostgreSQLMajorUpgradeInPlace(t *testing.T) {
 	before := runClient(t, ns, "up", postgresImage, fingerprint)
 	password := secretValue(t, ns, "up", "password")
 
-	writer := startWriter(t, ns, "up", 100)
+	writer := startWriter(t, ns, "up", writerBound)
 	writer.waitAcknowledged(t, 20)
 	stop := make(chan struct{})
 	states := watchStates(t, ns, "up", stop)
@@ -119,7 +119,7 @@ func TestPostgreSQLMajorUpgradeInPlace(t *testing.T) {
 	}
 
 	t.Logf("in-place upgrade 15 → 17 of 100,000 rows: %s from the change of spec.version to Running", took.Round(time.Second))
-	parseWrites(t, writer.wait(t)).across(t, ns, "up", "the in-place upgrade", asked)
+	parseWrites(t, writer.finish(t, 20)).across(t, ns, "up", "the in-place upgrade", asked)
 
 	// What the other way costs: a dump of the same data and its restore
 	// into a new database on the same server, the downtime of a move to a
@@ -206,7 +206,7 @@ func TestPostgreSQLMajorUpgradeOfAReplicatedDatabase(t *testing.T) {
 	sampler := sampleLabels(ns, "ring")
 	defer sampler.finish(t)
 
-	writer := startWriter(t, ns, "ring", 120)
+	writer := startWriter(t, ns, "ring", writerBound)
 	writer.waitAcknowledged(t, 20)
 	asked := time.Now()
 	setVersion(t, ns, "ring", "17", postgres17Image)
@@ -245,5 +245,5 @@ psql -h "$host" -U "$USERNAME" -d "$DATABASE" -tA -c "SELECT pg_is_in_recovery()
 	}
 
 	t.Logf("in-place upgrade 15 → 17 of three servers, 20,000 rows: %s from the change of spec.version to the upgrade's end", took.Round(time.Second))
-	parseWrites(t, writer.wait(t)).across(t, ns, "ring", "the in-place upgrade of a replicated Database", asked)
+	parseWrites(t, writer.finish(t, 20)).across(t, ns, "ring", "the in-place upgrade of a replicated Database", asked)
 }

@@ -101,11 +101,11 @@ func checkFailovers(t *testing.T, ns, name string) {
 	// Switchover to a named replica while the client writes: the old
 	// primary is fenced, the target receives all it wrote, then is
 	// promoted.
-	writer := startMySQLWriter(t, ns, name, 40)
-	time.Sleep(5 * time.Second)
+	writer := startMySQLWriter(t, ns, name, writerBound)
+	writer.waitAcknowledged(t, 3)
 	db := waitReplicating(t, ns, name, "every replica replicating before the switchover")
 	asked := switchOver(t, ns, db)
-	w = parseWrites(t, writer.wait(t))
+	w = parseWrites(t, writer.finish(t, 20))
 	from, until := w.outage(float64(asked.UnixNano()) / 1e9)
 	t.Logf("switchover: writes failed for %.1f s", until-from)
 	lost = w.lostMySQL(t, ns, name)
@@ -176,15 +176,17 @@ func TestMySQLControllerKilledDuringAFailover(t *testing.T) {
 		defer sampler.finish(t)
 	}
 	for _, name := range dbs {
-		writers[name] = startMySQLWriter(t, ns, name, 40)
+		writers[name] = startMySQLWriter(t, ns, name, writerBound)
 	}
-	time.Sleep(5 * time.Second)
+	for _, name := range dbs {
+		writers[name].waitAcknowledged(t, 3)
+	}
 
 	lostAt := loseThePrimaryAndTheController(t, ns, dbs...)
 
 	for _, name := range dbs {
 		server := serverProgram(imageOf(t, ns, name))
-		w := parseWrites(t, writers[name].wait(t))
+		w := parseWrites(t, writers[name].finish(t, 20))
 		from, until := w.outage(float64(lostAt.UnixNano()) / 1e9)
 		t.Logf("%s: node loss with the controller killed: writes failed for %.1f s (a delay of 8 s)", server, until-from)
 		lost := w.lostMySQL(t, ns, name)
@@ -199,8 +201,8 @@ func TestMySQLControllerKilledDuringAFailover(t *testing.T) {
 // replicates from it, and returns what the client saw.
 func startMySQLFailover(t *testing.T, ns, name string) writeLog {
 	t.Helper()
-	writer := startMySQLWriter(t, ns, name, 60)
-	time.Sleep(5 * time.Second)
+	writer := startMySQLWriter(t, ns, name, writerBound)
+	writer.waitAcknowledged(t, 3)
 	old := primaryOf(t, ns, name)
 	killed := time.Now()
 	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
@@ -216,7 +218,7 @@ func startMySQLFailover(t *testing.T, ns, name string) writeLog {
 		}
 	}
 	t.Logf("%s replicates from %s %s after the delete", old, db.Status.Replication.Primary, time.Since(killed).Round(100*time.Millisecond))
-	w := parseWrites(t, writer.wait(t))
+	w := parseWrites(t, writer.finish(t, 50))
 	from, until := w.outage(float64(killed.UnixNano()) / 1e9)
 	t.Logf("failover: writes failed for %.1f s (from %.1f s to %.1f s after the delete)", until-from,
 		from-float64(killed.UnixNano())/1e9, until-float64(killed.UnixNano())/1e9)
@@ -568,10 +570,10 @@ func lineWith(out, s string) string {
 // old one to replicate again, and returns what the client saw.
 func killPrimaryWhileWriting(t *testing.T, ns, name string) writeLog {
 	t.Helper()
-	// Long enough, on a loaded machine, to write well after the old
-	// primary is back (about 25 s after the kill): in CI a writer of
-	// 30 s made 15 attempts in all.
-	writer := startMySQLWriter(t, ns, name, 60)
+	// It writes until it wrote past the old primary's return (finish):
+	// on a loaded machine, with semi-synchronous replication, the
+	// commits wait for it more than a minute.
+	writer := startMySQLWriter(t, ns, name, writerBound)
 	writer.waitAcknowledged(t, 3)
 	crashed := primaryOf(t, ns, name)
 	at := time.Now()
@@ -589,7 +591,7 @@ func killPrimaryWhileWriting(t *testing.T, ns, name string) writeLog {
 		t.Logf("SIGKILL: %s was cloned while commits waited for it: set dataDurability Preferred, as the condition says", crashed)
 	}
 	t.Logf("SIGKILL: %s replicates again %s after the kill", crashed, time.Since(at).Round(100*time.Millisecond))
-	w := parseWrites(t, writer.wait(t))
+	w := parseWrites(t, writer.finish(t, 20))
 	since := float64(at.UnixNano()) / 1e9
 	from, until := w.outage(since)
 	t.Logf("SIGKILL: writes failed for %.1f s", until-from)
@@ -675,7 +677,7 @@ func TestMySQLRequiredCommitsAndACloneWaitingForEachOtherAreReported(t *testing.
 	if primaryOf(t, ns, "held") == replica {
 		replica = "held-0"
 	}
-	writer := startMySQLWriter(t, ns, "held", 240)
+	writer := startMySQLWriter(t, ns, "held", writerBound)
 	writer.waitAcknowledged(t, 3)
 	// As the controller reseeds a replica: the claim, then the pod. The
 	// StatefulSet makes both again, and the new pod's init container

@@ -49,7 +49,7 @@ func TestMariaDBSeriesUpgradeInPlace(t *testing.T) {
 	sampler := sampleLabels(ns, "shift")
 	defer sampler.finish(t)
 
-	writer := startMySQLWriter(t, ns, "shift", 80)
+	writer := startMySQLWriter(t, ns, "shift", writerBound)
 	writer.waitAcknowledged(t, 20)
 	asked := time.Now()
 	setVersion(t, ns, "shift", "11.8", mariadb118Image)
@@ -105,7 +105,7 @@ func TestMariaDBSeriesUpgradeInPlace(t *testing.T) {
 		}
 	}
 
-	w := parseWrites(t, writer.wait(t))
+	w := parseWrites(t, writer.finish(t, 20))
 	from, until := w.outage(float64(asked.UnixNano()) / 1e9)
 	t.Logf("the in-place series upgrade: writes failed for %.1f s (%.1f s to %.1f s after the change)", until-from,
 		from-float64(asked.UnixNano())/1e9, until-float64(asked.UnixNano())/1e9)

@@ -206,8 +206,8 @@ func TestParameters(t *testing.T) {
 	old := primaryOf(t, ns, "tuned")
 	sampler := sampleLabels(ns, "tuned")
 	uids := samplePods(ns, "tuned")
-	writer := startWriter(t, ns, "tuned", 150)
-	time.Sleep(5 * time.Second)
+	writer := startWriter(t, ns, "tuned", writerBound)
+	writer.waitAcknowledged(t, 3)
 	changed = time.Now()
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/tuned", "--type=merge", "-p", `{"spec":{"parameters":{"work_mem":"64MB","shared_buffers":"256MB"}}}`)
 	pending := waitParameters(t, ns, "tuned", "RestartPending")
@@ -233,7 +233,7 @@ func TestParameters(t *testing.T) {
 	if got := showEach(t, ns, "tuned", pods, "shared_buffers", "work_mem", "max_connections", "statement_timeout"); !equalAll(got, pods, "256MB 64MB 150 45s") {
 		t.Errorf("settings after the restart: %v, want 256MB 64MB 150 45s on each", got)
 	}
-	parseWrites(t, writer.wait(t)).across(t, ns, "tuned", "shared_buffers rolled out", changed)
+	parseWrites(t, writer.finish(t, 20)).across(t, ns, "tuned", "shared_buffers rolled out", changed)
 
 	// 6. A value the primary accepts but no server starts with: the first
 	// replica to restart fails, the rollout stops there and the Database

@@ -162,10 +162,10 @@ func TestServersReachedThroughTheAPIServer(t *testing.T) {
 	runClient(t, ns, "tunnel", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	sampler := sampleLabels(ns, "tunnel")
 	defer sampler.finish(t)
-	writer := startWriter(t, ns, "tunnel", 45)
+	writer := startWriter(t, ns, "tunnel", writerBound)
 	writer.waitAcknowledged(t, 3)
 	killed := deletePrimary(t, ns, "tunnel", db.Status.Replication.Primary)
-	parseWrites(t, writer.wait(t)).across(t, ns, "tunnel", "the failover through the API server", killed)
+	parseWrites(t, writer.finish(t, 20)).across(t, ns, "tunnel", "the failover through the API server", killed)
 
 	// Dead tunnels: every tunnel the controller holds now becomes a black
 	// hole (its packets dropped both ways, the connection left open, as a

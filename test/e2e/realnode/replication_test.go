@@ -308,8 +308,8 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 	}
 
 	// 2. Failover: the primary's pod is deleted while a client writes.
-	writer := startWriter(t, ns, "ha", 75)
-	time.Sleep(5 * time.Second)
+	writer := startWriter(t, ns, "ha", writerBound)
+	writer.waitAcknowledged(t, 3)
 	old := e2eutil.GetDB(t, ns, "ha").Status.Replication.Primary
 	killed := time.Now()
 	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", old, "--wait=false")
@@ -331,7 +331,7 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 	asked := switchOver(t, ns, db)
 	checkStateMetrics(t, ns, "ha", 1, 1)
 
-	w := parseWrites(t, writer.wait(t))
+	w := parseWrites(t, writer.finish(t, 50))
 	from, until := w.outage(float64(killed.UnixNano()) / 1e9)
 	t.Logf("failover: writes failed for %.1f s (from %.1f s to %.1f s after the delete)", until-from, from-float64(killed.UnixNano())/1e9, until-float64(killed.UnixNano())/1e9)
 	from, until = w.outage(float64(asked.UnixNano()) / 1e9)
@@ -444,6 +444,40 @@ func (w *writer) stop(t testing.TB) {
 	}
 }
 
+// writerBound is how long a writer writes at most, in seconds: the tests
+// end it with finish once it wrote across what they watch, however long a
+// loaded machine takes; the bound only ends a writer whose test failed
+// before that.
+const writerBound = 900
+
+// finish waits until the writer has written at least atLeast rows in all,
+// and five since finish was called (so that it wrote past the outage of
+// what the test watched, which the test waited for), then stops it and
+// returns what it printed.
+func (w *writer) finish(t testing.TB, atLeast int) string {
+	t.Helper()
+	acknowledged := func() (int, error) {
+		out, err := e2eutil.KubectlRun("", "-n", w.ns, "logs", w.pod)
+		if err != nil {
+			return 0, err
+		}
+		return len(parseWrites(t, string(out)).acked), nil
+	}
+	since, err := acknowledged()
+	if err != nil {
+		t.Fatalf("reading the writer %s: %v", w.pod, err)
+	}
+	e2eutil.Eventually(t, 3*converge, fmt.Sprintf("writer pod %s to have %d writes acknowledged, 5 of them after %d", w.pod, atLeast, since), func() (bool, string) {
+		n, err := acknowledged()
+		if err != nil {
+			return false, err.Error()
+		}
+		return n >= atLeast && n >= since+5, fmt.Sprintf("%d acknowledged", n)
+	})
+	w.stop(t)
+	return w.wait(t)
+}
+
 // wait waits for the writer to end and returns what it printed.
 func (w *writer) wait(t testing.TB) string {
 	t.Helper()
@@ -495,8 +529,8 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	runClient(t, ns, "crash", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	sampler := sampleLabels(ns, "crash")
 	defer sampler.finish(t)
-	writer := startWriter(t, ns, "crash", 150)
-	time.Sleep(5 * time.Second)
+	writer := startWriter(t, ns, "crash", writerBound)
+	writer.waitAcknowledged(t, 3)
 
 	// 1. The node is lost to the primary; the controller dies mid-way.
 	lostAt := loseThePrimaryAndTheController(t, ns, "crash")
@@ -514,7 +548,7 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	})
 	syncAt := crashPrimary(t, ns, "crash", "synchronous")
 
-	w := parseWrites(t, writer.wait(t))
+	w := parseWrites(t, writer.finish(t, 20))
 	from, until := w.outage(float64(lostAt.UnixNano()) / 1e9)
 	t.Logf("node loss with the controller killed: writes failed for %.1f s", until-from)
 	crashSec := float64(crashAt.UnixNano()) / 1e9
@@ -621,8 +655,8 @@ func TestReplicationRollingImageChange(t *testing.T) {
 	runClient(t, ns, "roll", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	sampler := sampleLabels(ns, "roll")
 	defer sampler.finish(t)
-	writer := startWriter(t, ns, "roll", 60)
-	time.Sleep(3 * time.Second)
+	writer := startWriter(t, ns, "roll", writerBound)
+	writer.waitAcknowledged(t, 3)
 
 	changed := time.Now()
 	// The same PostgreSQL 15, another image: the slow-init layer only runs
@@ -642,7 +676,7 @@ func TestReplicationRollingImageChange(t *testing.T) {
 		t.Errorf("StatefulSet image = %s, want %s", got, slowInitImage)
 	}
 
-	w := parseWrites(t, writer.wait(t))
+	w := parseWrites(t, writer.finish(t, 20))
 	lost := w.lost(t, ns, "roll")
 	from, until := w.outage(float64(changed.UnixNano()) / 1e9)
 	t.Logf("%d writes acknowledged during the rollout, %d lost; the first run of failed writes after the change: %.1f s", len(w.acked), len(lost), until-from)
