@@ -138,9 +138,13 @@ PAUSE_CONFIG=(-name "$DBC_PAUSE_IMAGE" -user 65535:65535 -entrypoint /pause)
 CONTROLLER_CONFIG=(-name "$DBC_CONTROLLER_IMAGE" -user 65532:65532 -entrypoint /controller)
 
 # stamp_of IMAGE PARTS... prints a digest of what the image is made from.
+# The checkout's path, which the hooks name the files they install by, is
+# not part of it (the files' contents are), so that another checkout of
+# the same inputs has the same stamps (hack/lib/build-cache.sh).
 stamp_of() {
-  local image=$1; shift
-  { echo "$image"; printf '%s\n' "$@"; cat "$ROOT/hack/tools/node/ociarchive/main.go"; } | sha256sum | cut -d' ' -f1
+  local image=$1 part; shift
+  { echo "$image"; for part in "$@"; do printf '%s\n' "${part//"$ROOT"/<checkout>}"; done
+    cat "$ROOT/hack/tools/node/ociarchive/main.go"; } | sha256sum | cut -d' ' -f1
 }
 
 # build IMAGE STAMP COMMAND runs COMMAND (which writes $OUT/IMAGE.tar)
