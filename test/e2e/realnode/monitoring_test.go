@@ -34,8 +34,9 @@ const (
 type monitoredCase struct {
 	name, engine, version, image, exporterImage string
 	port                                        int
-	// table makes the table the writes go to; write is one write, of $i.
-	table, write string
+	// table makes the table the writes go to; writes is a client that
+	// runs the statements it reads, each in a transaction of its own.
+	table, writes string
 	// up is the exporter's up metric; commits counts the primary's
 	// writes: a metric's name, then what its series' labels must hold
 	// (e2eutil.SumMetric); replica names series a replica's exporter has
@@ -67,7 +68,7 @@ func TestPostgreSQLMonitoring(t *testing.T) {
 	ns, replica := checkMonitoring(t, monitoredCase{
 		name: "watched", engine: "postgresql", version: "15", image: postgresImage, exporterImage: postgresExporterImage, port: 9187,
 		table:   psql + `-c 'CREATE TABLE m (i int PRIMARY KEY)'`,
-		write:   `PGCONNECT_TIMEOUT=5 psql "$URI" -qtAc "INSERT INTO m VALUES ($i)"`,
+		writes:  `PGCONNECT_TIMEOUT=5 psql "$URI" -v ON_ERROR_STOP=1 -qtA`,
 		up:      "pg_up",
 		commits: []string{"pg_stat_database_xact_commit"},
 		replica: map[string]string{"pg_replication_is_replica": "1", "pg_replication_lag_seconds": ""},
@@ -121,7 +122,7 @@ func TestMariaDBMonitoring(t *testing.T) {
 	checkMonitoring(t, monitoredCase{
 		name: "watched", engine: "mysql", version: "10.11", image: mariadbImage, exporterImage: mysqldExporterImage, port: 9104,
 		table:   waitMariaDB + `MYSQL_PWD="$PASSWORD" mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl "$DATABASE" -e 'CREATE TABLE m (i int PRIMARY KEY)'`,
-		write:   `MYSQL_PWD="$PASSWORD" mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl --connect-timeout=5 "$DATABASE" -e "INSERT INTO m VALUES ($i)"`,
+		writes:  `MYSQL_PWD="$PASSWORD" mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl --connect-timeout=5 "$DATABASE"`,
 		up:      "mysql_up",
 		commits: []string{"mysql_global_status_commands_total", `command="insert"`},
 		replica: map[string]string{"mysql_slave_status_slave_sql_running": "1", "mysql_slave_status_seconds_behind_master": ""},
@@ -142,7 +143,7 @@ func TestMySQLMonitoring(t *testing.T) {
 	checkMonitoring(t, monitoredCase{
 		name: "watched", engine: "mysql", version: "9.7", image: mysqlImage, exporterImage: mysqldExporterImage, port: 9104,
 		table:     waitMySQL + `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED "$DATABASE" -e 'CREATE TABLE m (i int PRIMARY KEY)'`,
-		write:     `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED --connect-timeout=5 "$DATABASE" -e "INSERT INTO m VALUES ($i)"`,
+		writes:    `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED --connect-timeout=5 "$DATABASE"`,
 		up:        "mysql_up",
 		commits:   []string{"mysql_global_status_commands_total", `command="insert"`},
 		noReplica: map[string]string{"mysql_slave_status_slave_sql_running": "mysqld_exporter 0.17.2 asks MySQL 9.7 SHOW SLAVE STATUS, which it no longer has"},
@@ -203,14 +204,15 @@ func checkMonitoring(t *testing.T, c monitoredCase) (ns, replica string) {
 	}
 
 	// A pod of the cluster scrapes both exporters, writes 100 rows, one
-	// transaction each, then scrapes again.
+	// transaction each, in one connection (a client per row took over
+	// three minutes on a slow machine), then scrapes again.
 	runClient(t, ns, c.name, c.image, c.table)
 	script := fmt.Sprintf(scrapeScript, c.port) + fmt.Sprintf(`IPS="%s %s"
 echo "=== before"; scrape
-i=0; while [ $i -lt 100 ]; do i=$((i + 1)); %s || exit 1; done
+i=0; while [ $i -lt 100 ]; do i=$((i + 1)); echo "INSERT INTO m VALUES ($i);"; done | %s || exit 1
 sleep 2
 echo "=== after"; scrape
-`, ips[primary], ips[replica], c.write)
+`, ips[primary], ips[replica], c.writes)
 	out := runClient(t, ns, c.name, c.image, script)
 	before, after := scrapes(t, out, "before"), scrapes(t, out, "after")
 	for _, pod := range []string{primary, replica} {
