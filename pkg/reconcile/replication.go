@@ -424,7 +424,7 @@ func (s *replicaSet) rollOutReplica(ctx context.Context, rs *dbv1alpha1.Replicat
 	if !ok || !primary.ha.Serving() {
 		return nil
 	}
-	if s.outdated(primary) && !anyReplicaStreams(rs, instances) {
+	if s.outdated(primary) && !anyReplicaStreams(rs, instances) && !s.anyReplicaMayTakeOver(rs, instances) {
 		// Alone, as when a single server is scaled up into a replicated
 		// Database: no replica can take over, and the new ones may need the
 		// new revision of the primary to clone from it (its replication
@@ -574,6 +574,23 @@ func unstartable(pod *corev1.Pod, server string) *corev1.ContainerStateTerminate
 		return last
 	}
 	return nil
+}
+
+// anyReplicaMayTakeOver reports whether a replica is of an earlier
+// revision (the rollout restarts it before the primary) or its server
+// answers (it streams again in a moment, and a switchover can move the
+// role to it). A primary is alone only when neither holds: the replicas
+// are new, waiting to clone from it. Seen on a busy machine: with one
+// replica restarting and the other not streaming at one look, the primary
+// was restarted in place, second, and its clients' writes then went
+// through an unplanned failover.
+func (s *replicaSet) anyReplicaMayTakeOver(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
+	for name, i := range instances {
+		if name != rs.Primary && (s.outdated(i) || i.ha.Reachable) {
+			return true
+		}
+	}
+	return false
 }
 
 // anyReplicaStreams reports whether a ready replica streams from the primary.

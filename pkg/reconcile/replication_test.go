@@ -914,6 +914,38 @@ func TestReplicationScaling(t *testing.T) {
 		f.calls = probes(0, 1, 2)
 		f.run(ctx, ref(db), pollServers)
 	})
+	t.Run("a primary of an earlier revision whose replicas restart one after the other waits for them", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		f := newFixture(t)
+		db := newDatabase("orders", "postgresql", "16", 3)
+		f.convergedReplicated(db)
+		f.statefulSetLister[0].Status.UpdateRevision = "rev-2"
+		f.statefulSetLister[0].Status.UpdatedReplicas = 1
+		// The rollout restarted orders-2, which starts again; orders-1,
+		// of the earlier revision, answers but does not stream at this
+		// look (a busy machine): no replica streams, and yet the primary
+		// is not alone. It waits: restarted in place now, its clients would
+		// wait, and a replica that falls behind may take over in a failover.
+		f.podLister[2].Labels["controller-revision-hash"] = "rev-2"
+		f.podLister[2].Status.Conditions[0].Status = corev1.ConditionFalse
+		f.podLister[1].Status.Conditions[0].Status = corev1.ConditionFalse
+		delete(f.sql.Facts, podIP(2))
+		f.sql.Facts[podIP(0)].Standbys = nil
+
+		f.expectGet(secretsResource, "default", "orders-credentials")
+		rs := db.Status.Replication.DeepCopy()
+		rs.Instances[1] = dbv1alpha1.InstanceStatus{Name: "orders-1", Role: "replica"}
+		rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2"}
+		st := replicatedStatus(db, "Updating", rs,
+			"False", "ReplicasNotReady", "1/3 replicas are ready",
+			"True", "RollingUpdate", "rolling out: 1/3 replicas updated, 1 ready",
+			"False", "ReplicasNotStreaming", "orders-0 is the primary; 0/2 replicas stream from it; not streaming yet: orders-1, orders-2")
+		st.ReadyReplicas = 1
+		f.statefulSetLister[0].Status.ReadyReplicas = 1
+		f.expectStatusUpdate(db, st)
+		f.calls = probes(0, 1, 2)
+		f.run(ctx, ref(db), pollServers)
+	})
 	t.Run("scaled to 0: the primary stops and stays the primary", func(t *testing.T) {
 		_, ctx := ktesting.NewTestContext(t)
 		f := newFixture(t)
