@@ -474,7 +474,23 @@ func (w *writer) finish(t testing.TB, atLeast int) string {
 		}
 		return n >= atLeast && n >= since+5, fmt.Sprintf("%d acknowledged", n)
 	})
-	w.stop(t)
+	// Its bound is far: the exec that stops it is tried again when it
+	// fails (exit 137 on a busy node, seen more than once), unless the
+	// writer ended (the exec may fail after the file was made).
+	for attempt := 1; ; attempt++ {
+		out, err := e2eutil.KubectlRun("", "-n", w.ns, "exec", w.pod, "--", "touch", "/tmp/stop")
+		if err == nil {
+			break
+		}
+		if phase := strings.TrimSpace(e2eutil.Kubectl(t, "-n", w.ns, "get", "pod", w.pod, "-o", "jsonpath={.status.phase}")); phase == "Succeeded" || phase == "Failed" {
+			break
+		}
+		if attempt == 5 {
+			t.Fatalf("the writer %s could not be stopped: %v: %s", w.pod, err, strings.TrimSpace(string(out)))
+		}
+		t.Logf("stopping the writer %s: %v: %s; trying again", w.pod, err, strings.TrimSpace(string(out)))
+		time.Sleep(2 * time.Second)
+	}
 	return w.wait(t)
 }
 
