@@ -10,8 +10,9 @@ import (
 
 // Meta is an object's metadata as a compact form holds it: the fields of
 // ObjectMeta that some reader reads, in 200 bytes where ObjectMeta takes
-// 232, and the UID with no allocation of its own (see uid). The annotations are held as their keys and values in turn, sorted
-// by key, in a slice where a map takes at least 336 bytes (a map of up to
+// 232, and the UID with no allocation of its own (see uid). The
+// annotations are held as their keys and values in turn, sorted by key,
+// in a slice where a map takes at least 336 bytes (a map of up to
 // eight entries: its header and a group of eight slots) and a slice of one
 // entry 32. Each child of a Database has annotations of its own (the
 // digest it was applied from; a TLS Secret's ten say what its certificate

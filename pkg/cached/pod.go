@@ -93,14 +93,19 @@ func (c *Pod) Pod() *corev1.Pod {
 // NodeName is the name of the node the pod is scheduled to; "" when none.
 func (c *Pod) NodeName() string { return c.nodeName }
 
-// Addresses are the pod's addresses: its PodIPs, or its PodIP when it has
-// no PodIPs; nil when it has none.
-func (c *Pod) Addresses() []string {
-	if len(c.podIPs) > 0 {
-		return each(c.podIPs, func(ip corev1.PodIP) string { return ip.IP })
+// Addresses are the pod's addresses (PodAddresses).
+func (c *Pod) Addresses() []string { return addresses(c.podIPs, c.podIP) }
+
+// PodAddresses are p's addresses: its PodIPs, or its PodIP when it has no
+// PodIPs; nil when it has none.
+func PodAddresses(p *corev1.Pod) []string { return addresses(p.Status.PodIPs, p.Status.PodIP) }
+
+func addresses(podIPs []corev1.PodIP, podIP string) []string {
+	if len(podIPs) > 0 {
+		return each(podIPs, func(ip corev1.PodIP) string { return ip.IP })
 	}
-	if c.podIP != "" {
-		return []string{c.podIP}
+	if podIP != "" {
+		return []string{podIP}
 	}
 	return nil
 }

@@ -19,14 +19,7 @@ func IndexByPodIP(obj interface{}) ([]string, error) {
 	case *cached.Pod:
 		return pod.Addresses(), nil
 	case *corev1.Pod:
-		ips := make([]string, 0, len(pod.Status.PodIPs)+1)
-		for _, ip := range pod.Status.PodIPs {
-			ips = append(ips, ip.IP)
-		}
-		if len(ips) == 0 && pod.Status.PodIP != "" {
-			ips = append(ips, pod.Status.PodIP)
-		}
-		return ips, nil
+		return cached.PodAddresses(pod), nil
 	}
 	return nil, nil
 }

@@ -38,9 +38,9 @@ func Compact(authorities []byte) string {
 	return string(der)
 }
 
-// roots is a pool of authorities, given as Compact gives them (DER) or as
+// authorityPool is a pool of authorities, given as Compact gives them (DER) or as
 // a ca.crt holds them (PEM); false when they hold no certificate.
-func roots(authorities []byte) (*x509.CertPool, bool) {
+func authorityPool(authorities []byte) (*x509.CertPool, bool) {
 	pool := x509.NewCertPool()
 	if bytes.Contains(authorities, []byte("-----BEGIN")) {
 		return pool, pool.AppendCertsFromPEM(authorities)
@@ -64,7 +64,7 @@ func roots(authorities []byte) (*x509.CertPool, bool) {
 // sslmode=verify-ca). It is TLS 1.2 at least. seen, when not nil, is
 // given the server's certificate once it is verified.
 func ForAuthorities(authorities []byte, seen func(leaf *x509.Certificate)) (*tls.Config, error) {
-	roots, ok := roots(authorities)
+	roots, ok := authorityPool(authorities)
 	if !ok {
 		return nil, errors.New("the Secret's ca.crt holds no certificate")
 	}
