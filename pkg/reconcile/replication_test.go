@@ -882,70 +882,60 @@ func TestReplicationStalledCommits(t *testing.T) {
 // take over, so it restarts first, in place; and a replicated Database
 // scaled to 0 is no failover.
 func TestReplicationScaling(t *testing.T) {
-	t.Run("a lone primary of an earlier revision restarts in place", func(t *testing.T) {
-		_, ctx := ktesting.NewTestContext(t)
-		f := newFixture(t)
-		db := newDatabase("orders", "postgresql", "16", 3)
-		f.convergedReplicated(db)
-		f.statefulSetLister[0].Status.UpdateRevision = "rev-2"
-		f.statefulSetLister[0].Status.UpdatedReplicas = 2
+	for _, tt := range []struct {
+		name string
+		// restarted are the replicas at the new revision, which start
+		// again and do not answer yet; the others answer, of the earlier
+		// revision. No replica streams, and none is ready.
+		restarted []int
+		restarts  bool
+	}{{
 		// orders-1 and orders-2 wait in their init containers to clone.
-		f.podLister[1].Labels["controller-revision-hash"] = "rev-2"
-		f.podLister[2].Labels["controller-revision-hash"] = "rev-2"
-		f.podLister[1].Status.Conditions[0].Status = corev1.ConditionFalse
-		f.podLister[2].Status.Conditions[0].Status = corev1.ConditionFalse
-		delete(f.sql.Facts, podIP(1))
-		delete(f.sql.Facts, podIP(2))
-		f.sql.Facts[podIP(0)].Standbys = nil
-
-		f.expectGet(secretsResource, "default", "orders-credentials")
-		f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
-			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
-		rs := db.Status.Replication.DeepCopy()
-		rs.Instances[1], rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-1"}, dbv1alpha1.InstanceStatus{Name: "orders-2"}
-		st := replicatedStatus(db, "Updating", rs,
-			"False", "ReplicasNotReady", "1/3 replicas are ready",
-			"True", "RollingUpdate", "rolling out: 2/3 replicas updated, 1 ready",
-			"False", "ReplicasNotStreaming", "orders-0 is the primary; 0/2 replicas stream from it; not streaming yet: orders-1, orders-2")
-		st.ReadyReplicas = 1
-		f.statefulSetLister[0].Status.ReadyReplicas = 1
-		f.expectStatusUpdate(db, st)
-		f.events = []string{"Normal RollingOut Restarting orders-0 at the new revision of the pods"}
-		f.calls = probes(0, 1, 2)
-		f.run(ctx, ref(db), pollServers)
-	})
-	t.Run("a primary of an earlier revision whose replicas restart one after the other waits for them", func(t *testing.T) {
-		_, ctx := ktesting.NewTestContext(t)
-		f := newFixture(t)
-		db := newDatabase("orders", "postgresql", "16", 3)
-		f.convergedReplicated(db)
-		f.statefulSetLister[0].Status.UpdateRevision = "rev-2"
-		f.statefulSetLister[0].Status.UpdatedReplicas = 1
+		name: "a lone primary of an earlier revision restarts in place", restarted: []int{1, 2}, restarts: true,
+	}, {
 		// The rollout restarted orders-2, which starts again; orders-1,
 		// of the earlier revision, answers but does not stream at this
-		// look (a busy machine): no replica streams, and yet the primary
-		// is not alone. It waits: restarted in place now, its clients would
-		// wait, and a replica that falls behind may take over in a failover.
-		f.podLister[2].Labels["controller-revision-hash"] = "rev-2"
-		f.podLister[2].Status.Conditions[0].Status = corev1.ConditionFalse
-		f.podLister[1].Status.Conditions[0].Status = corev1.ConditionFalse
-		delete(f.sql.Facts, podIP(2))
-		f.sql.Facts[podIP(0)].Standbys = nil
+		// look (a busy machine): the primary is not alone. It waits:
+		// restarted in place now, its clients would wait, and a replica
+		// that falls behind may take over in a failover.
+		name: "a primary of an earlier revision whose replicas restart one after the other waits for them", restarted: []int{2},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 3)
+			f.convergedReplicated(db)
+			f.statefulSetLister[0].Status.UpdateRevision = "rev-2"
+			f.statefulSetLister[0].Status.UpdatedReplicas = int32(len(tt.restarted))
+			rs := db.Status.Replication.DeepCopy()
+			for _, i := range []int{1, 2} {
+				f.podLister[i].Status.Conditions[0].Status = corev1.ConditionFalse
+				rs.Instances[i] = dbv1alpha1.InstanceStatus{Name: fmt.Sprintf("orders-%d", i), Role: "replica"}
+			}
+			for _, i := range tt.restarted {
+				f.podLister[i].Labels["controller-revision-hash"] = "rev-2"
+				delete(f.sql.Facts, podIP(i))
+				rs.Instances[i].Role = ""
+			}
+			f.sql.Facts[podIP(0)].Standbys = nil
 
-		f.expectGet(secretsResource, "default", "orders-credentials")
-		rs := db.Status.Replication.DeepCopy()
-		rs.Instances[1] = dbv1alpha1.InstanceStatus{Name: "orders-1", Role: "replica"}
-		rs.Instances[2] = dbv1alpha1.InstanceStatus{Name: "orders-2"}
-		st := replicatedStatus(db, "Updating", rs,
-			"False", "ReplicasNotReady", "1/3 replicas are ready",
-			"True", "RollingUpdate", "rolling out: 1/3 replicas updated, 1 ready",
-			"False", "ReplicasNotStreaming", "orders-0 is the primary; 0/2 replicas stream from it; not streaming yet: orders-1, orders-2")
-		st.ReadyReplicas = 1
-		f.statefulSetLister[0].Status.ReadyReplicas = 1
-		f.expectStatusUpdate(db, st)
-		f.calls = probes(0, 1, 2)
-		f.run(ctx, ref(db), pollServers)
-	})
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			if tt.restarts {
+				f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
+					metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
+				f.events = []string{"Normal RollingOut Restarting orders-0 at the new revision of the pods"}
+			}
+			st := replicatedStatus(db, "Updating", rs,
+				"False", "ReplicasNotReady", "1/3 replicas are ready",
+				"True", "RollingUpdate", fmt.Sprintf("rolling out: %d/3 replicas updated, 1 ready", len(tt.restarted)),
+				"False", "ReplicasNotStreaming", "orders-0 is the primary; 0/2 replicas stream from it; not streaming yet: orders-1, orders-2")
+			st.ReadyReplicas = 1
+			f.statefulSetLister[0].Status.ReadyReplicas = 1
+			f.expectStatusUpdate(db, st)
+			f.calls = probes(0, 1, 2)
+			f.run(ctx, ref(db), pollServers)
+		})
+	}
 	t.Run("scaled to 0: the primary stops and stays the primary", func(t *testing.T) {
 		_, ctx := ktesting.NewTestContext(t)
 		f := newFixture(t)
