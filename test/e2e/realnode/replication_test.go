@@ -419,28 +419,50 @@ func startWriter(t testing.TB, ns, db string, seconds int) *writer {
 	return startClient(t, ns, db, "writer", fmt.Sprintf(writerScript, seconds))
 }
 
+// acknowledged is how many acknowledged writes the writer printed so far.
+func (w *writer) acknowledged(t testing.TB) (int, error) {
+	out, err := e2eutil.KubectlRun("", "-n", w.ns, "logs", w.pod)
+	if err != nil {
+		return 0, err
+	}
+	return len(parseWrites(t, string(out)).acked), nil
+}
+
 // waitAcknowledged waits until the writer printed n acknowledged writes:
 // it runs, and reaches the primary, before what it is to write across.
 func (w *writer) waitAcknowledged(t testing.TB, n int) {
 	t.Helper()
 	e2eutil.Eventually(t, converge, fmt.Sprintf("writer pod %s to have %d writes acknowledged", w.pod, n), func() (bool, string) {
-		out, err := e2eutil.KubectlRun("", "-n", w.ns, "logs", w.pod)
+		acked, err := w.acknowledged(t)
 		if err != nil {
 			return false, err.Error()
 		}
-		acked := len(parseWrites(t, string(out)).acked)
 		return acked >= n, fmt.Sprintf("%d acknowledged", acked)
 	})
 }
 
 // stop has the writer end after its current write (its script checks
-// for /tmp/stop before each). It only saves time: when the file cannot be
-// made (the writer ended, or the exec failed: a CI run once saw exit 137
-// on a busy node), the writer ends at its own bound, and that is said.
-func (w *writer) stop(t testing.TB) {
+// for /tmp/stop before each), and reports whether it did. The exec that
+// makes the file is tried again when it fails (exit 137 on a busy node,
+// seen more than once), unless the writer ended (the exec may fail after
+// the file was made); when it cannot be made, the writer ends at its own
+// bound, and that is said.
+func (w *writer) stop(t testing.TB) bool {
 	t.Helper()
-	if out, err := e2eutil.KubectlRun("", "-n", w.ns, "exec", w.pod, "--", "touch", "/tmp/stop"); err != nil {
-		t.Logf("the writer %s was not stopped early (%v: %s); it ends at its bound", w.pod, err, strings.TrimSpace(string(out)))
+	for attempt := 1; ; attempt++ {
+		out, err := e2eutil.KubectlRun("", "-n", w.ns, "exec", w.pod, "--", "touch", "/tmp/stop")
+		if err == nil {
+			return true
+		}
+		if phase := strings.TrimSpace(e2eutil.Kubectl(t, "-n", w.ns, "get", "pod", w.pod, "-o", "jsonpath={.status.phase}")); phase == "Succeeded" || phase == "Failed" {
+			return true
+		}
+		if attempt == 5 {
+			t.Logf("the writer %s was not stopped early (%v: %s); it ends at its bound", w.pod, err, strings.TrimSpace(string(out)))
+			return false
+		}
+		t.Logf("stopping the writer %s: %v: %s; trying again", w.pod, err, strings.TrimSpace(string(out)))
+		time.Sleep(2 * time.Second)
 	}
 }
 
@@ -456,40 +478,20 @@ const writerBound = 900
 // returns what it printed.
 func (w *writer) finish(t testing.TB, atLeast int) string {
 	t.Helper()
-	acknowledged := func() (int, error) {
-		out, err := e2eutil.KubectlRun("", "-n", w.ns, "logs", w.pod)
-		if err != nil {
-			return 0, err
-		}
-		return len(parseWrites(t, string(out)).acked), nil
-	}
-	since, err := acknowledged()
+	since, err := w.acknowledged(t)
 	if err != nil {
 		t.Fatalf("reading the writer %s: %v", w.pod, err)
 	}
 	e2eutil.Eventually(t, 3*converge, fmt.Sprintf("writer pod %s to have %d writes acknowledged, 5 of them after %d", w.pod, atLeast, since), func() (bool, string) {
-		n, err := acknowledged()
+		n, err := w.acknowledged(t)
 		if err != nil {
 			return false, err.Error()
 		}
 		return n >= atLeast && n >= since+5, fmt.Sprintf("%d acknowledged", n)
 	})
-	// Its bound is far: the exec that stops it is tried again when it
-	// fails (exit 137 on a busy node, seen more than once), unless the
-	// writer ended (the exec may fail after the file was made).
-	for attempt := 1; ; attempt++ {
-		out, err := e2eutil.KubectlRun("", "-n", w.ns, "exec", w.pod, "--", "touch", "/tmp/stop")
-		if err == nil {
-			break
-		}
-		if phase := strings.TrimSpace(e2eutil.Kubectl(t, "-n", w.ns, "get", "pod", w.pod, "-o", "jsonpath={.status.phase}")); phase == "Succeeded" || phase == "Failed" {
-			break
-		}
-		if attempt == 5 {
-			t.Fatalf("the writer %s could not be stopped: %v: %s", w.pod, err, strings.TrimSpace(string(out)))
-		}
-		t.Logf("stopping the writer %s: %v: %s; trying again", w.pod, err, strings.TrimSpace(string(out)))
-		time.Sleep(2 * time.Second)
+	// Its bound is far: a writer not stopped would outlast the wait.
+	if !w.stop(t) {
+		t.Fatalf("the writer %s could not be stopped (its bound is %d s)", w.pod, writerBound)
 	}
 	return w.wait(t)
 }
