@@ -75,22 +75,19 @@ build_group() {
   fi
   rm -f "$BIN/.$name.stamp"
   local start=$SECONDS
-  if cache_get "tools/$name" "$stamp" "$BIN" && up_to_date_outputs "$@"; then
+  if cache_get "tools/$name" "$stamp" "$BIN"; then
     echo "$stamp" > "$BIN/.$name.stamp"
-    log "$name: copied from the build cache ($DBC_BUILD_CACHE) in $((SECONDS - start))s"
-    return
+    if up_to_date "$name" "$stamp" "$@"; then
+      log "$name: copied from the build cache ($DBC_BUILD_CACHE) in $((SECONDS - start))s"
+      return
+    fi
+    rm -f "$BIN/.$name.stamp"
   fi
   log "$name: building $*"
   eval "$cmd"
   echo "$stamp" > "$BIN/.$name.stamp"
   cache_put "tools/$name" "$stamp" "$BIN" "$@"
   log "$name: built in $((SECONDS - start))s"
-}
-
-# up_to_date_outputs OUTPUT... is true when every output is in $BIN.
-up_to_date_outputs() {
-  local o
-  for o in "$@"; do [[ -e "$BIN/$o" ]] || return 1; done
 }
 
 # etcd: a small main around etcdmain, pinned in hack/tools/etcd/go.mod.
