@@ -39,7 +39,7 @@ var message = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
 // lineLimit how long each may be: the summary is read at the end of a
 // long log, often as its last few lines only.
 const (
-	perTest   = 6
+	perTest   = 12
 	lineLimit = 400
 )
 

@@ -22,7 +22,7 @@ func TestSummarize(t *testing.T) {
 	emit("run", "TestA", "")
 	emit("output", "TestA", "=== RUN   TestA\n")
 	emit("output", "TestA/sub", "=== RUN   TestA/sub\n")
-	for i := 1; i <= 8; i++ {
+	for i := 1; i <= perTest+2; i++ {
 		emit("output", "TestA/sub", fmt.Sprintf("    a_test.go:%d: step %d\n", i, i))
 	}
 	emit("output", "TestA/sub", "        a continuation line\n")
@@ -51,7 +51,7 @@ func TestSummarize(t *testing.T) {
 	want := "--- the failed tests' last messages:\n" +
 		"FAIL TestA/sub\n" +
 		"    (2 earlier lines in the log)\n" +
-		"    a_test.go:3: step 3\n    a_test.go:4: step 4\n    a_test.go:5: step 5\n    a_test.go:6: step 6\n    a_test.go:7: step 7\n    a_test.go:8: step 8\n" +
+		steps(3, perTest+2) +
 		"FAIL TestB\n" +
 		"    b_test.go:3: " + strings.Repeat("x", lineLimit-len("    b_test.go:3: ")) + " …\n" +
 		"FAIL example/e2e\n"
@@ -62,4 +62,13 @@ func TestSummarize(t *testing.T) {
 		!strings.Contains(followed, "    c_test.go:1: fine\n") || !strings.Contains(followed, "--- PASS: TestC") {
 		t.Errorf("followed lines\n%s\nwant runs, results and log lines, without continuations", followed)
 	}
+}
+
+// steps is the lines "a_test.go:i: step i" for i from first to last.
+func steps(first, last int) string {
+	var b strings.Builder
+	for i := first; i <= last; i++ {
+		fmt.Fprintf(&b, "    a_test.go:%d: step %d\n", i, i)
+	}
+	return b.String()
 }

@@ -62,6 +62,7 @@ func runSuite(m *testing.M) int {
 		Kubeconfig:      filepath.Join(localDir, "kubeconfig"),
 		NamespacePrefix: "e2e-",
 		Poll:            300 * time.Millisecond,
+		EventsOnFailure: 8,
 	})
 
 	e2eutil.Logf("building the controller")

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,12 @@ type Config struct {
 	// from before its last restart: the words of a crash loop, which the
 	// namespace's deletion would lose.
 	DumpLogsOnFailure bool
+	// EventsOnFailure is how many of a failed test's namespace's last
+	// events NewNamespace logs a line each, last: CI's summary keeps a
+	// failed test's last lines (hack/testsummary), and the events say what
+	// the controller did (a failover, a restart) where the dump's lines
+	// stay in the log.
+	EventsOnFailure int
 }
 
 // suite is the Config of the suite running, set by Setup.
@@ -187,6 +194,11 @@ func NewNamespace(t *testing.T) string {
 				t.Logf("%s", restartedContainerLogs(ns))
 			}
 		}
+		if t.Failed() {
+			for _, e := range lastEvents(ns, suite.EventsOnFailure) {
+				t.Logf("event: %s", e)
+			}
+		}
 		if os.Getenv("E2E_KEEP_NAMESPACES") == "" {
 			_, _ = KubectlRun("", "delete", "namespace", ns, "--wait=false")
 		}
@@ -264,6 +276,37 @@ func WaitRunning(t testing.TB, ns, name string, timeout time.Duration) *dbv1alph
 		return IsRunning(db)
 	})
 	return db
+}
+
+// lastEvents is ns's last n events, oldest first, a line each: when, the
+// object, the reason and the message.
+func lastEvents(ns string, n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	out, err := KubectlRun("", "-n", ns, "get", "events", "-o", "json")
+	if err != nil {
+		return []string{fmt.Sprintf("events of %s: %v", ns, err)}
+	}
+	var events corev1.EventList
+	if err := json.Unmarshal(out, &events); err != nil {
+		return []string{fmt.Sprintf("events of %s: %v", ns, err)}
+	}
+	at := func(e corev1.Event) time.Time {
+		switch {
+		case !e.LastTimestamp.IsZero():
+			return e.LastTimestamp.Time
+		case !e.EventTime.IsZero():
+			return e.EventTime.Time
+		}
+		return e.CreationTimestamp.Time
+	}
+	slices.SortStableFunc(events.Items, func(a, b corev1.Event) int { return at(a).Compare(at(b)) })
+	var lines []string
+	for _, e := range events.Items[max(0, len(events.Items)-n):] {
+		lines = append(lines, fmt.Sprintf("%s %s/%s %s: %s", at(e).Format("15:04:05"), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message))
+	}
+	return lines
 }
 
 // restartedContainerLogs is the last 40 lines each container of ns that

@@ -106,6 +106,7 @@ func runSuite(m *testing.M) (code int) {
 		ReadyMessage:    true,
 		// Real servers write why they crash.
 		DumpLogsOnFailure: true,
+		EventsOnFailure:   8,
 	})
 	if os.Geteuid() != 0 {
 		e2eutil.Logf("the real-node suite needs root (containerd, runc, network namespaces); run make test as root")
