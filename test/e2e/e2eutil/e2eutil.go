@@ -50,11 +50,11 @@ type Config struct {
 	// from before its last restart: the words of a crash loop, which the
 	// namespace's deletion would lose.
 	DumpLogsOnFailure bool
-	// EventsOnFailure is how many of a failed test's namespace's last
-	// events NewNamespace logs a line each, last: CI's summary keeps a
-	// failed test's last lines (hack/testsummary), and the events say what
-	// the controller did (a failover, a restart) where the dump's lines
-	// stay in the log.
+	// EventsOnFailure is how many of the last events of a failed test's
+	// Databases and backups NewNamespace logs, a line each, last: CI's
+	// summary keeps a failed test's last lines (hack/testsummary), and
+	// the events say what the controller did (a failover, a restart)
+	// where the dump's lines stay in the log.
 	EventsOnFailure int
 }
 
@@ -278,8 +278,9 @@ func WaitRunning(t testing.TB, ns, name string, timeout time.Duration) *dbv1alph
 	return db
 }
 
-// lastEvents is ns's last n events, oldest first, a line each: when, the
-// object, the reason and the message.
+// lastEvents is the last n events of ns's Databases and DatabaseBackups
+// (what the controller did and why; the pods' own are in the dump),
+// oldest first, a line each: when, the object, the reason and the message.
 func lastEvents(ns string, n int) []string {
 	if n <= 0 {
 		return nil
@@ -301,6 +302,9 @@ func lastEvents(ns string, n int) []string {
 		}
 		return e.CreationTimestamp.Time
 	}
+	events.Items = slices.DeleteFunc(events.Items, func(e corev1.Event) bool {
+		return !strings.HasPrefix(e.InvolvedObject.APIVersion, dbv1alpha1.SchemeGroupVersion.Group+"/")
+	})
 	slices.SortStableFunc(events.Items, func(a, b corev1.Event) int { return at(a).Compare(at(b)) })
 	var lines []string
 	for _, e := range events.Items[max(0, len(events.Items)-n):] {
