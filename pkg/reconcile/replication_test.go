@@ -639,13 +639,7 @@ func TestReplicationRollout(t *testing.T) {
 			f := newFixture(t)
 			db := newDatabase("orders", "postgresql", "16", 3)
 			f.convergedReplicated(db)
-			f.statefulSetLister[0].Status.UpdateRevision = "rev-2"
-			f.statefulSetLister[0].Status.UpdatedReplicas = int32(3 - len(tt.outdated))
-			for _, k := range []int{0, 1, 2} {
-				if !slices.Contains(tt.outdated, k) {
-					f.podLister[k].Labels["controller-revision-hash"] = "rev-2"
-				}
-			}
+			f.updatedTo("rev-2", slices.DeleteFunc([]int{0, 1, 2}, func(k int) bool { return slices.Contains(tt.outdated, k) })...)
 			f.expectGet(secretsResource, "default", "orders-credentials")
 			tt.expect(f, db)
 			f.calls = append(probes(0, 1, 2), f.calls...)
@@ -905,15 +899,13 @@ func TestReplicationScaling(t *testing.T) {
 			f := newFixture(t)
 			db := newDatabase("orders", "postgresql", "16", 3)
 			f.convergedReplicated(db)
-			f.statefulSetLister[0].Status.UpdateRevision = "rev-2"
-			f.statefulSetLister[0].Status.UpdatedReplicas = int32(len(tt.restarted))
+			f.updatedTo("rev-2", tt.restarted...)
 			rs := db.Status.Replication.DeepCopy()
 			for _, i := range []int{1, 2} {
 				f.podLister[i].Status.Conditions[0].Status = corev1.ConditionFalse
 				rs.Instances[i] = dbv1alpha1.InstanceStatus{Name: fmt.Sprintf("orders-%d", i), Role: "replica"}
 			}
 			for _, i := range tt.restarted {
-				f.podLister[i].Labels["controller-revision-hash"] = "rev-2"
 				delete(f.sql.Facts, podIP(i))
 				rs.Instances[i].Role = ""
 			}
@@ -1354,4 +1346,14 @@ func TestReplicationServersUnreachable(t *testing.T) {
 		f.calls = probes(0, 1)
 		f.run(ctx, ref(db), pollServers)
 	})
+}
+
+// updatedTo makes revision the StatefulSet's update revision, with the
+// pods of the ordinals updated at it and the others at the earlier one.
+func (f *fixture) updatedTo(revision string, updated ...int) {
+	f.statefulSetLister[0].Status.UpdateRevision = revision
+	f.statefulSetLister[0].Status.UpdatedReplicas = int32(len(updated))
+	for _, k := range updated {
+		f.podLister[k].Labels["controller-revision-hash"] = revision
+	}
 }
