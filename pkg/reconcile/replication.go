@@ -424,11 +424,12 @@ func (s *replicaSet) rollOutReplica(ctx context.Context, rs *dbv1alpha1.Replicat
 	if !ok || !primary.ha.Serving() {
 		return nil
 	}
-	if s.outdated(primary) && !anyReplicaStreams(rs, instances) && !s.anyReplicaMayTakeOver(rs, instances) {
-		// Alone, as when a single server is scaled up into a replicated
-		// Database: no replica can take over, and the new ones may need the
-		// new revision of the primary to clone from it (its replication
-		// access). It restarts in place.
+	if s.outdated(primary) && !madeToReplicate(primary.pod) {
+		// A single server scaled up into a replicated Database: its pod
+		// was made without the replication init container, so it grants
+		// no replication access and writes no change log a replica can
+		// follow. No replica can clone from it, let alone take over, until
+		// it runs the new revision: it restarts in place, first.
 		return s.restartForRollout(ctx, primary)
 	}
 	if !s.settledForRollout(rs, instances) {
@@ -576,31 +577,17 @@ func unstartable(pod *corev1.Pod, server string) *corev1.ContainerStateTerminate
 	return nil
 }
 
-// anyReplicaMayTakeOver reports whether a replica is of an earlier
-// revision (the rollout restarts it before the primary) or its server
-// answers (it streams again in a moment, and a switchover can move the
-// role to it). A primary is alone only when neither holds: the replicas
-// are new, waiting to clone from it. Seen on a busy machine: with one
-// replica restarting and the other not streaming at one look, the primary
-// was restarted in place, second, and its clients' writes then went
-// through an unplanned failover.
-func (s *replicaSet) anyReplicaMayTakeOver(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
-	for name, i := range instances {
-		if name != rs.Primary && (s.outdated(i) || i.ha.Reachable) {
-			return true
-		}
-	}
-	return false
-}
-
-// anyReplicaStreams reports whether a ready replica streams from the primary.
-func anyReplicaStreams(rs *dbv1alpha1.ReplicationStatus, instances map[string]*instance) bool {
-	for name, i := range instances {
-		if name != rs.Primary && i.ha.Ready && i.ha.Upstream == rs.Primary {
-			return true
-		}
-	}
-	return false
+// madeToReplicate reports whether pod was made to be a member of a
+// replicated Database: it ran the replication init container. Whether a
+// primary of an earlier revision must restart in place is read from its
+// pod, never from one look at its replicas: on a busy machine a replica
+// the rollout just restarted, and another whose server did not answer in
+// time, looked like replicas that cannot take over, and the primary was
+// restarted in place, second, while they came back (seen in CI, MySQL and
+// PostgreSQL: an unplanned failover followed, and once an acknowledged
+// write was lost).
+func madeToReplicate(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Status.InitContainerStatuses, func(cs corev1.ContainerStatus) bool { return cs.Name == builder.ReplicationContainer })
 }
 
 // restartForRollout restarts victim at the StatefulSet's update revision.
