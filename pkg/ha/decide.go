@@ -194,11 +194,44 @@ func Next(o Observation) Action {
 		}
 		return waitShutdown(o)
 	}
+	if exists && primary.Reachable && !primary.Replica {
+		return unready(o, primary, lost)
+	}
 	if lost < o.FailoverDelay {
 		return Action{Kind: ActionWait, After: o.FailoverDelay - lost,
 			Reason: fmt.Sprintf("primary %s does not serve; failing over if it does not serve again within %s", o.Primary, o.FailoverDelay)}
 	}
 	return failover(o, fmt.Sprintf("primary %s has not served for %s", o.Primary, lost.Round(time.Second)))
+}
+
+// UnreadyFailoverDelay is how long a primary whose server answers the
+// controller as the primary, but whose pod is not ready, is waited for
+// before a failover, when the Database's failover delay is shorter.
+const UnreadyFailoverDelay = 2 * time.Minute
+
+// unready is the next step for a primary whose server answers the
+// controller as the primary while its pod is not ready: its readiness
+// probe (a login run in the pod, every 10 s) failed three times in a row.
+// On a busy node that is most often a probe that did not finish in time,
+// and a failover cures nothing there: the replicas run on the same nodes,
+// and the failover itself stops writes. (Seen in CI: a primary restarting,
+// and one promoted 3 s before, were each failed over from, and each still
+// accepted writes when it was fenced a second later; the second failover
+// left a replica that never came back.) So it is waited for longer:
+// failoverDelay, and at least UnreadyFailoverDelay, for a kubelet that no
+// longer reports (its node lost to the control plane, the server still
+// running). A server that does not answer the controller is failed over
+// from after failoverDelay, as before.
+func unready(o Observation, primary Instance, lost time.Duration) Action {
+	delay := max(o.FailoverDelay, UnreadyFailoverDelay)
+	if lost >= delay {
+		return failover(o, fmt.Sprintf("primary %s answers, but its pod has not been ready for %s", o.Primary, lost.Round(time.Second)))
+	}
+	if a := steady(o, primary); a.Kind != ActionNone {
+		return a
+	}
+	return Action{Kind: ActionWait, After: delay - lost,
+		Reason: fmt.Sprintf("primary %s answers, but its pod is not ready; failing over if it is not ready again within %s", o.Primary, delay)}
 }
 
 // bootstrap makes the first primary: the one instance out of recovery, or

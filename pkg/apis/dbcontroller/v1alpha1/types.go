@@ -611,7 +611,9 @@ type ReplicationSpec struct {
 
 	// FailoverDelaySeconds is how long the primary may not serve before the
 	// controller promotes a replica. A restarted pod that serves again
-	// within it causes no failover. Default 30.
+	// within it causes no failover. A primary whose server answers the
+	// controller while its pod is not ready is waited for this long and at
+	// least 120 seconds. Default 30.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600

@@ -31,7 +31,9 @@ type ReplicationSpecApplyConfiguration struct {
 	Primary *string `json:"primary,omitempty"`
 	// FailoverDelaySeconds is how long the primary may not serve before the
 	// controller promotes a replica. A restarted pod that serves again
-	// within it causes no failover. Default 30.
+	// within it causes no failover. A primary whose server answers the
+	// controller while its pod is not ready is waited for this long and at
+	// least 120 seconds. Default 30.
 	FailoverDelaySeconds *int32 `json:"failoverDelaySeconds,omitempty"`
 	// Synchronous makes the primary acknowledge a commit only once that
 	// many replicas have it (quorum: any of them), so that a failover,
