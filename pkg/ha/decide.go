@@ -55,6 +55,9 @@ type Instance struct {
 	// once the primary's pod is being deleted and its server no longer
 	// says which replicas it sends changes to.
 	StreamedLast bool
+	// NoAnswer is, when the server did not answer, the controller's
+	// check's error, for a person ("" when unknown).
+	NoAnswer string
 	// Reachable says the server answered; the fields below are known only then.
 	Reachable bool
 	// Replica says the server applies another's changes and writes none of
@@ -201,7 +204,23 @@ func Next(o Observation) Action {
 		return Action{Kind: ActionWait, After: o.FailoverDelay - lost,
 			Reason: fmt.Sprintf("primary %s does not serve; failing over if it does not serve again within %s", o.Primary, o.FailoverDelay)}
 	}
-	return failover(o, fmt.Sprintf("primary %s has not served for %s", o.Primary, lost.Round(time.Second)))
+	return failover(o, fmt.Sprintf("primary %s has not served for %s (%s)", o.Primary, lost.Round(time.Second), notServing(primary, exists)))
+}
+
+// notServing says, for a person, why primary does not serve: what the
+// failover that follows went by.
+func notServing(primary Instance, exists bool) string {
+	if !exists {
+		return "its pod does not exist"
+	}
+	pod := "its pod is ready"
+	if !primary.Ready {
+		pod = "its pod is not ready"
+	}
+	if primary.NoAnswer == "" {
+		return pod + ", and its server does not answer"
+	}
+	return pod + ", and its server does not answer: " + primary.NoAnswer
 }
 
 // UnreadyFailoverDelay is how long a primary whose server answers the

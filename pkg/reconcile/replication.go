@@ -802,13 +802,14 @@ func streamedLast(rs *dbv1alpha1.ReplicationStatus, name string) bool {
 // probe asks i's server what it is; a server that does not answer, or
 // answers as another pod, is not reachable.
 func (s *replicaSet) probe(ctx context.Context, i *instance) {
-	i.ha.Reachable, i.unreachable = false, nil
+	i.ha.Reachable, i.ha.NoAnswer, i.unreachable = false, "", nil
 	if i.pod.Status.PodIP == "" || i.pod.DeletionTimestamp != nil {
 		return
 	}
 	facts, err := s.client.Probe(ctx, i.pod.Status.PodIP, s.port, s.cred)
 	if err != nil {
 		klog.FromContext(ctx).V(4).Info("Server does not answer", "pod", klog.KObj(i.pod), "err", err)
+		i.ha.NoAnswer = err.Error()
 		if podReady(i.pod) {
 			i.unreachable = err
 		}

@@ -304,7 +304,7 @@ func (f *fixture) deletingLive(name string, end time.Time) {
 // asked: the replica with the most WAL received, orders-2, is recorded as
 // the target, the old primary loses its label before anything is promoted,
 // the target is promoted, labelled, and recorded as the primary.
-func (f *fixture) expectFailover(db *dbv1alpha1.Database, asked []string) {
+func (f *fixture) expectFailover(db *dbv1alpha1.Database, asked []string, why string) {
 	f.expectGet(secretsResource, "default", "orders-credentials")
 	f.expectTargetRecorded(db, "orders-2")
 	f.expectPodRole(db, 0, "")
@@ -317,7 +317,7 @@ func (f *fixture) expectFailover(db *dbv1alpha1.Database, asked []string) {
 		"False", "Converged", "the Database matches its spec",
 		"False", "ReplicasNotStreaming", "orders-2 is the primary; 0/2 replicas stream from it; not streaming yet: orders-0, orders-1"))
 	f.events = []string{
-		"Warning FailingOver primary orders-0 has not served for 40s; failing over to orders-2, the replica with the most WAL received",
+		"Warning FailingOver primary orders-0 has not served for 40s (" + why + "); failing over to orders-2, the replica with the most WAL received",
 		"Normal PrimaryChanged orders-2 is the primary, in place of orders-0",
 		"Normal Running",
 	}
@@ -333,7 +333,7 @@ func TestReplicationFailover(t *testing.T) {
 	db := newDatabase("orders", "postgresql", "16", 3)
 	f.primaryDown(db)
 	f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
-	f.expectFailover(db, probes(0, 1, 2))
+	f.expectFailover(db, probes(0, 1, 2), "its pod is not ready, and its server does not answer: dial tcp 192.0.2.10: connect: connection refused")
 	f.run(ctx, ref(db), pollServers)
 }
 
@@ -384,7 +384,9 @@ func TestReplicationPrimaryBeingDeleted(t *testing.T) {
 			// A pod being deleted is not asked.
 			switch tt.want {
 			case "failover":
-				f.expectFailover(db, probes(1, 2))
+				// A pod being deleted is not asked: why its server does
+				// not answer is not known.
+				f.expectFailover(db, probes(1, 2), "its pod is not ready, and its server does not answer")
 				f.run(ctx, ref(db), pollServers)
 				return
 			case "handover":
