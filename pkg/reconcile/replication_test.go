@@ -448,6 +448,32 @@ func TestReplicationPrimaryRestartIsNoFailover(t *testing.T) {
 	}
 }
 
+// The primary's server answers the controller as the primary, but its pod
+// is not ready (its readiness probe timed out three times on a busy node):
+// no failover for 2 minutes whatever the failover delay, the status says
+// so, and the servers are looked at again at their pace.
+func TestReplicationPrimaryAnsweringButNotReadyIsNoFailover(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 2)
+	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{FailoverDelaySeconds: ptr.To[int32](0)}
+	f.convergedReplicated(db)
+	f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
+	since := metav1.NewTime(testNow.Add(-time.Minute))
+	db.Status.Replication.PrimaryLostSince = &since
+
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	rs := db.Status.Replication.DeepCopy()
+	msg := "primary orders-0 answers, but its pod is not ready; failing over if it is not ready again within 2m0s"
+	f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
+	f.calls = probes(0, 1)
+	f.run(ctx, ref(db), pollServers)
+	var recheck *RecheckError
+	if errors.As(f.err, &recheck); recheck.After != ReplicationPoll {
+		t.Errorf("looked at again after %s, want %s", recheck.After, ReplicationPoll)
+	}
+}
+
 // A switchover to orders-1, as asked: no acknowledged write may be lost, so
 // the old primary is fenced (it refuses writes and is marked to rejoin as a
 // replica) and stopped only once orders-1 has received all it wrote; then
