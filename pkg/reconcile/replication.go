@@ -583,9 +583,9 @@ func unstartable(pod *corev1.Pod, server string) *corev1.ContainerStateTerminate
 // pod, never from one look at its replicas: on a busy machine a replica
 // the rollout just restarted, and another whose server did not answer in
 // time, looked like replicas that cannot take over, and the primary was
-// restarted in place, second, while they came back (seen in CI, MySQL and
-// PostgreSQL: an unplanned failover followed, and once an acknowledged
-// write was lost).
+// restarted in place, second, while they came back, and an unplanned
+// failover followed (seen here with MySQL; likely CI's PostgreSQL
+// failures, one of which lost an acknowledged write).
 func madeToReplicate(pod *corev1.Pod) bool {
 	return slices.ContainsFunc(pod.Status.InitContainerStatuses, func(cs corev1.ContainerStatus) bool { return cs.Name == builder.ReplicationContainer })
 }
