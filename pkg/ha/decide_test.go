@@ -257,16 +257,18 @@ func TestNextNeverMakesTwoPrimaries(t *testing.T) {
 		var instances []Instance
 		for k := range 3 {
 			bits := mask >> (4 * k) & 15
-			i := Instance{Name: []string{"db-0", "db-1", "db-2"}[k], Ordinal: k, Role: roles[bits%3], Ready: true,
+			i := Instance{Name: []string{"db-0", "db-1", "db-2"}[k], Ordinal: k, Role: roles[bits%3],
 				Reachable: bits&4 != 0 || bits%8 == 1, Replica: bits&2 != 0, Fenced: bits&8 != 0,
 				Received: uint64(98 + 2*k), Applied: uint64(98 + 2*k), Written: 101}
 			instances = append(instances, i)
 		}
 		for _, target := range []string{"", "db-0", "db-1", "db-2"} {
-			// Whether each server's fence holds (MySQL beside MariaDB).
-			for holds := range 1 << 3 {
+			// Whether each server's fence holds (MySQL beside MariaDB), and
+			// whether its pod is ready.
+			for holds := range 1 << 6 {
 				for k := range instances {
 					instances[k].FenceHolds = holds>>k&1 != 0
+					instances[k].Ready = holds>>(3+k)&1 != 0
 				}
 				o := Observation{Now: t0.Add(time.Hour), Instances: instances, Primary: "db-0", Target: target, PrimaryLostSince: t0}
 				a := Next(o)
