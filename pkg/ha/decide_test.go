@@ -265,10 +265,10 @@ func TestNextNeverMakesTwoPrimaries(t *testing.T) {
 		for _, target := range []string{"", "db-0", "db-1", "db-2"} {
 			// Whether each server's fence holds (MySQL beside MariaDB), and
 			// whether its pod is ready.
-			for holds := range 1 << 6 {
+			for flags := range 1 << 6 {
 				for k := range instances {
-					instances[k].FenceHolds = holds>>k&1 != 0
-					instances[k].Ready = holds>>(3+k)&1 != 0
+					instances[k].FenceHolds = flags>>k&1 != 0
+					instances[k].Ready = flags>>(3+k)&1 != 0
 				}
 				o := Observation{Now: t0.Add(time.Hour), Instances: instances, Primary: "db-0", Target: target, PrimaryLostSince: t0}
 				a := Next(o)
