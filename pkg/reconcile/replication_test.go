@@ -420,57 +420,51 @@ func TestReplicationPrimaryBeingDeleted(t *testing.T) {
 	}
 }
 
-// The primary stopped answering just now (a restart): no failover; the
-// time is recorded, the Database is not Running, and it is looked at again
-// when the delay ends.
-func TestReplicationPrimaryRestartIsNoFailover(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t)
-	db := newDatabase("orders", "postgresql", "16", 2)
-	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{FailoverDelaySeconds: ptr.To[int32](20)}
-	f.convergedReplicated(db)
-	f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
-	delete(f.sql.Facts, podIP(0))
-	f.sql.Facts[podIP(1)] = replicaFacts("orders-1", 100)
+// A primary that does not serve is waited for, and the servers are looked
+// at again at their pace, not at once, while the Database is not Running:
+// one that stopped answering just now (a restart) until the failover delay
+// ends, its loss recorded; one whose server answers the controller as the
+// primary while its pod is not ready (its readiness probe timed out three
+// times on a busy node) for 2 minutes, whatever the failover delay.
+func TestReplicationPrimaryNotServingIsWaitedFor(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		delay   int32
+		answers bool
+		msg     string
+	}{
+		{"stopped answering just now", 20, false, "primary orders-0 does not serve; failing over if it does not serve again within 20s"},
+		{"answers, its pod not ready for a minute", 0, true, "primary orders-0 answers, but its pod is not ready; failing over if it is not ready again within 2m0s"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := newDatabase("orders", "postgresql", "16", 2)
+			db.Spec.Replication = &dbv1alpha1.ReplicationSpec{FailoverDelaySeconds: ptr.To(tt.delay)}
+			f.convergedReplicated(db)
+			f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
+			rs := db.Status.Replication.DeepCopy()
+			if tt.answers {
+				since := metav1.NewTime(testNow.Add(-time.Minute))
+				db.Status.Replication.PrimaryLostSince = &since
+				rs.PrimaryLostSince = &since
+			} else {
+				delete(f.sql.Facts, podIP(0))
+				f.sql.Facts[podIP(1)] = replicaFacts("orders-1", 100)
+				now := metav1.NewTime(testNow)
+				rs = &dbv1alpha1.ReplicationStatus{Primary: "orders-0", PrimaryLostSince: &now, Instances: []dbv1alpha1.InstanceStatus{
+					{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}}}
+			}
 
-	f.expectGet(secretsResource, "default", "orders-credentials")
-	now := metav1.NewTime(testNow)
-	rs := &dbv1alpha1.ReplicationStatus{Primary: "orders-0", PrimaryLostSince: &now, Instances: []dbv1alpha1.InstanceStatus{
-		{Name: "orders-0"}, {Name: "orders-1", Role: "replica"}}}
-	msg := "primary orders-0 does not serve; failing over if it does not serve again within 20s"
-	f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
-	// Looked at again at the servers' pace, not at once.
-	f.calls = probes(0, 1)
-	f.run(ctx, ref(db), pollServers)
-	var recheck *RecheckError
-	if errors.As(f.err, &recheck); recheck.After != ReplicationPoll {
-		t.Errorf("looked at again after %s, want %s", recheck.After, ReplicationPoll)
-	}
-}
-
-// The primary's server answers the controller as the primary, but its pod
-// is not ready (its readiness probe timed out three times on a busy node):
-// no failover for 2 minutes whatever the failover delay, the status says
-// so, and the servers are looked at again at their pace.
-func TestReplicationPrimaryAnsweringButNotReadyIsNoFailover(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t)
-	db := newDatabase("orders", "postgresql", "16", 2)
-	db.Spec.Replication = &dbv1alpha1.ReplicationSpec{FailoverDelaySeconds: ptr.To[int32](0)}
-	f.convergedReplicated(db)
-	f.podLister[0].Status.Conditions[0].Status = corev1.ConditionFalse
-	since := metav1.NewTime(testNow.Add(-time.Minute))
-	db.Status.Replication.PrimaryLostSince = &since
-
-	f.expectGet(secretsResource, "default", "orders-credentials")
-	rs := db.Status.Replication.DeepCopy()
-	msg := "primary orders-0 answers, but its pod is not ready; failing over if it is not ready again within 2m0s"
-	f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", msg, "True", "NoPrimary", msg, "False", "NoPrimary", msg))
-	f.calls = probes(0, 1)
-	f.run(ctx, ref(db), pollServers)
-	var recheck *RecheckError
-	if errors.As(f.err, &recheck); recheck.After != ReplicationPoll {
-		t.Errorf("looked at again after %s, want %s", recheck.After, ReplicationPoll)
+			f.expectGet(secretsResource, "default", "orders-credentials")
+			f.expectStatusUpdate(db, replicatedStatus(db, "Updating", rs, "False", "NoPrimary", tt.msg, "True", "NoPrimary", tt.msg, "False", "NoPrimary", tt.msg))
+			f.calls = probes(0, 1)
+			f.run(ctx, ref(db), pollServers)
+			var recheck *RecheckError
+			if errors.As(f.err, &recheck); recheck.After != ReplicationPoll {
+				t.Errorf("looked at again after %s, want %s", recheck.After, ReplicationPoll)
+			}
+		})
 	}
 }
 
