@@ -37,9 +37,12 @@ var message = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
 
 // perTest is how many of a failed test's last lines the summary keeps, and
 // lineLimit how long each may be: the summary is read at the end of a
-// long log, often as its last few lines only.
+// long log, often as its last few lines only. A real-node test that
+// failed ends with its namespace's dump (one line here), up to four
+// lines of its servers' logs and eight events: sixteen keep a few of
+// its own messages before them.
 const (
-	perTest   = 12
+	perTest   = 16
 	lineLimit = 400
 )
 

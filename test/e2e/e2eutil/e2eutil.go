@@ -56,7 +56,18 @@ type Config struct {
 	// the events say what the controller did (a failover, a restart)
 	// where the dump's lines stay in the log.
 	EventsOnFailure int
+	// ServerLogOnFailure, when set, picks the lines of the servers' logs
+	// worth a failed test's summary (a server process killed, a crash
+	// recovery): NewNamespace logs the last such line of each container
+	// of the namespace's pods, before the events, a line each, at most
+	// serverLogLines. A server that crashed and recovered in place
+	// restarts no container, and no event says so.
+	ServerLogOnFailure *regexp.Regexp
 }
+
+// serverLogLines is how many lines ServerLogOnFailure adds to a failed
+// test's messages at most.
+const serverLogLines = 4
 
 // suite is the Config of the suite running, set by Setup.
 var suite Config
@@ -194,6 +205,11 @@ func NewNamespace(t *testing.T) string {
 				t.Logf("%s", restartedContainerLogs(ns))
 			}
 		}
+		if t.Failed() && suite.ServerLogOnFailure != nil {
+			for _, l := range serverLog(ns, suite.ServerLogOnFailure) {
+				t.Logf("log: %s", l)
+			}
+		}
 		if t.Failed() {
 			for _, e := range lastEvents(ns, suite.EventsOnFailure) {
 				t.Logf("event: %s", e)
@@ -285,13 +301,9 @@ func lastEvents(ns string, n int) []string {
 	if n <= 0 {
 		return nil
 	}
-	out, err := KubectlRun("", "-n", ns, "get", "events", "-o", "json")
-	if err != nil {
-		return []string{fmt.Sprintf("events of %s: %v", ns, err)}
-	}
 	var events corev1.EventList
-	if err := json.Unmarshal(out, &events); err != nil {
-		return []string{fmt.Sprintf("events of %s: %v", ns, err)}
+	if err := TryGetJSON(&events, "-n", ns, "get", "events"); err != nil {
+		return []string{err.Error()}
 	}
 	at := func(e corev1.Event) time.Time {
 		switch {
@@ -313,16 +325,49 @@ func lastEvents(ns string, n int) []string {
 	return lines
 }
 
+// serverLog is, for each container of ns's pods (its run before its
+// last restart, then its current one), the last line of its last 500
+// that pick matches, named by pod and container: the last serverLogLines
+// of them.
+func serverLog(ns string, pick *regexp.Regexp) []string {
+	var pods corev1.PodList
+	if err := TryGetJSON(&pods, "-n", ns, "get", "pods"); err != nil {
+		return []string{err.Error()}
+	}
+	var lines []string
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			type run struct{ flag, note string }
+			runs := []run{{"--previous=false", ""}}
+			if c.RestartCount > 0 {
+				runs = []run{{"--previous", " (before its restart)"}, runs[0]}
+			}
+			for _, r := range runs {
+				logs, err := KubectlRun("", "-n", ns, "logs", p.Name, "-c", c.Name, r.flag, "--tail=500")
+				if err != nil {
+					continue
+				}
+				var last string
+				for _, l := range strings.Split(string(logs), "\n") {
+					if pick.MatchString(l) {
+						last = l
+					}
+				}
+				if last != "" {
+					lines = append(lines, fmt.Sprintf("%s/%s%s: %s", p.Name, c.Name, r.note, strings.TrimSpace(last)))
+				}
+			}
+		}
+	}
+	return lines[max(0, len(lines)-serverLogLines):]
+}
+
 // restartedContainerLogs is the last 40 lines each container of ns that
 // restarted wrote before its last restart, and each init container's.
 func restartedContainerLogs(ns string) string {
-	out, err := KubectlRun("", "-n", ns, "get", "pods", "-o", "json")
-	if err != nil {
-		return fmt.Sprintf("pods of %s: %v", ns, err)
-	}
 	var pods corev1.PodList
-	if err := json.Unmarshal(out, &pods); err != nil {
-		return fmt.Sprintf("pods of %s: %v", ns, err)
+	if err := TryGetJSON(&pods, "-n", ns, "get", "pods"); err != nil {
+		return err.Error()
 	}
 	var b strings.Builder
 	for _, p := range pods.Items {

@@ -107,6 +107,10 @@ func runSuite(m *testing.M) (code int) {
 		// Real servers write why they crash.
 		DumpLogsOnFailure: true,
 		EventsOnFailure:   8,
+		// A server process killed (the kernel's OOM killer, say) and the
+		// crash recovery that follows, in place; a PANIC; MySQL's and
+		// MariaDB's errors and fatal signals.
+		ServerLogOnFailure: regexp.MustCompile(`terminated by signal|all server processes terminated|not properly shut down|PANIC:|out of memory|\[ERROR\]|got signal`),
 	})
 	if os.Geteuid() != 0 {
 		e2eutil.Logf("the real-node suite needs root (containerd, runc, network namespaces); run make test as root")
