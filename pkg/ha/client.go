@@ -69,8 +69,10 @@ type Facts struct {
 	// its own.
 	Replica bool
 	// Received and Applied are a replica's positions in the primary's change
-	// log (received, and applied); Written is a primary's. Positions of one
-	// Database's servers compare: more is further.
+	// log (received, and applied); Written is a primary's. Received is all
+	// the replica holds, never less than Applied: a replica that restarted
+	// holds what it applied before it receives anything new. Positions of
+	// one Database's servers compare: more is further.
 	Received, Applied, Written uint64
 	// Standbys are, on a primary, the replicas it sends changes to.
 	Standbys []Standby

@@ -194,9 +194,20 @@ func refusal(err error) error {
 }
 
 // Statements the client sends, named for its tests.
+//
+// A replica's Received is the further of what its WAL receiver flushed
+// and what it replayed: it holds both. pg_last_wal_receive_lsn() alone
+// lags on a replica that restarted: its receiver asks the primary to
+// stream from the start of the segment it resumes in, and reports that
+// start, not the end of the WAL it already holds and replayed from its
+// own pg_wal, until the primary writes something new. Read alone, it
+// kept a switchover after a rollout's restart of the target waiting "to
+// receive the WAL" the target had, with the fenced primary unlabelled
+// (its clients refused) until that primary next wrote: 2m16s on an idle
+// one here, 7 min in CI.
 const (
 	probeQuery = `SELECT current_setting('cluster_name'), pg_is_in_recovery(),
-  COALESCE(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), '0/0'), 0)::bigint,
+  COALESCE(pg_wal_lsn_diff(GREATEST(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()), '0/0'), 0)::bigint,
   COALESCE(pg_wal_lsn_diff(pg_last_wal_replay_lsn(), '0/0'), 0)::bigint,
   CASE WHEN pg_is_in_recovery() THEN 0 ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0') END::bigint,
   NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'on',
