@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -450,4 +451,21 @@ func podUID(t testing.TB, ns, db string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// waitPodMadeAgain waits until the pod named pod, deleted while its UID
+// was uid, exists again under another UID and is ready: its new server
+// serves.
+func waitPodMadeAgain(t testing.TB, ns, pod, uid string) {
+	t.Helper()
+	e2eutil.Eventually(t, converge, "a new pod "+pod+", ready", func() (bool, string) {
+		var p corev1.Pod
+		if err := e2eutil.TryGetJSON(&p, "-n", ns, "get", "pod", pod); err != nil {
+			return false, err.Error()
+		}
+		ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		})
+		return string(p.UID) != uid && ready, fmt.Sprintf("uid %s, ready %t", p.UID, ready)
+	})
 }

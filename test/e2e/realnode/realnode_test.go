@@ -3,10 +3,8 @@
 package realnode
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,18 +131,7 @@ func TestRowsSurvivePodDeletionAndScaleToZero(t *testing.T) {
 	// The Database may read Running for a moment after the pod went, until
 	// the controller has seen it go: what says the new server serves is the
 	// new pod's readiness, and then the Database's.
-	e2eutil.Eventually(t, converge, "a new pod keep-0, ready", func() (bool, string) {
-		var pod corev1.Pod
-		if out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pod", "keep-0", "-o", "json"); err != nil {
-			return false, "no pod keep-0"
-		} else if err := json.Unmarshal(out, &pod); err != nil {
-			t.Fatal(err)
-		}
-		ready := slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
-			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-		})
-		return string(pod.UID) != uid && ready, fmt.Sprintf("uid %s, ready %t", pod.UID, ready)
-	})
+	waitPodMadeAgain(t, ns, "keep-0", uid)
 	e2eutil.WaitRunning(t, ns, "keep", converge)
 	close(stop)
 	seen := <-states

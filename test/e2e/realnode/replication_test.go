@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
@@ -362,13 +360,7 @@ done; echo "replicas never showed the rows: $got"; exit 1`, "ro-uri")
 	// WAL after it), and a switchover that waited would not end within
 	// the bound. (Seen in CI: 7 minutes of a fenced, unlabelled primary,
 	// its clients refused.)
-	db = e2eutil.GetDB(t, ns, "ha")
-	to := ""
-	for _, i := range db.Status.Replication.Instances {
-		if i.Name != db.Status.Replication.Primary {
-			to = i.Name // the one switchOver picks: the last
-		}
-	}
+	to := switchOverTarget(e2eutil.GetDB(t, ns, "ha"))
 	runClient(t, ns, "ha", postgresImage, psql+`-c "CHECKPOINT" >/dev/null
 lsn() { psql "$URI" -tAc "SELECT pg_current_wal_lsn()"; }
 was=$(lsn)
@@ -378,16 +370,7 @@ done
 echo "the primary's WAL never stood still for 20 s: $was"; exit 1`)
 	uid := e2eutil.Kubectl(t, "-n", ns, "get", "pod", to, "-o", "jsonpath={.metadata.uid}")
 	e2eutil.Kubectl(t, "-n", ns, "delete", "pod", to)
-	e2eutil.Eventually(t, converge, to+" made again, ready", func() (bool, string) {
-		var pod corev1.Pod
-		if err := e2eutil.TryGetJSON(&pod, "-n", ns, "get", "pod", to); err != nil {
-			return false, err.Error()
-		}
-		ready := slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
-			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-		})
-		return string(pod.UID) != uid && ready, fmt.Sprintf("uid %s, ready %t", pod.UID, ready)
-	})
+	waitPodMadeAgain(t, ns, to, uid)
 	switchOver(t, ns, waitReplicating(t, ns, "ha", to+" streaming again"))
 }
 
@@ -825,12 +808,7 @@ func stopAndStartThree(t *testing.T, ns, name string) {
 // when it asked.
 func switchOver(t *testing.T, ns string, db *dbv1alpha1.Database) time.Time {
 	t.Helper()
-	var to string
-	for _, i := range db.Status.Replication.Instances {
-		if i.Name != db.Status.Replication.Primary {
-			to = i.Name
-		}
-	}
+	to := switchOverTarget(db)
 	changed := to + " is the primary, in place of " + db.Status.Replication.Primary
 	told := eventsRecorded(t, ns, db.Name, "PrimaryChanged", changed)
 	asked := time.Now()
@@ -847,6 +825,18 @@ func switchOver(t *testing.T, ns string, db *dbv1alpha1.Database) time.Time {
 		t.Errorf("the switchover was told %d times (PrimaryChanged %q), want once", n, changed)
 	}
 	return asked
+}
+
+// switchOverTarget is the replica switchOver makes db's primary: the
+// last of its instances that is not the primary.
+func switchOverTarget(db *dbv1alpha1.Database) string {
+	var to string
+	for _, i := range db.Status.Replication.Instances {
+		if i.Name != db.Status.Replication.Primary {
+			to = i.Name
+		}
+	}
+	return to
 }
 
 // eventsRecorded is how many times the events of reason and message were
