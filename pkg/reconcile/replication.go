@@ -253,7 +253,14 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 			p.r.recorder.Event(db, corev1.EventTypeNormal, ReasonFenced, last.Reason)
 			target.ha.Fenced = true
 		case ha.ActionStop:
-			if err := p.restart(ctx, target, "to rejoin as a replica"); err != nil {
+			if last.Instance == rs.Primary && rs.TargetPrimary == "" {
+				// The primary does not serve, and its server runs: it
+				// stops, and hands over as it shuts down.
+				if err := p.restart(ctx, target, "to hand its role over"); err != nil {
+					return found, err
+				}
+				p.r.recorder.Event(db, corev1.EventTypeWarning, ReasonFailingOver, last.Reason)
+			} else if err := p.restart(ctx, target, "to rejoin as a replica"); err != nil {
 				return found, err
 			}
 			target.ha.Reachable, target.ha.Ready, target.ha.Terminating = false, false, true
@@ -702,6 +709,7 @@ func (s *replicaSet) probeAll(ctx context.Context, pods []*corev1.Pod, rs *dbv1a
 		}
 		i := &instance{pod: pod, ha: ha.Instance{Name: pod.Name, Ordinal: ordinal, Role: ha.Role(pod.Labels[dbv1alpha1.LabelRole]),
 			Ready: podReady(pod) && pod.DeletionTimestamp == nil, Terminating: terminating(pod, now),
+			Running: pod.DeletionTimestamp == nil && serverRunning(pod, s.p.plan.Engine.Name()), Created: pod.CreationTimestamp.Time,
 			Cordoned: s.p.read.cordoned(pod.Spec.NodeName), StreamedLast: streamedLast(rs, pod.Name)}}
 		instances[pod.Name] = i
 		wg.Go(func() { s.probe(ctx, i) })
@@ -1001,6 +1009,14 @@ func sortedNames(instances map[string]*instance) []string {
 // on a node that is gone stays in the API for ever, and is not waited for.
 func terminating(pod *corev1.Pod, now time.Time) bool {
 	return pod.DeletionTimestamp != nil && now.Before(pod.DeletionTimestamp.Add(5*time.Second))
+}
+
+// serverRunning reports whether pod's kubelet last reported the server's
+// container, named server, running.
+func serverRunning(pod *corev1.Pod, server string) bool {
+	return slices.ContainsFunc(pod.Status.ContainerStatuses, func(cs corev1.ContainerStatus) bool {
+		return cs.Name == server && cs.State.Running != nil
+	})
 }
 
 // podReady reports whether pod's Ready condition is True.

@@ -420,6 +420,39 @@ func TestReplicationPrimaryBeingDeleted(t *testing.T) {
 	}
 }
 
+// The primary has not served for 40 s, past the failover delay, but its
+// kubelet reports its server's container running (a server starved on a
+// busy node, say): it may still take writes from clients that reach it,
+// so no replica is promoted beside it. Its pod is deleted, and the role is
+// handed over as it shuts down, as for any primary whose pod is deleted.
+func TestReplicationPrimaryWhoseServerRunsIsStopped(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	f.primaryDown(db)
+	f.podLister[0].CreationTimestamp = metav1.NewTime(testNow.Add(-time.Hour))
+	f.podLister[0].Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "postgresql",
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	// Its pod is read live, as its server does not answer while the cache
+	// has it ready: it is not being deleted.
+	f.expectGet(podsResource, "default", "orders-0")
+	f.kubeactions = append(f.kubeactions, core.NewDeleteActionWithOptions(podsResource, "default", "orders-0",
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("orders-0-uid"))}}))
+	f.expectTargetRecorded(db, "orders-2")
+	f.expectPodRole(db, 0, "")
+	f.events = []string{
+		"Warning FailingOver primary orders-0 has not served for 40s (its pod is ready, and its server does not answer: dial tcp 192.0.2.10: connect: connection refused); its server still runs: it is stopped, so that it takes no more writes and hands its role over as it shuts down",
+		"Normal SwitchingOver the pod of the primary orders-0 is being deleted; switching over to orders-2, the replica streaming from it with the most WAL received, as it shuts down",
+	}
+	f.calls = probes(0, 1, 2)
+	// The fake clientset removes a deleted pod at once, where a kubelet
+	// stops it first: the label's removal finds it gone, and the pass
+	// waits for the cache (the handover itself: TestReplicationPrimaryBeingDeleted).
+	f.run(ctx, ref(db), waiting)
+}
+
 // A primary that does not serve is waited for, and the servers are looked
 // at again at their pace, not at once, while the Database is not Running:
 // one that stopped answering just now (a restart) until the failover delay

@@ -3,6 +3,7 @@
 package realnode
 
 import (
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,12 +21,15 @@ import (
 // system timeline 1 before current recovery point"). Made here as an
 // unplanned failover makes it: fork-1 stops receiving, fork-0 writes 100
 // rows that only fork-2 gets, then fork-0 and fork-2 stop answering
-// (SIGSTOP), so that fork-1, the one replica that answers, is promoted.
-// Once both answer again, the controller names fork-2's divergence in the
-// Replicating condition, restarts its pod with one Warning, and its init
-// container rewinds it (pg_rewind) onto fork-1's timeline: all three
-// stream from fork-1 and hold its 100 rows; fork-0 rejoins as a fenced
-// former primary does.
+// (SIGSTOP). fork-0, a primary whose kubelet still reports its server
+// running, is stopped (its pod deleted; the kubelet kills the postmaster
+// after the grace period, for SIGTERM waits behind SIGSTOP), and then
+// fork-1, the one replica that answers, is promoted. Once fork-2 answers
+// again, the controller names its divergence in the Replicating
+// condition, restarts its pod with one Warning, and its init container
+// rewinds it (pg_rewind) onto fork-1's timeline: all three stream from
+// fork-1 and hold its 100 rows; fork-0's new pod rejoins as a former
+// primary does.
 func TestDivergedReplicaIsRewound(t *testing.T) {
 	t.Parallel()
 	ns := e2eutil.NewNamespace(t)
@@ -73,8 +77,9 @@ func TestDivergedReplicaIsRewound(t *testing.T) {
 	rows("fork-1", "100")
 
 	// fork-2, then fork-0, stop answering: their postmasters are stopped
-	// (the sessions they run go on), so that new connections hang.
-	pause := func(pod string) (resume func()) {
+	// (the sessions they run go on), so that new connections hang. resume
+	// says the error of SIGCONT: ESRCH once the process is gone.
+	pause := func(pod string) (resume func() error) {
 		pid := serverPID(t, ns, pod, "postgres")
 		if pid == 0 {
 			t.Fatalf("no postgres process in the pod %s", pod)
@@ -83,15 +88,14 @@ func TestDivergedReplicaIsRewound(t *testing.T) {
 			t.Fatalf("stopping the postmaster of %s (pid %d): %v", pod, pid, err)
 		}
 		resumed := false
-		resume = func() {
-			if !resumed {
-				resumed = true
-				if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-					t.Errorf("resuming the postmaster of %s (pid %d): %v", pod, pid, err)
-				}
+		resume = func() error {
+			if resumed {
+				return nil
 			}
+			resumed = true
+			return syscall.Kill(pid, syscall.SIGCONT)
 		}
-		t.Cleanup(resume)
+		t.Cleanup(func() { _ = resume() })
 		return resume
 	}
 	resume2 := pause("fork-2")
@@ -109,8 +113,14 @@ func TestDivergedReplicaIsRewound(t *testing.T) {
 	e2eutil.Kubectl(t, "-n", ns, "patch", "database", "fork", "--type=json", "-p", `[{"op":"remove","path":"/spec/replication/failoverDelaySeconds"}]`)
 	var pod corev1.Pod
 	e2eutil.GetJSON(t, &pod, "-n", ns, "get", "pod", "fork-2")
-	resume2()
-	resume0()
+	if err := resume2(); err != nil {
+		t.Fatalf("resuming the postmaster of fork-2: %v", err)
+	}
+	// fork-0's postmaster is gone with its pod: a replica was not
+	// promoted beside a primary whose server ran.
+	if err := resume0(); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("resuming the postmaster of fork-0 after fork-1's promotion: %v, want ESRCH: its server was not stopped before the failover", err)
+	}
 
 	// fork-2 is named, and restarted once its pod is brokenRestartAge old.
 	said := ""
