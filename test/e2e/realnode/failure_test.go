@@ -3,6 +3,7 @@
 package realnode
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -199,5 +200,68 @@ func TestImageThatCannotBePulledWarnsOnce(t *testing.T) {
 	}
 	if db := e2eutil.GetDB(t, ns, "nopull"); db.Status.Phase == "Running" {
 		t.Errorf("phase %s with an image that cannot be pulled", db.Status.Phase)
+	}
+}
+
+// sessionWriterScript is writerScript over one session: each INSERT on
+// the connection the client opened first, "ok N T" once it committed (T
+// the server's clock, the host's). The session ends at the first error.
+const sessionWriterScript = `end=$(( $(date +%%s) + %d ))
+i=0
+while [ "$(date +%%s)" -lt "$end" ] && [ ! -e /tmp/stop ]; do
+  i=$((i + 1))
+  echo "INSERT INTO w VALUES ($i); SELECT 'ok', $i, extract(epoch FROM clock_timestamp());"
+  sleep 0.2
+done | psql "$URI" -v ON_ERROR_STOP=1 -qtA -F ' '
+echo "the session ended: $?"`
+
+// A primary whose server hangs while a session it already had goes on
+// writing: its postmaster is stopped (SIGSTOP), so it takes no new
+// connection (the controller's checks and its pod's readiness fail), but
+// the session's backend, and the WAL sender, still run. No replica may be
+// promoted beside it while it can still take writes: every write the
+// session saw committed is in the Database after the failover.
+func TestReplicationHungPrimaryIsNotPromotedBeside(t *testing.T) {
+	t.Parallel()
+	ns := e2eutil.NewNamespace(t)
+	e2eutil.KubectlIn(t, dbYAML("hung", "postgresql", "15", postgresImage, 2)+"  replication:\n    failoverDelaySeconds: 5\n", "-n", ns, "create", "-f", "-")
+	old := waitReplicating(t, ns, "hung", "two replicas, one primary and one streaming").Status.Replication.Primary
+	runClient(t, ns, "hung", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
+	w := startClient(t, ns, "hung", "session", fmt.Sprintf(sessionWriterScript, writerBound))
+	w.waitAcknowledged(t, 3)
+
+	pid := serverPID(t, ns, old, "postgres")
+	if pid == 0 {
+		t.Fatalf("no postgres process in the cgroup of %s", old)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("stopping the server of %s (pid %d): %v", old, pid, err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT) // gone, if its pod was deleted
+		}
+	}
+	t.Cleanup(resume)
+	stopped := time.Now()
+	e2eutil.Eventually(t, converge, "a new primary", func() (bool, string) {
+		p := primaryOf(t, ns, "hung")
+		return p != "" && p != old, "primary " + p
+	})
+	t.Logf("the postmaster of %s stopped (pid %d): %s is the primary %s later", old, pid, primaryOf(t, ns, "hung"), time.Since(stopped).Round(100*time.Millisecond))
+	// The session, if it still can, writes on for a while; then the old
+	// server, if it still runs, is let go on, to be fenced and rejoin.
+	time.Sleep(5 * time.Second)
+	resume()
+	waitReplicating(t, ns, "hung", "the old primary back as a replica that streams")
+	w.stop(t)
+	out := w.wait(t)
+	writes := parseWrites(t, out)
+	lost := writes.lost(t, ns, "hung")
+	writes.report(t, "a hung primary's session", lost, 3)
+	if len(lost) > 0 {
+		t.Errorf("acknowledged writes lost: a replica was promoted while the hung primary's session still wrote; the writer printed:\n%s", out)
 	}
 }
