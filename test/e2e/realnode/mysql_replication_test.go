@@ -16,13 +16,14 @@ import (
 )
 
 // mysqlWriterScript is writerScript for MySQL: it inserts 1, 2, 3, ...
-// through the Secret's host, one connection per row, for seconds.
+// through the Secret's host, one connection per row, for seconds, at the
+// same pace.
 const mysqlWriterScript = `end=$(( $(date +%%s) + %d ))
 i=0
 while [ "$(date +%%s)" -lt "$end" ] && [ ! -e /tmp/stop ]; do
   i=$((i + 1))
   if err=$(MYSQL_PWD="$PASSWORD" mysql ${TLS:-} -h "$HOST" -P "$PORT" -u "$USERNAME" --connect-timeout=${CONNECT_TIMEOUT:-1} "$DATABASE" -e "INSERT INTO w VALUES ($i)" 2>&1 >/dev/null); then
-    echo "ok $i $(date +%%s.%%N)"
+    echo "ok $i $(date +%%s.%%N)"; sleep ` + writerPause + `
   else
     echo "fail $i $(date +%%s.%%N) $(printf '%%s' "$err" | tr '\n' ' ' | cut -c1-300)"; sleep 0.1
   fi
@@ -44,7 +45,7 @@ const mysqlSQL = `MYSQL_PWD="$PASSWORD" mysql -h "${H:-$HOST}" -P "$PORT" -u "$U
 // kubelet as the primary it was, is fenced and rejoins. No two pods are
 // ever labelled primary at once, and at the end every pod has every row.
 func TestMySQLReplication(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	yaml := mysqlYAML("shelf", "9.7", mysqlImage, 3) +
 		"  replication:\n    failoverDelaySeconds: 0\n"
@@ -311,7 +312,7 @@ echo "%s $got"
 // two, the Database says why not, with one Warning; asked for one, the
 // primary waits for it. No two pods are ever labelled primary at once.
 func TestMariaDBReplication(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("tally", "mysql", "10.11", mariadbImage, 3)+"  replication:\n    failoverDelaySeconds: 0\n",
 		"-n", ns, "create", "-f", "-")
@@ -372,14 +373,14 @@ echo "read $got from $(`+mysqlSQL+`"SELECT CONCAT(@@hostname, ' read_only=', @@r
 // Then 3 → 1 keeps the primary (moved to the first pod by a switchover),
 // and 1 → 0 → 3 keeps the rows and the primary.
 func TestMySQLReplicationScaling(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	checkScaling(t, mysqlYAML("crate", "9.7", mysqlImage, 1), "9.7")
 }
 
 // The same on MariaDB 10.11: the new pods are seeded from dumps of the
 // server that served alone (its binary log starts with the scale-up).
 func TestMariaDBReplicationScaling(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	checkScaling(t, dbYAML("crate", "mysql", "10.11", mariadbImage, 1), "10.11")
 }
 
@@ -427,7 +428,7 @@ func checkScaling(t *testing.T, yaml, version string) {
 // receiving, and the primary purges them): at its next start it is cloned
 // again, as nothing it holds is lost, and what was set aside stays.
 func TestMySQLDivergenceIsSetAsideAndReported(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	checkDivergence(t, mysqlYAML("split", "9.7", mysqlImage, 2))
 }
 
@@ -435,7 +436,7 @@ func TestMySQLDivergenceIsSetAsideAndReported(t *testing.T) {
 // primary's position is not in the new primary's binary log (error 1236
 // in gtid_strict_mode), and the purge is the primary's word for it.
 func TestMariaDBDivergenceIsSetAsideAndReported(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	checkDivergence(t, dbYAML("split", "mysql", "10.11", mariadbImage, 2))
 }
 
@@ -608,7 +609,7 @@ func killPrimaryWhileWriting(t *testing.T, ns, name string) writeLog {
 // one): the primary's server is killed with SIGKILL while a client writes,
 // and no acknowledged write is lost.
 func TestMySQLSemiSynchronousLosesNoAcknowledgedWrite(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, mysqlYAML("sure", "9.7", mysqlImage, 2)+"  replication:\n    failoverDelaySeconds: 0\n    synchronous: {number: 1}\n",
 		"-n", ns, "create", "-f", "-")
@@ -668,7 +669,7 @@ func waitReplicatingOrRelease(t testing.TB, ns, name, why string) (*dbv1alpha1.D
 // the replica streams, the primary waits for it again, and no
 // acknowledged write is lost.
 func TestMySQLRequiredCommitsAndACloneWaitingForEachOtherAreReported(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, mysqlYAML("held", "9.7", mysqlImage, 2)+"  replication:\n    synchronous: {number: 1}\n",
 		"-n", ns, "create", "-f", "-")
