@@ -72,7 +72,7 @@ func TestContinuousArchiving(t *testing.T) {
 	for _, name := range []string{"archives", "refused, then mended", "no Secret", "across a failover", "the store stopped, then back"} {
 		wrongKeys := name == "refused, then mended"
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			ns := e2eutil.NewNamespace(t)
 			secret := cfg.SecretAccessKey
 			if wrongKeys {

@@ -71,7 +71,7 @@ func TestBackupDeleteAndRestore(t *testing.T) {
 			name += " to an object store"
 		}
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			ns := e2eutil.NewNamespace(t)
 			backup := "  backup: {}\n"
 			var store *objectstore.Store
@@ -169,7 +169,7 @@ func TestBackupDeleteAndRestore(t *testing.T) {
 // A Database deleted under Retain and made again with the same name serves
 // its old data with its old credentials: the Secret stayed with the volume.
 func TestRetainDeleteAndRecreateKeepsCredentials(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("again", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "again", converge)

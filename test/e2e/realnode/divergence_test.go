@@ -31,7 +31,7 @@ import (
 // fork-1 and hold its 100 rows; fork-0's new pod rejoins as a former
 // primary does.
 func TestDivergedReplicaIsRewound(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	// The default failover delay while the servers start: with none, one
 	// poll of fork-0 that a busy machine answers late (the suite's peak

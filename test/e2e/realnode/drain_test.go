@@ -81,7 +81,7 @@ func evict(t testing.TB, ns, pod string) error {
 // node before the primary is evicted is proven by the fixture tests
 // (TestReplicationCordonedNodes), not here.
 func TestPrimaryHandoverAndDrain(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("drained", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "drained", "three replicas, one primary and two streaming")
@@ -137,7 +137,7 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 // The discarded volume is kept (the local volumes' reclaim policy is
 // Retain).
 func TestReplicaWhoseDataCannotStartIsSeededAgain(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("mended", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
 	db := waitReplicating(t, ns, "mended", "three replicas, one primary and two streaming")

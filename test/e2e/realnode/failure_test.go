@@ -112,7 +112,7 @@ func warnings(t testing.TB, ns, name, reason string) (objects int, recorded int3
 // no CrashLooping and no Updating. Crashes soon after each restart, three
 // in a row, make a crash loop, with its Warning.
 func TestOneCrashIsARestartAndRepeatedOnesALoop(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("crashy", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "crashy", converge)
@@ -174,7 +174,7 @@ func crashLoopWarned(t testing.TB, ns string) bool {
 // as it tries, and the Database gets one ImagePullFailed Warning in two
 // minutes, recorded once.
 func TestImageThatCannotBePulledWarnsOnce(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("nopull", "postgresql", "15", "localhost/dbc/does-not-exist:15", 1), "-n", ns, "create", "-f", "-")
 	e2eutil.Eventually(t, converge, "the Ready condition to name the pull", func() (bool, string) {
@@ -222,7 +222,7 @@ echo "the session ended: $?"`
 // promoted beside it while it can still take writes: every write the
 // session saw committed is in the Database after the failover.
 func TestReplicationHungPrimaryIsNotPromotedBeside(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("hung", "postgresql", "15", postgresImage, 2)+"  replication:\n    failoverDelaySeconds: 5\n", "-n", ns, "create", "-f", "-")
 	old := waitReplicating(t, ns, "hung", "two replicas, one primary and one streaming").Status.Replication.Primary

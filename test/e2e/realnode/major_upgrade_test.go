@@ -51,7 +51,7 @@ const serverMajor = psql + `-c "SELECT current_setting('server_version_num')::in
 // write is there. The seconds writes failed are reported against a dump
 // and restore of the same data.
 func TestPostgreSQLMajorUpgradeInPlace(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("up", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "up", converge)
@@ -142,7 +142,7 @@ awk -v a="$start" -v b="$dumped" -v c="$restored" 'BEGIN { printf "dump %.1f s, 
 // condition says why in pg_upgrade's words. Setting spec.version back
 // ends the upgrade.
 func TestPostgreSQLMajorUpgradeThatFailsKeepsTheData(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("stuck", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "stuck", converge)
@@ -197,7 +197,7 @@ func TestPostgreSQLMajorUpgradeThatFailsKeepsTheData(t *testing.T) {
 // three stream from the upgraded primary. No pod is ever labelled primary
 // twice, and no acknowledged write is lost.
 func TestPostgreSQLMajorUpgradeOfAReplicatedDatabase(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("ring", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "ring", "three replicas, one primary and two streaming")

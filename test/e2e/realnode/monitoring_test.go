@@ -64,7 +64,7 @@ type monitoredCase struct {
 // controller made reads statistics but cannot write, nor log in from
 // another pod.
 func TestPostgreSQLMonitoring(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns, replica := checkMonitoring(t, monitoredCase{
 		name: "watched", engine: "postgresql", version: "15", image: postgresImage, exporterImage: postgresExporterImage, port: 9187,
 		table:   psql + `-c 'CREATE TABLE m (i int PRIMARY KEY)'`,
@@ -118,7 +118,7 @@ func checkLagMoves(t *testing.T, ns, db, replica string) {
 // primary's INSERTs counted, the replica's SQL thread running; its TLS is
 // Required, so that the exporter connects with TLS over the loopback.
 func TestMariaDBMonitoring(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	checkMonitoring(t, monitoredCase{
 		name: "watched", engine: "mysql", version: "10.11", image: mariadbImage, exporterImage: mysqldExporterImage, port: 9104,
 		table:   waitMariaDB + `MYSQL_PWD="$PASSWORD" mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl "$DATABASE" -e 'CREATE TABLE m (i int PRIMARY KEY)'`,
@@ -139,7 +139,7 @@ func TestMariaDBMonitoring(t *testing.T) {
 // SLAVE STATUS, gone since MySQL 8.4): the controller's own metrics say
 // whether it streams.
 func TestMySQLMonitoring(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	checkMonitoring(t, monitoredCase{
 		name: "watched", engine: "mysql", version: "9.7", image: mysqlImage, exporterImage: mysqldExporterImage, port: 9104,
 		table:     waitMySQL + `MYSQL_PWD="$PASSWORD" mysql -h "$HOST" -P "$PORT" -u "$USERNAME" --ssl-mode=REQUIRED "$DATABASE" -e 'CREATE TABLE m (i int PRIMARY KEY)'`,
@@ -533,7 +533,7 @@ func alerts(t *testing.T, ns string) []string {
 // (pending: each fires after its 5 minutes, which the rules' unit tests
 // cover, make test-monitoring).
 func TestAlertsOnALiveCluster(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	startPrometheus(t, ns)
 	monitored := "  monitoring:\n    enabled: true\n    image: " + postgresExporterImage + "\n"
@@ -587,7 +587,7 @@ const customQueries = `dbc_custom:
 // ConfigMap that does not exist still serves; its exporter says it could
 // not read the queries.
 func TestPostgreSQLCustomQueries(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	cm := corev1.ConfigMap{}
 	cm.APIVersion, cm.Kind, cm.Name = "v1", "ConfigMap", "counted-queries"

@@ -25,7 +25,7 @@ import (
 //  5. MariaDB, a value it cannot start with (sql_mode=BOGUS), corrected
 //     while its one server crash-loops: the correction reaches the pod.
 func TestMySQLParameters(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, mysqlYAML("tuned", "9.7", mysqlImage, 1)+"  parameters:\n    max_connections: \"77\"\n    back_log: \"123\"\n", "-n", ns, "create", "-f", "-")
 	e2eutil.KubectlIn(t, mysqlYAML("tuned-maria", "8.4", mariadbImage, 1), "-n", ns, "create", "-f", "-")

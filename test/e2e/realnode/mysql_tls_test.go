@@ -65,13 +65,13 @@ func tryMySQLTLSClient(t *testing.T, ns, db, image, script string) (string, erro
 // (Two tests, not parallel subtests: those would wait for a slot of
 // -parallel behind every other test of the suite, and end it late.)
 func TestMySQLTLS(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	checkMySQLTLS(t, "9.7", mysqlImage)
 }
 
 // TestMariaDBTLS is TestMySQLTLS for MariaDB 10.11.
 func TestMariaDBTLS(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	checkMySQLTLS(t, "10.11", mariadbImage)
 }
 

@@ -35,7 +35,7 @@ const mariadbFingerprint = `SELECT CONCAT(COUNT(*), ' ', SUM(CRC32(CONCAT_WS(','
 // primary. The seconds writes failed are reported against a dump and
 // restore of the same data.
 func TestMariaDBSeriesUpgradeInPlace(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("shift", "mysql", "10.11", mariadbImage, 3), "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "shift", "three MariaDB 10.11 servers, one primary and two replicating")

@@ -24,7 +24,7 @@ import (
 // environment only; a key the store lacks exits 3. The host then reads
 // the same object through package objectstore.
 func TestToolsReachTheObjectStore(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	cfg := e2eutil.LocalObjectStore(t, localDir)
 	cfg.Prefix = "realnode/" + t.Name()

@@ -140,7 +140,7 @@ func waitParameters(t *testing.T, ns, db, reason string) string {
 //     replica, the Database writes on, and once corrected, the failing
 //     pod is replaced and every server runs the corrected parameters.
 func TestParameters(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	yaml := dbYAML("tuned", "postgresql", "15", postgresImage, 3) + "  parameters:\n    max_connections: \"150\"\n"
 	e2eutil.KubectlIn(t, yaml, "-n", ns, "create", "-f", "-")

@@ -33,7 +33,7 @@ import (
 // server starts. With a second base backup taken and the first deleted,
 // the WAL only the first needed is pruned.
 func TestPointInTimeRestore(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	cfg := e2eutil.LocalObjectStore(t, localDir)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.Kubectl(t, "-n", ns, "create", "secret", "generic", "store",

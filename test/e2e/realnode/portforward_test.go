@@ -126,7 +126,7 @@ func (u *unrouted) stop() {
 // the same way. (The connections counted are the suite's controller's, for
 // every test: those through the API server are this test's alone.)
 func TestServersReachedThroughTheAPIServer(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	before := dialsByPath(t)
 	known := controllerConnections(t)

@@ -43,7 +43,7 @@ const (
 // TLS Secret); and so one Database of the suite runs without TLS, as
 // those made before it did.
 func TestPostgreSQLServesThroughTheSecretURI(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("orders", "postgresql", "15", postgresImage, 1)+"  tls:\n    mode: Disabled\n", "-n", ns, "create", "-f", "-")
 
@@ -112,7 +112,7 @@ psql "postgresql://$USERNAME:wrong@$HOST:$PORT/$DATABASE" -c "select 1"`); err =
 
 // Rows survive the pod's deletion and scaling the Database to zero and back.
 func TestRowsSurvivePodDeletionAndScaleToZero(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("keep", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "keep", converge)
@@ -162,7 +162,7 @@ func TestRowsSurvivePodDeletionAndScaleToZero(t *testing.T) {
 // holds the data directory of another major version (14), as after a
 // careless version change, and postgres 15 refuses it and exits.
 func TestServerThatCannotStartIsNeverRunning(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	// The claim the StatefulSet will adopt (data-<name>-0), filled first by
 	// a pod of our own, as uid 999 like the server.
@@ -272,14 +272,14 @@ func databaseEvents(t testing.TB, ns, name, more string) []corev1.Event {
 // credentials, and only those, and runs SQL; a password changed by SQL
 // alone is reported (checkPasswordChangedInTheDatabase).
 func TestMySQLOnMariaDB(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	checkMySQLProtocolServes(t, "inventory", "8.4", mariadbImage, "mariadb", waitMariaDB, "-MariaDB", mariadbPasswordChange)
 }
 
 // The same on Oracle's MySQL 9.7 (Debian sid's server, in the official
 // image's contract).
 func TestMySQLServes(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	checkMySQLProtocolServes(t, "ledger", "9.7", mysqlImage, "mysql", waitMySQL, "9.7.", mysqlPasswordChange)
 }
 
@@ -322,7 +322,7 @@ if `+client+` -h "$HOST" -P "$PORT" -u "$USERNAME" -pwrong "$DATABASE" -e "SELEC
 // 999, its fsGroup applied to a real volume, a read-only root filesystem
 // with its scratch directories writable, no service account token.
 func TestPodRunsAsTheControllerBuildsIt(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("strict", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "strict", converge)
@@ -383,7 +383,7 @@ func TestPodRunsAsTheControllerBuildsIt(t *testing.T) {
 // Drift repair and `kubectl rollout restart` on a real StatefulSet leave the
 // server serving the same data.
 func TestDriftRepairAndRolloutRestartKeepServing(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("drift", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "drift", converge)
@@ -443,7 +443,7 @@ func contains(list []string, s string) bool {
 // would find the data directory, skip the rest of the init for good, and
 // serve a database without what the scripts make).
 func TestFirstInitSlowerThanLivenessCompletes(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("slow", "postgresql", "15", slowInitImage, 1), "-n", ns, "create", "-f", "-")
 	e2eutil.Eventually(t, converge+3*time.Minute, "the slow first init to finish", func() (bool, string) {

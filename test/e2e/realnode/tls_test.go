@@ -74,7 +74,7 @@ const sessionTLS = `psql "$DATABASE_URL" -X -tAc "SELECT ssl || ' ' || coalesce(
 // authority is replaced under a writer (rotateUnderAWriter), which also
 // renews the servers' certificate without a restart.
 func TestPostgreSQLTLS(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	e2eutil.KubectlIn(t, dbYAML("secure", "postgresql", "15", postgresImage, 2), "-n", ns, "create", "-f", "-")
 	db := waitReplicating(t, ns, "secure", "two replicas, one primary and one streaming")
@@ -361,7 +361,7 @@ data:
 // certificate's key) changes nothing on the servers: status.tls.problem and
 // a Warning say why, and the Database stays Running.
 func TestPostgreSQLTLSFromTheUsersSecret(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := e2eutil.NewNamespace(t)
 	const db = "mine"
 	ca, err := certs.NewAuthority(rand.Reader, "the user's authority", time.Now(), certs.AuthorityValidity)
