@@ -183,6 +183,10 @@ type Reconciler interface {
 	// Databases at once, for their first passes, and says how many it
 	// kept.
 	ListCredentials(ctx context.Context, namespace string, dbs []*dbv1alpha1.Database) (int, error)
+	// Echo reports whether an informer's add of the child k at
+	// resourceVersion is only the echo of this process's own create,
+	// which no pass needs.
+	Echo(k reconcile.ChildKey, resourceVersion string) bool
 }
 
 // SyncObserver is told the outcome of every sync, and why each Database
@@ -821,8 +825,9 @@ func metaObject(obj interface{}) (metav1.Object, bool) {
 	return object, ok
 }
 
-// handleObject enqueues the Database that controls obj, if any. It accepts
-// tombstones, so a deleted child brings its Database back to be repaired.
+// handleObject enqueues the Database that controls obj, if any, unless obj
+// is only the echo of this process's create. It accepts tombstones, so a
+// deleted child brings its Database back to be repaired.
 func (c *Controller) handleObject(obj interface{}, change string) {
 	object, ok := metaObject(obj)
 	if !ok {
@@ -837,5 +842,11 @@ func (c *Controller) handleObject(obj interface{}, change string) {
 		// Orphaned, or owned by an earlier Database of the same name.
 		return
 	}
-	c.enqueueFollowUp(cache.MetaObjectToName(db), kindOf(obj), change)
+	kind := kindOf(obj)
+	if change == changeAdd && c.reconciler.Echo(reconcile.ChildKey{Kind: kind, Namespace: object.GetNamespace(), Name: object.GetName()}, object.GetResourceVersion()) {
+		// The add of a child as this process created it: the pass that
+		// created it went on with it, and no pass waits for it.
+		return
+	}
+	c.enqueueFollowUp(cache.MetaObjectToName(db), kind, change)
 }

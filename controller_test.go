@@ -8,6 +8,7 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -356,6 +357,90 @@ func TestHandleObjectEnqueuesTheOwner(t *testing.T) {
 	// Only what queued it is counted, by the kind and the change.
 	if want := []string{"Service delete"}; !slices.Equal(queued.why, want) {
 		t.Errorf("queued for %q, want %q", queued.why, want)
+	}
+}
+
+// The informer's add of a child as this process created it brings no
+// pass: the pass that created it went on with what the create returned.
+// The add a later pass waits for (it found the child missing from the
+// cache), or an add at another resourceVersion, brings one.
+func TestEchoOfACreateIsNotQueued(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// waitingPass runs a second pass before the adds, over caches that
+		// still miss every child: it waits for the first one it reads.
+		waitingPass bool
+		// changed hands the StatefulSet's add at another resourceVersion.
+		changed bool
+		want    []string
+	}{
+		{name: "echoes only", want: nil},
+		{name: "a pass waits for the Secret", waitingPass: true, want: []string{"Secret add"}},
+		{name: "the StatefulSet changed since", changed: true, want: []string{"StatefulSet add"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			db := actiontest.NewDatabase("orders", "postgresql", "16", 1)
+			f.seed(db)
+			c, dbI, _, _ := f.newController(ctx)
+			queued := &queuedRecorder{}
+			c.metrics = queued
+			// The fake clientset sets no resourceVersion; an API server does.
+			version := 100
+			f.kubeclient.PrependReactor("create", "*", func(a core.Action) (bool, runtime.Object, error) {
+				version++
+				a.(core.CreateAction).GetObject().(metav1.Object).SetResourceVersion(strconv.Itoa(version))
+				return false, nil, nil
+			})
+			if _, err := c.syncHandler(ctx, ref(db)); err != nil {
+				t.Fatal(err)
+			}
+			var adds []runtime.Object
+			for _, a := range f.kubeclient.Actions() {
+				if create, ok := a.(core.CreateAction); ok {
+					// As the API server stored it, as an informer hands it over.
+					obj, err := f.kubeclient.Tracker().Get(a.GetResource(), a.GetNamespace(), create.GetObject().(metav1.Object).GetName())
+					if err != nil {
+						t.Fatal(err)
+					}
+					adds = append(adds, obj)
+				}
+			}
+			if tc.waitingPass {
+				// A new version of the Database, so that the pass is not
+				// skipped as settled.
+				changed := db.DeepCopy()
+				changed.ResourceVersion = "2"
+				changed.Labels = map[string]string{"team": "shop"}
+				if err := dbI.Dbcontroller().V1alpha1().Databases().Informer().GetIndexer().Update(changed); err != nil {
+					t.Fatal(err)
+				}
+				f.kubeclient.ClearActions()
+				if _, err := c.syncHandler(ctx, ref(db)); err != nil {
+					t.Fatal(err)
+				}
+				if n := len(f.kubeclient.Actions()); n != 0 {
+					t.Fatalf("the waiting pass made %d API calls: %v", n, f.kubeclient.Actions())
+				}
+			}
+			if len(adds) != 4 {
+				t.Fatalf("the pass created %d children, want 4 (the Secret, two Services, the StatefulSet)", len(adds))
+			}
+			for _, obj := range adds {
+				if sts, ok := obj.(*appsv1.StatefulSet); ok && tc.changed {
+					obj = sts.DeepCopy()
+					obj.(metav1.Object).SetResourceVersion("999")
+				}
+				c.handleObject(obj, changeAdd)
+			}
+			if !slices.Equal(queued.why, tc.want) {
+				t.Errorf("queued for %q, want %q", queued.why, tc.want)
+			}
+			if c.workqueue.Len() != len(tc.want) {
+				t.Errorf("queue length %d, want %d", c.workqueue.Len(), len(tc.want))
+			}
+		})
 	}
 }
 
@@ -860,6 +945,8 @@ func (r *fakeReconciler) Observed(*dbv1alpha1.Database) {}
 func (r *fakeReconciler) ListCredentials(context.Context, string, []*dbv1alpha1.Database) (int, error) {
 	return 0, nil
 }
+
+func (r *fakeReconciler) Echo(reconcile.ChildKey, string) bool { return false }
 
 // Cached holds every cache the controller reads, by kind: what the
 // cached_objects metric counts.

@@ -57,6 +57,7 @@ func ensureChild[T metav1.Object, AC any](ctx context.Context, p *pass, a childA
 	kind := a.kind()
 	key := ChildKey{Kind: kind, Namespace: db.Namespace, Name: name}
 
+	r.expectations.Look(key)
 	existing, err := a.cached(p.read, db.Namespace, name)
 	switch {
 	case err == nil:
@@ -324,7 +325,7 @@ func createOrLook[T metav1.Object, AC any](ctx context.Context, p *pass, a child
 	}
 	created, err := a.create(ctx, desired)
 	if err == nil {
-		r.expectations.Created(key)
+		r.expectations.Created(key, created.GetResourceVersion())
 		return created, true, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {

@@ -30,6 +30,7 @@ func (p *pass) ensureSecret(ctx context.Context, initialised bool, tls tlsFindin
 	r, db := p.r, p.db
 	name := names.SecretName(db)
 	key := ChildKey{Kind: "Secret", Namespace: db.Namespace, Name: name}
+	r.expectations.Look(key)
 	existing, err := p.read.secret(db.Namespace, name)
 	if err == nil {
 		r.expectations.Observed(key)
@@ -96,7 +97,7 @@ func (p *pass) ensureSecret(ctx context.Context, initialised bool, tls tlsFindin
 		}
 		created, err := secrets.Create(ctx, &secret, createOptions)
 		if err == nil {
-			r.expectations.Created(key)
+			r.expectations.Created(key, created.ResourceVersion)
 			// What the pass made is what the servers will be asked with
 			// once they run: kept as a read of it would keep it, so that
 			// the pass that finds them ready does not wait for a GET

@@ -19,6 +19,7 @@ import (
 func (p *pass) ownJob(ctx context.Context, name string, made *[]string, build func() (*batchv1.Job, error)) (job *batchv1.Job, created bool, err error) {
 	r, db := p.r, p.db
 	key := ChildKey{Kind: "Job", Namespace: db.Namespace, Name: name}
+	r.expectations.Look(key)
 	job, err = p.read.job(db.Namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -28,14 +29,14 @@ func (p *pass) ownJob(ctx context.Context, name string, made *[]string, build fu
 		if job, err = build(); err != nil {
 			return nil, false, err
 		}
-		_, err = r.kube.BatchV1().Jobs(db.Namespace).Create(ctx, job, createOptions)
+		created, err := r.kube.BatchV1().Jobs(db.Namespace).Create(ctx, job, createOptions)
 		if apierrors.IsAlreadyExists(err) {
 			return nil, false, nil // the cache shows it soon
 		}
 		if err != nil {
 			return nil, false, fmt.Errorf("creating Job %s: %w", name, err)
 		}
-		r.expectations.Created(key)
+		r.expectations.Created(key, created.ResourceVersion)
 		*made = append(*made, "Job "+name)
 		return job, true, nil
 	case err != nil:

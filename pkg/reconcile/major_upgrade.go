@@ -150,26 +150,27 @@ func (p *pass) beginUpgrade(e engine.Engine, sts *appsv1.StatefulSet) *dbv1alpha
 // completed moves the upgrade on to stopping the server.
 func (p *pass) backUpForUpgrade(ctx context.Context, u *dbv1alpha1.MajorUpgradeStatus, found *upgradeFindings) error {
 	r, db := p.r, p.db
+	key := ChildKey{Kind: "DatabaseBackup", Namespace: db.Namespace, Name: u.Backup}
+	r.expectations.Look(key)
 	b, err := p.read.backup(db.Namespace, u.Backup)
 	switch {
 	case apierrors.IsNotFound(err):
-		key := ChildKey{Kind: "DatabaseBackup", Namespace: db.Namespace, Name: u.Backup}
 		if r.expectations.Pending(key) {
 			return &WaitingError{Kind: "DatabaseBackup", Name: u.Backup}
 		}
-		_, err := r.dbs.DbcontrollerV1alpha1().DatabaseBackups(db.Namespace).Create(ctx, backup.NewMajorUpgradeBackup(db, u.Backup), createOptions)
+		created, err := r.dbs.DbcontrollerV1alpha1().DatabaseBackups(db.Namespace).Create(ctx, backup.NewMajorUpgradeBackup(db, u.Backup), createOptions)
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating DatabaseBackup %s: %w", u.Backup, err)
 		}
 		if err == nil {
-			r.expectations.Created(key)
+			r.expectations.Created(key, created.ResourceVersion)
 			found.created = append(found.created, "DatabaseBackup "+u.Backup)
 		}
 		return nil
 	case err != nil:
 		return err
 	}
-	r.expectations.Observed(ChildKey{Kind: "DatabaseBackup", Namespace: db.Namespace, Name: u.Backup})
+	r.expectations.Observed(key)
 	switch b.Status.Phase {
 	case dbv1alpha1.BackupCompleted:
 		u.Phase = dbv1alpha1.MajorUpgradeUpgrading

@@ -29,6 +29,7 @@ func (p *pass) ensurePodMonitor(ctx context.Context) ([]string, error) {
 	name := db.Name
 	key := ChildKey{Kind: "PodMonitor", Namespace: db.Namespace, Name: name}
 	want := db.Spec.Monitored() && p.plan.Engine != nil && p.plan.Engine.Runtime().Exporter != nil
+	r.expectations.Look(key)
 	existing, err := p.read.podMonitor(db.Namespace, name)
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
@@ -48,10 +49,10 @@ func (p *pass) ensurePodMonitor(ctx context.Context) ([]string, error) {
 		if _, taken := r.conflicts.Get(key); taken {
 			return nil, nil
 		}
-		_, err := client.Create(ctx, desired, createOptions)
+		created, err := client.Create(ctx, desired, createOptions)
 		switch {
 		case err == nil:
-			r.expectations.Created(key)
+			r.expectations.Created(key, created.GetResourceVersion())
 			return []string{"PodMonitor " + name}, nil
 		case !apierrors.IsAlreadyExists(err):
 			return nil, fmt.Errorf("creating PodMonitor %s: %w", name, err)

@@ -135,6 +135,7 @@ func (p *pass) ensureTLS(ctx context.Context, pods []*corev1.Pod) (tlsFindings, 
 func (p *pass) tlsSecret(name string) (*corev1.Secret, error) {
 	r, db := p.r, p.db
 	key := ChildKey{Kind: "Secret", Namespace: db.Namespace, Name: name}
+	r.expectations.Look(key)
 	s, err := p.read.secret(db.Namespace, name)
 	switch {
 	case err == nil && !metav1.IsControlledBy(s, db):
@@ -416,7 +417,7 @@ func (p *pass) writeTLSSecret(ctx context.Context, desired *corev1ac.SecretApply
 	written.Data = nil
 	r.tlsWritten.Put(key, written)
 	if made {
-		r.expectations.Created(key)
+		r.expectations.Created(key, written.ResourceVersion)
 	}
 	return written, made, nil
 }
