@@ -410,8 +410,8 @@ spec:
 // tryClient is runClient that returns the script's failure rather than
 // failing the test. The script runs in kubectl exec, its environment
 // given on its standard input (not in its arguments, which the API
-// server's and the kubelet's logs may hold), and ends the first thing the
-// script reads there.
+// server's and the kubelet's logs may hold), which the script itself then
+// finds at its end, as a pod's container finds its own.
 func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) (string, error) {
 	t.Helper()
 	var secret corev1.Secret
