@@ -440,7 +440,8 @@ func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) 
 // this machine (its sandbox, network, container, and their deletion); an
 // exec into a pod that runs, about 0.3 (measured on make run-local's real
 // node, ten of each). Its main process never ends, so an exec is never cut
-// short by its container's end (a writer's stop sees exit 137 when it is).
+// short by its container's end (most likely why a writer's stop saw exit
+// 137: its writer ends on the file the exec makes).
 var clientPods = struct {
 	sync.Mutex
 	byKey map[string]*clientPodName
