@@ -76,7 +76,9 @@ test-monitoring:
 ##   Six at once kept both cores busy while a kubectl process served each poll of the
 ##   tests (41% of the suite's CPU, 16,074 processes); the polls are served in the test
 ##   process now (test/e2e/e2eutil/readargs.go), and six fit: the real-node suite took
-##   1,557 s (2,075 s at four before), the cores about 60% busy.
+##   1,557 s (2,075 s at four before), the cores about 60% busy. Three since (README).
+##   In the real-node suite a queue takes E2E_PARALLEL and lets the longest tests in
+##   first (test/e2e/realnode/turns_test.go); Go's own limit is raised past the tests.
 ##   The whole text goes to _output/e2e.log; the output ends with the failed tests' last
 ##   messages (hack/testsummary), since CI's record of a run is its last lines.
 ##   The two suites run at once (-p 2): their control planes have ports, directories
