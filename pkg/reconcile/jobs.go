@@ -29,14 +29,14 @@ func (p *pass) ownJob(ctx context.Context, name string, made *[]string, build fu
 		if job, err = build(); err != nil {
 			return nil, false, err
 		}
-		created, err := r.kube.BatchV1().Jobs(db.Namespace).Create(ctx, job, createOptions)
+		stored, err := r.kube.BatchV1().Jobs(db.Namespace).Create(ctx, job, createOptions)
 		if apierrors.IsAlreadyExists(err) {
 			return nil, false, nil // the cache shows it soon
 		}
 		if err != nil {
 			return nil, false, fmt.Errorf("creating Job %s: %w", name, err)
 		}
-		r.expectations.Created(key, created.ResourceVersion)
+		r.expectations.Created(key, stored.ResourceVersion)
 		*made = append(*made, "Job "+name)
 		return job, true, nil
 	case err != nil:
