@@ -407,6 +407,9 @@ func TestEchoOfACreateIsNotQueued(t *testing.T) {
 					adds = append(adds, obj)
 				}
 			}
+			if len(adds) != 4 {
+				t.Fatalf("the pass created %d children, want 4 (the Secret, two Services, the StatefulSet)", len(adds))
+			}
 			if tc.waitingPass {
 				// A new version of the Database, so that the pass is not
 				// skipped as settled.
@@ -423,9 +426,6 @@ func TestEchoOfACreateIsNotQueued(t *testing.T) {
 				if n := len(f.kubeclient.Actions()); n != 0 {
 					t.Fatalf("the waiting pass made %d API calls: %v", n, f.kubeclient.Actions())
 				}
-			}
-			if len(adds) != 4 {
-				t.Fatalf("the pass created %d children, want 4 (the Secret, two Services, the StatefulSet)", len(adds))
 			}
 			for _, obj := range adds {
 				if sts, ok := obj.(*appsv1.StatefulSet); ok && tc.changed {
