@@ -53,6 +53,14 @@ const (
 	AnnotationSourceTrusts = "dbcontroller.io/source-trusts"
 )
 
+// AnnotationCertificateSerial, on a server's pod, is the serial number of
+// the TLS Secret's certificate the controller last found the server not
+// presenting. The controller sets it when it makes the server reload: a
+// change of a pod makes the kubelet write the pod's Secrets into its
+// volumes at once, where it otherwise does at its next sync of the pod,
+// a minute or more later.
+const AnnotationCertificateSerial = "dbcontroller.io/certificate-serial"
+
 // tlsVolume is the pod volume of the Secret <name>-tls.
 const tlsVolume = "tls"
 

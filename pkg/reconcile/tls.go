@@ -663,7 +663,32 @@ func (p *pass) presentCertificates(ctx context.Context, pods []*corev1.Pod, t tl
 			logger.V(2).Info("The server presented an earlier certificate: it reloaded", "pod", klog.KObj(pod), "presented", presented, "serial", t.serial)
 			r.reloaded.Put(pod.UID, reload{serial: t.serial, at: r.clock.Now()})
 			pollAfter = soonest(pollAfter, certificatePoll)
+			if pod.Annotations[builder.AnnotationCertificateSerial] != t.serial {
+				p.refreshVolumes(ctx, pod, t.serial)
+			}
 		}
 	}
 	return pollAfter, nil
+}
+
+// refreshVolumes has the kubelet write the TLS Secret of certificate
+// serial into pod's volumes now, for the server's next reload
+// (certificatePoll later) to read: it annotates the pod with the serial
+// (builder.AnnotationCertificateSerial), on the pod's UID, and a change
+// of a pod makes the kubelet sync it, its Secret volumes with it. Without
+// it the files change at the kubelet's next sync of the pod, up to a
+// minute and a half later. A failure is logged and left: the kubelet
+// writes the files in its own time, and the server is asked again all the
+// same.
+func (p *pass) refreshVolumes(ctx context.Context, pod *corev1.Pod, serial string) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":         pod.UID,
+		"annotations": map[string]string{builder.AnnotationCertificateSerial: serial},
+	}})
+	if err == nil {
+		_, err = p.r.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	}
+	if err != nil && !podReplaced(err) {
+		klog.FromContext(ctx).V(2).Info("Could not annotate the pod for the kubelet to write its Secrets into its volumes now", "pod", klog.KObj(pod), "err", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/certs"
 	"github.com/dbcontroller/database-controller/pkg/ha"
+	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
 // tlsDatabase is a PostgreSQL Database with spec.tls.mode.
@@ -354,8 +357,12 @@ func TestTLSServersReloadAtMostEachPoll(t *testing.T) {
 	present := "present certificate " + serial + " on 10.0.0.5"
 	f.calls = []string{present}
 	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.expectVolumesRefreshed(db, 0, serial)
 	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 	f.kubeactions = nil
+	// The cache shows the pod annotated.
+	f.podLister[0].Annotations = map[string]string{builder.AnnotationCertificateSerial: serial}
+	f.updatePods()
 	// The passes before certificatePoll is over: no reload.
 	f.calls = nil
 	f.clock.SetTime(testNow.Add(certificatePoll - time.Second))
@@ -364,9 +371,22 @@ func TestTLSServersReloadAtMostEachPoll(t *testing.T) {
 	if !errors.As(f.err, &recheck) || recheck.After != time.Second {
 		t.Errorf("Sync: %v, want the servers asked again in 1s, when certificatePoll is over", f.err)
 	}
+	// Reloaded again, and the pod, annotated already, is not patched again.
 	f.calls = []string{present}
 	f.clock.SetTime(testNow.Add(certificatePoll))
 	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
+}
+
+// expectVolumesRefreshed expects pod k of db annotated with the serial of
+// the certificate its server is to present, on that pod's UID, for the
+// kubelet to write the TLS Secret into its volume at once.
+func (f *fixture) expectVolumesRefreshed(db *dbv1alpha1.Database, k int, serial string) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": fmt.Sprintf("%s-%d-uid", db.Name, k), "annotations": map[string]string{builder.AnnotationCertificateSerial: serial}}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.kubeactions = append(f.kubeactions, core.NewPatchAction(podsResource, db.Namespace, names.PodName(db, k), types.MergePatchType, patch))
 }
 
 // A server that presents an earlier certificate than the TLS Secret's (a
@@ -384,6 +404,7 @@ func TestTLSServersPresentTheSecretsCertificate(t *testing.T) {
 
 	f.calls = []string{"present certificate " + serial + " on 10.0.0.5"}
 	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.expectVolumesRefreshed(db, 0, serial)
 	f.syncAndCheck(ctx, r, recorder, ref(db), pollServers)
 	f.kubeactions = nil
 	var recheck *RecheckError
