@@ -100,7 +100,7 @@ test-monitoring:
 ##   71 s, and the failover that followed lost 3 acknowledged writes. Three at once:
 ##   a clean clone's .ci/run at 8b26db0 took 3,172 s and passed (real-node tests
 ##   45m04s, load average 5 to 15 where four ran at 11 to 21).
-E2E_PARALLEL ?= 3
+E2E_PARALLEL ?= 4
 test-e2e: build e2e-deps
 	go build -o _output/bin/testsummary ./hack/testsummary
 	go test -json -count=1 -p 2 -parallel $(E2E_PARALLEL) -tags e2e -timeout 70m ./test/e2e/ ./test/e2e/e2eutil/ ./test/e2e/realnode/ 2>&1 | _output/bin/testsummary _output/e2e.log ; \
