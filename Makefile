@@ -100,7 +100,13 @@ test-monitoring:
 ##   71 s, and the failover that followed lost 3 acknowledged writes. Three at once:
 ##   a clean clone's .ci/run at 8b26db0 took 3,172 s and passed (real-node tests
 ##   45m04s, load average 5 to 15 where four ran at 11 to 21).
-E2E_PARALLEL ?= 4
+##   On a new machine (empty caches) on 2026-12-07, at 3bb95d7 with three: .ci/run 3,903 s,
+##   the real-node package 2,093 s, the cores about 65% busy in its parallel phase; at
+##   f4efb30 with four: 3,516 s, the real-node package 1,593 s, the cores 63% busy, but
+##   TestDivergedReplicaIsRewound failed: the old primary's new pod started as primary
+##   before the failover promoted, was fenced, and the failover waited for a replica
+##   that could not catch up (issue 30's notes). Three until that is mended.
+E2E_PARALLEL ?= 3
 test-e2e: build e2e-deps
 	go build -o _output/bin/testsummary ./hack/testsummary
 	go test -json -count=1 -p 2 -parallel $(E2E_PARALLEL) -tags e2e -timeout 70m ./test/e2e/ ./test/e2e/e2eutil/ ./test/e2e/realnode/ 2>&1 | _output/bin/testsummary _output/e2e.log ; \
