@@ -676,10 +676,9 @@ func (p *pass) presentCertificates(ctx context.Context, pods []*corev1.Pod, t tl
 // (certificatePoll later) to read: it annotates the pod with the serial
 // (builder.AnnotationCertificateSerial), on the pod's UID, and a change
 // of a pod makes the kubelet sync it, its Secret volumes with it. Without
-// it the files change at the kubelet's next sync of the pod, up to a
-// minute and a half later. A failure is logged and left: the kubelet
-// writes the files in its own time, and the server is asked again all the
-// same.
+// it the files change at the kubelet's next sync of the pod, a minute or
+// more later. A failure is logged and left: the kubelet writes the files
+// in its own time, and the server is asked again all the same.
 func (p *pass) refreshVolumes(ctx context.Context, pod *corev1.Pod, serial string) {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"uid":         pod.UID,
