@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -9,7 +10,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
+
+// patchPodMetadata sets the keys of values (a nil value removes its key)
+// in pod's metadata field, "labels" or "annotations", by a merge patch on
+// the pod's UID: a pod of the same name made since (another UID) is left
+// as it is, and the patch fails (podReplaced).
+func (r *Reconciler) patchPodMetadata(ctx context.Context, pod *corev1.Pod, field string, values map[string]any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": pod.UID, field: values}})
+	if err != nil {
+		return err
+	}
+	_, err = r.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	return err
+}
 
 // replaceStuckPods deletes the pods of an earlier revision of the
 // StatefulSet that cannot become ready: never scheduled, or with a

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -853,18 +851,11 @@ func podReplaced(err error) bool {
 // setRole sets (or with "" removes) the role label of i's pod, on the pod
 // the decision was made on (its UID), and records it for the next step.
 func (s *replicaSet) setRole(ctx context.Context, i *instance, role string) error {
-	var value interface{}
+	var value any
 	if role != "" {
 		value = role
 	}
-	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
-		"uid":    i.pod.UID,
-		"labels": map[string]interface{}{dbv1alpha1.LabelRole: value},
-	}})
-	if err != nil {
-		return err
-	}
-	if _, err := s.p.r.kube.CoreV1().Pods(i.pod.Namespace).Patch(ctx, i.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	if err := s.p.r.patchPodMetadata(ctx, i.pod, "labels", map[string]any{dbv1alpha1.LabelRole: value}); err != nil {
 		if podReplaced(err) {
 			// The pod's delete, and its successor's create, bring the
 			// Database back, to decide again on the pod as it is.

@@ -176,8 +176,14 @@ func (f *fixture) expectPodRole(db *dbv1alpha1.Database, k int, role string) {
 	if role != "" {
 		value = role
 	}
+	f.expectPodMetadata(db, k, "labels", map[string]any{dbv1alpha1.LabelRole: value})
+}
+
+// expectPodMetadata expects the keys of values set in the metadata field
+// of pod k of db, by a merge patch on that pod's UID (patchPodMetadata).
+func (f *fixture) expectPodMetadata(db *dbv1alpha1.Database, k int, field string, values map[string]any) {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": fmt.Sprintf("%s-%d-uid", db.Name, k), "labels": map[string]any{dbv1alpha1.LabelRole: value}}})
+		"uid": fmt.Sprintf("%s-%d-uid", db.Name, k), field: values}})
 	if err != nil {
 		f.t.Fatal(err)
 	}

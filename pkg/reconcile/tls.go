@@ -680,13 +680,7 @@ func (p *pass) presentCertificates(ctx context.Context, pods []*corev1.Pod, t tl
 // more later. A failure is logged and left: the kubelet writes the files
 // in its own time, and the server is asked again all the same.
 func (p *pass) refreshVolumes(ctx context.Context, pod *corev1.Pod, serial string) {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid":         pod.UID,
-		"annotations": map[string]string{builder.AnnotationCertificateSerial: serial},
-	}})
-	if err == nil {
-		_, err = p.r.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	}
+	err := p.r.patchPodMetadata(ctx, pod, "annotations", map[string]any{builder.AnnotationCertificateSerial: serial})
 	if err != nil && !podReplaced(err) {
 		klog.FromContext(ctx).V(2).Info("Could not annotate the pod for the kubelet to write its Secrets into its volumes now", "pod", klog.KObj(pod), "err", err)
 	}

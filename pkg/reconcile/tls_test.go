@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
@@ -22,7 +20,6 @@ import (
 	"github.com/dbcontroller/database-controller/pkg/builder"
 	"github.com/dbcontroller/database-controller/pkg/certs"
 	"github.com/dbcontroller/database-controller/pkg/ha"
-	"github.com/dbcontroller/database-controller/pkg/names"
 )
 
 // tlsDatabase is a PostgreSQL Database with spec.tls.mode.
@@ -381,12 +378,7 @@ func TestTLSServersReloadAtMostEachPoll(t *testing.T) {
 // the certificate its server is to present, on that pod's UID, for the
 // kubelet to write the TLS Secret into its volume at once.
 func (f *fixture) expectVolumesRefreshed(db *dbv1alpha1.Database, k int, serial string) {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": fmt.Sprintf("%s-%d-uid", db.Name, k), "annotations": map[string]string{builder.AnnotationCertificateSerial: serial}}})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.kubeactions = append(f.kubeactions, core.NewPatchAction(podsResource, db.Namespace, names.PodName(db, k), types.MergePatchType, patch))
+	f.expectPodMetadata(db, k, "annotations", map[string]any{builder.AnnotationCertificateSerial: serial})
 }
 
 // A server that presents an earlier certificate than the TLS Secret's (a
