@@ -24,9 +24,9 @@ var turns = &queue{gather: 2 * time.Second}
 
 // expectedSeconds is how long each parallel test took in a CI run, less
 // its wait for a turn (a new machine's .ci/run at 3bb95d7, its real-node
-// stage with three tests at once). Only the order of turns depends on it: a test missing here
-// takes defaultSeconds, and a figure gone stale costs time, never a
-// result.
+// stage with three tests at once). Only the order of turns depends on it:
+// a test missing here takes defaultSeconds, and a figure gone stale costs
+// time, never a result.
 var expectedSeconds = map[string]int{
 	"TestPostgreSQLTLS": 334,
 	"TestMariaDBTLS":    290,
