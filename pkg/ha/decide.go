@@ -2,7 +2,9 @@
 // availability from what the controller observed of its instances: nothing,
 // label the primary, fail over to the most advanced replica, switch over to
 // a replica a person named, off a cordoned node, or from a primary whose
-// pod is being deleted, or bring back a former primary as a replica.
+// pod is being deleted, bring back a former primary as a replica, or call
+// a failover off when the old primary is back with changes the target
+// cannot receive.
 //
 // It is pure: Next reads an Observation and returns one Action, and does no
 // I/O. The controller records the target of a failover or a switchover in
@@ -338,6 +340,14 @@ func toTarget(o Observation, byName map[string]Instance) Action {
 	if !exists {
 		return Action{Kind: ActionNone, Reason: "the new primary " + o.Target + " does not exist"}
 	}
+	// 0. A failover's old primary that answers again before the target is
+	// promoted, with changes the target can never receive, stays the
+	// primary (see callOff).
+	if old, exists := byName[o.Primary]; exists && callOff(o, old, target) {
+		return Action{Kind: ActionRecordTarget, Instance: old.Name,
+			Reason: fmt.Sprintf("%s answers again as the primary before %s was promoted, having written %s up to %s, which %s has not received (up to %s) and does not stream from it: the failover is called off, and %s stays the primary",
+				old.Name, o.Target, o.Terms.log(), o.Terms.position(old.Written), o.Target, o.Terms.position(target.Received), old.Name)}
+	}
 	// 1. The label leaves every other instance first.
 	for _, i := range sortedByOrdinal(o.Instances) {
 		if i.Name != o.Target && i.Role == RolePrimary {
@@ -380,6 +390,29 @@ func toTarget(o Observation, byName map[string]Instance) Action {
 		return Action{Kind: ActionLabel, Instance: o.Target, Reason: o.Target + " left recovery; the client Service follows it"}
 	}
 	return Action{Kind: ActionCompleteTarget, Instance: o.Target, Reason: o.Target + " is the primary"}
+}
+
+// callOff reports whether the failover to target is called off, and old,
+// the primary it was to replace, made the target again: a failover (the
+// primary had stopped serving, o.PrimaryLostSince), not a switchover; old
+// answers out of recovery, not fenced, and its pod is not being deleted
+// (it came back: its server was stopped for not serving, or was killed,
+// and its pod was made again before the promotion, its init container
+// finding no other primary); the target answers as a replica, so it was
+// not promoted; and old wrote changes that the target has not received
+// and cannot receive, as it does not stream from old. Otherwise old would
+// be fenced, and then either the target promoted over those changes, which
+// would be thrown away as old rejoins, or, as the fenced old primary's
+// changes must reach the target first, the promotion waited for for ever
+// with no server taking writes (seen in CI: a PostgreSQL primary stopped
+// while hung, back as the primary 2 s after its postmaster was killed,
+// fenced, and the target waiting 2m25s until the test ended). A
+// switchover's old primary is fenced instead: it serves, so its replicas
+// stream from it.
+func callOff(o Observation, old, target Instance) bool {
+	return old.Name != target.Name && !o.PrimaryLostSince.IsZero() &&
+		old.Reachable && !old.Replica && !old.Fenced && !old.Terminating &&
+		target.Reachable && target.Replica && target.Upstream != old.Name && target.Received < old.Written
 }
 
 // steady keeps a serving primary's cluster in shape: labels, replicas that

@@ -38,15 +38,16 @@ const (
 
 // Reasons of the events of replication.
 const (
-	ReasonFailingOver    = "FailingOver"
-	ReasonSwitchingOver  = "SwitchingOver"
-	ReasonPrimaryChosen  = "PrimaryChosen"
-	ReasonPrimaryChanged = "PrimaryChanged"
-	ReasonFenced         = "Fenced"
-	ReasonRollingOut     = "RollingOut"
-	ReasonDiverged       = "Diverged"
-	ReasonReplicaBroken  = "ReplicaBroken"
-	ReasonReseeding      = "Reseeding"
+	ReasonFailingOver       = "FailingOver"
+	ReasonFailoverCalledOff = "FailoverCalledOff"
+	ReasonSwitchingOver     = "SwitchingOver"
+	ReasonPrimaryChosen     = "PrimaryChosen"
+	ReasonPrimaryChanged    = "PrimaryChanged"
+	ReasonFenced            = "Fenced"
+	ReasonRollingOut        = "RollingOut"
+	ReasonDiverged          = "Diverged"
+	ReasonReplicaBroken     = "ReplicaBroken"
+	ReasonReseeding         = "Reseeding"
 )
 
 // brokenRestartAge is how old the pod of a replica that cannot replicate
@@ -222,6 +223,9 @@ func (p *pass) ensureReplication(ctx context.Context, sts *appsv1.StatefulSet, p
 			switch {
 			case rs.Primary == "":
 				reason, kind = ReasonPrimaryChosen, corev1.EventTypeNormal
+			case last.Instance == rs.Primary:
+				// The failover is called off (ha's callOff).
+				reason, kind = ReasonFailoverCalledOff, corev1.EventTypeNormal
 			case !primaryLost(rs) || s.handingOver(rs, instances):
 				reason, kind = ReasonSwitchingOver, corev1.EventTypeNormal
 			}

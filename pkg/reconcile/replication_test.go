@@ -343,6 +343,41 @@ func TestReplicationFailover(t *testing.T) {
 	f.run(ctx, ref(db), pollServers)
 }
 
+// A failover to orders-2 is under way (its target recorded, the old
+// primary's label removed) when orders-0 answers again as the primary, not
+// fenced: its pod was made again after its server was stopped, and its
+// init container found no other primary. It wrote WAL up to 130, which
+// orders-2 (up to 120) has not received and cannot, as it streams from no
+// one. Promoting orders-2 would throw that WAL away, and fencing orders-0
+// would wait for ever: the failover is called off, and orders-0 is
+// labelled and recorded as the primary again, with no PrimaryChanged.
+func TestReplicationFailoverCalledOffWhenTheOldPrimaryIsBackAhead(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	db := newDatabase("orders", "postgresql", "16", 3)
+	f.primaryDown(db)
+	db.Status.Replication.TargetPrimary = "orders-2"
+	delete(f.podLister[0].Labels, dbv1alpha1.LabelRole)
+	f.sql.Facts[podIP(0)] = primaryFacts("orders-0", 130)
+
+	f.expectGet(secretsResource, "default", "orders-credentials")
+	f.expectTargetRecorded(db, "orders-0")
+	f.expectPodRole(db, 0, "primary")
+	done := &dbv1alpha1.ReplicationStatus{Primary: "orders-0", Instances: []dbv1alpha1.InstanceStatus{
+		{Name: "orders-0", Role: "primary"}, {Name: "orders-1", Role: "replica"}, {Name: "orders-2", Role: "replica"},
+	}}
+	f.expectStatusUpdate(db, replicatedStatus(db, "Running", done,
+		"True", "AllReplicasReady", "3/3 replicas are ready",
+		"False", "Converged", "the Database matches its spec",
+		"False", "ReplicasNotStreaming", "orders-0 is the primary; 0/2 replicas stream from it; not streaming yet: orders-1, orders-2"))
+	f.events = []string{
+		"Normal FailoverCalledOff orders-0 answers again as the primary before orders-2 was promoted, having written WAL up to 0/82, which orders-2 has not received (up to 0/78) and does not stream from it: the failover is called off, and orders-0 stays the primary",
+		"Normal Running",
+	}
+	f.calls = probes(0, 1, 2)
+	f.run(ctx, ref(db), pollServers)
+}
+
 // The primary's pod is being deleted (a drain, or kubectl delete pod), and
 // the failover delay has run out. While its grace period lasts, its server
 // shuts down cleanly, sending its last WAL to the replicas, and nothing is
