@@ -22,6 +22,15 @@ import (
 // with program. 0 when there is none (yet).
 func serverPID(t testing.TB, ns, pod, program string) int {
 	t.Helper()
+	return processPID(t, ns, pod, program+"\x00")
+}
+
+// processPID is the PID, on this host, of a process in pod's cgroup whose
+// command line starts with prefix (a PostgreSQL server's processes name
+// themselves there: "postgres: <cluster_name>: startup ..."). 0 when there
+// is none (yet).
+func processPID(t testing.TB, ns, pod, prefix string) int {
+	t.Helper()
 	var p corev1.Pod
 	if err := e2eutil.TryGetJSON(&p, "-n", ns, "get", "pod", pod); err != nil {
 		return 0 // not created yet, or deleted and not yet created again
@@ -35,7 +44,7 @@ func serverPID(t testing.TB, ns, pod, program string) int {
 		}
 		dir := filepath.Dir(path)
 		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
-		if err != nil || !strings.HasPrefix(string(cmdline), program+"\x00") {
+		if err != nil || !strings.HasPrefix(string(cmdline), prefix) {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(dir))
