@@ -157,46 +157,6 @@ func checkBackupOfAReplica(t *testing.T, ns, name string, single func(string) st
 	}
 }
 
-// The primaries' node is unavailable and the controller is killed with
-// SIGKILL during the failover delay, while clients write, with a MySQL and
-// a MariaDB Database at once (one cordon and one kill for both, to spend
-// the suite's serial time once): the restarted controller finishes each
-// failover from what the status recorded, each old primary rejoins once
-// its node is back, and no two pods are ever labelled primary. It is not
-// parallel: it kills the suite's controller.
-func TestMySQLControllerKilledDuringAFailover(t *testing.T) {
-	ns := e2eutil.NewNamespace(t)
-	delay := "  replication:\n    failoverDelaySeconds: 8\n"
-	e2eutil.KubectlIn(t, mysqlYAML("stall", "9.7", mysqlImage, 3)+delay, "-n", ns, "create", "-f", "-")
-	e2eutil.KubectlIn(t, dbYAML("stall-maria", "mysql", "10.11", mariadbImage, 3)+delay, "-n", ns, "create", "-f", "-")
-	dbs := []string{"stall", "stall-maria"}
-	writers := map[string]*writer{}
-	for _, name := range dbs {
-		waitReplicating(t, ns, name, "three replicas of "+name+", one primary and two replicating")
-		sampler := sampleLabels(ns, name)
-		defer sampler.finish(t)
-	}
-	for _, name := range dbs {
-		writers[name] = startMySQLWriter(t, ns, name, writerBound)
-	}
-	for _, name := range dbs {
-		writers[name].waitAcknowledged(t, 3)
-	}
-
-	lostAt := loseThePrimaryAndTheController(t, ns, dbs...)
-
-	for _, name := range dbs {
-		server := serverProgram(imageOf(t, ns, name))
-		w := parseWrites(t, writers[name].finish(t, 20))
-		from, until := w.outage(float64(lostAt.UnixNano()) / 1e9)
-		t.Logf("%s: node loss with the controller killed: writes failed for %.1f s (a delay of 8 s)", server, until-from)
-		lost := w.lostMySQL(t, ns, name)
-		w.report(t, server+": node loss (asynchronous replication; the pod's server shut down cleanly)", lost, 20)
-		total := strings.TrimSpace(runClient(t, ns, name, imageOf(t, ns, name), waitMySQL+mysqlSQL+`"SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w"`))
-		checkEveryPodHas(t, ns, name, "SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w", total)
-	}
-}
-
 // startMySQLFailover deletes the pod of the Database's primary while a
 // client writes, waits until another pod is the primary and the old one
 // replicates from it, and returns what the client saw.

@@ -568,27 +568,54 @@ func primaryOf(t testing.TB, ns, name string) string {
 	return ""
 }
 
-// The primary's node is drained (cordoned, so that its pod, evicted,
-// cannot come back) and the controller is killed with SIGKILL once the
-// status records the primary lost (and the replica it hands over to): the
-// restarted controller reads it from the status and finishes the change.
-// Then the new primary's
-// server is killed with SIGKILL: a replica is promoted at once (delay 0),
-// the old primary rejoins, and the acknowledged writes lost to the
-// asynchronous replication are counted. Last, the same crash with
+// The primaries' node is drained (cordoned, so that their pods, evicted,
+// cannot come back) and the controller is killed with SIGKILL once each
+// status records its primary lost (and the replica it hands over to),
+// while clients write, with a PostgreSQL, a MySQL and a MariaDB Database
+// at once (one cordon and one kill for the three, to spend the suite's
+// serial time once): the restarted controller reads each from the status
+// and finishes the change, each old primary rejoins once its node is
+// back, and no two pods are ever labelled primary. Then PostgreSQL's new
+// primary's server is killed with SIGKILL: a replica is promoted at once
+// (delay 0), the old primary rejoins, and the acknowledged writes lost to
+// the asynchronous replication are counted. Last, the same crash with
 // synchronous replication (a quorum of one) loses no acknowledged write.
+// It is not parallel: it kills the suite's controller, and cordons its
+// node.
 func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	ns := e2eutil.NewNamespace(t)
-	e2eutil.KubectlIn(t, dbYAML("crash", "postgresql", "15", postgresImage, 3)+"  replication:\n    failoverDelaySeconds: 8\n", "-n", ns, "create", "-f", "-")
-	waitReplicating(t, ns, "crash", "three replicas, one primary and two streaming")
+	delay := "  replication:\n    failoverDelaySeconds: 8\n"
+	e2eutil.KubectlIn(t, dbYAML("crash", "postgresql", "15", postgresImage, 3)+delay, "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, mysqlYAML("stall", "9.7", mysqlImage, 3)+delay, "-n", ns, "create", "-f", "-")
+	e2eutil.KubectlIn(t, dbYAML("stall-maria", "mysql", "10.11", mariadbImage, 3)+delay, "-n", ns, "create", "-f", "-")
+	dbs, mysqls := []string{"crash", "stall", "stall-maria"}, []string{"stall", "stall-maria"}
+	for _, name := range dbs {
+		waitReplicating(t, ns, name, "three replicas of "+name+", one primary and two replicating")
+		sampler := sampleLabels(ns, name)
+		defer sampler.finish(t)
+	}
 	runClient(t, ns, "crash", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
-	sampler := sampleLabels(ns, "crash")
-	defer sampler.finish(t)
-	writer := startWriter(t, ns, "crash", writerBound)
-	writer.waitAcknowledged(t, 3)
+	writers := map[string]*writer{"crash": startWriter(t, ns, "crash", writerBound)}
+	for _, name := range mysqls {
+		writers[name] = startMySQLWriter(t, ns, name, writerBound)
+	}
+	for _, name := range dbs {
+		writers[name].waitAcknowledged(t, 3)
+	}
 
-	// 1. The node is lost to the primary; the controller dies mid-way.
-	lostAt := loseThePrimaryAndTheController(t, ns, "crash")
+	// 1. The node is lost to the primaries; the controller dies mid-way.
+	lostAt := loseThePrimaryAndTheController(t, ns, dbs...)
+	for _, name := range mysqls {
+		server := serverProgram(imageOf(t, ns, name))
+		w := parseWrites(t, writers[name].finish(t, 20))
+		from, until := w.outage(float64(lostAt.UnixNano()) / 1e9)
+		t.Logf("%s: node loss with the controller killed: writes failed for %.1f s (a delay of 8 s)", server, until-from)
+		lost := w.lostMySQL(t, ns, name)
+		w.report(t, server+": node loss (asynchronous replication; the pod's server shut down cleanly)", lost, 20)
+		total := strings.TrimSpace(runClient(t, ns, name, imageOf(t, ns, name), waitMySQL+mysqlSQL+`"SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w"`))
+		checkEveryPodHas(t, ns, name, "SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(n), 0)) FROM w", total)
+	}
+	writer := writers["crash"]
 
 	// 2. A crash of the primary's server, failing over at once.
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/crash", "--type=merge", "-p", `{"spec":{"replication":{"failoverDelaySeconds":0}}}`)
