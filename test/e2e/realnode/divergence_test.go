@@ -251,6 +251,7 @@ func pauseProcess(t testing.TB, ns, pod, prefix string) (resume func() error) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatalf("stopping the process %q of %s (pid %d): %v", prefix, pod, pid, err)
 	}
+	t.Logf("stopped the process %q of %s (pid %d)", strings.TrimSuffix(prefix, "\x00"), pod, pid)
 	resumed := false
 	resume = func() error {
 		if resumed {

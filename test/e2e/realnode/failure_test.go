@@ -239,31 +239,17 @@ func TestReplicationHungPrimaryIsNotPromotedBeside(t *testing.T) {
 	w := startClient(t, ns, "hung", "session", fmt.Sprintf(sessionWriterScript, writerBound))
 	w.waitAcknowledged(t, 3)
 
-	pid := serverPID(t, ns, old, "postgres")
-	if pid == 0 {
-		t.Fatalf("no postgres process in the cgroup of %s", old)
-	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatalf("stopping the server of %s (pid %d): %v", old, pid, err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			_ = syscall.Kill(pid, syscall.SIGCONT) // gone, if its pod was deleted
-		}
-	}
-	t.Cleanup(resume)
+	resume := pauseProcess(t, ns, old, "postgres\x00")
 	stopped := time.Now()
 	e2eutil.Eventually(t, converge, "a new primary", func() (bool, string) {
 		p := primaryOf(t, ns, "hung")
 		return p != "" && p != old, "primary " + p
 	})
-	t.Logf("the postmaster of %s stopped (pid %d): %s is the primary %s later", old, pid, primaryOf(t, ns, "hung"), time.Since(stopped).Round(100*time.Millisecond))
+	t.Logf("the postmaster of %s stopped: %s is the primary %s later", old, primaryOf(t, ns, "hung"), time.Since(stopped).Round(100*time.Millisecond))
 	// The session, if it still can, writes on for a while; then the old
 	// server, if it still runs, is let go on, to be fenced and rejoin.
 	time.Sleep(5 * time.Second)
-	resume()
+	_ = resume() // gone, if its pod was deleted
 	waitReplicating(t, ns, "hung", "the old primary back as a replica that streams")
 	w.stop(t)
 	out := w.wait(t)
