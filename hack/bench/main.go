@@ -192,7 +192,8 @@ type phase struct {
 	cpu        map[string]float64
 	machineCPU float64
 	// load is the machine's 1-minute load average, sampled every second.
-	load []float64
+	load         []float64
+	controlPlane controlPlane
 }
 
 type floorRun struct {
@@ -525,6 +526,7 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 		err error
 	}
 	done := make(chan floorDone, 1)
+	out.controlPlane.measureStart(ctx, obsKube, "floor")
 	cpu0 := componentCPU(c.localDir, map[string]int{"bench (this program)": os.Getpid()})
 	machine0 := machineBusySeconds()
 	stopLoad := sampleLoad(&out.load)
@@ -554,6 +556,8 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 	out.cpu = cpuSince(cpu0, componentCPU(c.localDir, map[string]int{"bench (this program)": os.Getpid()}))
 	out.machineCPU = machineBusySeconds() - machine0
 	stopLoad()
+	out.controlPlane.measureRunning(ctx, obsKube, "floor")
+	out.controlPlane.countEvents(ctx, obsKube, ns, "floor")
 	stopTracker()
 	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)
 	out.claimWaits = tr.claimWaits()
@@ -632,6 +636,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	}
 	smp := startSampler(p, c.sampleEvery)
 	pidOf := map[string]int{"controller": p.cmd.Process.Pid, "bench (this program)": os.Getpid()}
+	out.controlPlane.measureStart(ctx, obsKube, "controller")
 	cpu0 := componentCPU(c.localDir, pidOf)
 	machine0 := machineBusySeconds()
 	stopLoad := sampleLoad(&out.load)
@@ -683,6 +688,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	out.cpu = cpuSince(cpu0, componentCPU(c.localDir, pidOf))
 	out.machineCPU = machineBusySeconds() - machine0
 	stopLoad()
+	out.controlPlane.measureRunning(ctx, obsKube, "controller")
 	if out.mRunning, err = p.scrape(); err != nil {
 		smp.finish()
 		return nil, err
@@ -739,6 +745,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 		return nil, err
 	}
 	p.stop()
+	out.controlPlane.countEvents(ctx, obsKube, ns, "controller")
 	out.eventsLogged = countLoggedEvents(out.logPath)
 	out.eventsStored, out.eventsStoredSum = map[string]int{}, map[string]int{}
 	evs, err := obsKube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Database"})

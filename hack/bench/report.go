@@ -492,6 +492,8 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 	t.row("**the whole machine**", cpuCell(fr.machineCPU, true, fr.allRunning), cpuCell(cr.machineCPU, true, cr.allRunning))
 	w("%s\n", t.b.String())
 
+	writeControlPlane(w, &fr.phase, &cr.phase)
+
 	w("## Chart\n\n")
 	w("![Databases Running over time, controller against floor; the controller's memory and workqueue depth](%s)\n\n", chart)
 

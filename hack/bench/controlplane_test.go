@@ -1,0 +1,45 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestControlPlaneRequests(t *testing.T) {
+	parse := func(text string) *scrape {
+		s, err := parseText(strings.NewReader(text), time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	cp := controlPlane{
+		start: parse(`apiserver_request_total{code="201",verb="POST",resource="pods",subresource=""} 10
+apiserver_request_total{code="200",verb="PATCH",resource="pods",subresource="status"} 4
+`),
+		running: parse(`apiserver_request_total{code="201",verb="POST",resource="pods",subresource=""} 30
+apiserver_request_total{code="409",verb="POST",resource="pods",subresource=""} 2
+apiserver_request_total{code="200",verb="PATCH",resource="pods",subresource="status"} 9
+apiserver_request_total{code="200",verb="APPLY",resource="databases",subresource="status"} 7
+`),
+	}
+	want := map[string]float64{"POST\tpods": 22, "PATCH\tpods/status": 5, "APPLY\tdatabases/status": 7}
+	if got := cp.requests(); !reflect.DeepEqual(got, want) {
+		t.Errorf("requests() = %v, want %v", got, want)
+	}
+	if got := (&controlPlane{running: cp.running}).requests(); got != nil {
+		t.Errorf("requests() without the first scrape = %v, want nil", got)
+	}
+}
+
+func TestDifferences(t *testing.T) {
+	floor := map[string]float64{"a": 10, "b": 5, "same": 3}
+	ctrl := map[string]float64{"a": 12, "b": 1, "c": 4, "same": 3}
+	rows, ft, ct := differences(floor, ctrl, 2)
+	want := []diffRow{{key: "b", floor: 5, ctrl: 1}, {key: "c", floor: 0, ctrl: 4}}
+	if !reflect.DeepEqual(rows, want) || ft != 18 || ct != 20 {
+		t.Errorf("differences = %v, %v, %v; want %v, 18, 20", rows, ft, ct, want)
+	}
+}
