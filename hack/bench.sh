@@ -200,6 +200,7 @@ log "running the benchmark: $N Databases (report: $OUT)"
   --controller="$CONTROLLER" \
   --bin-dir="$ROOT/_output/bin" \
   --local-dir="$LOCAL_DIR" \
+  --kcm-port="$LOCAL_CONTROLLER_MANAGER_PORT" \
   --work-dir="$BENCH_DIR" \
   --report="$OUT" \
   --command="$command" \

@@ -5,22 +5,27 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // controlPlane is what a run measures of the control plane itself, the
-// same way in both runs: kube-apiserver's request counters when the first
-// Database create is sent and when all are Running, and the events in the
-// run's namespace at its end. They say what work the run gave every
-// component (kube-controller-manager's, the scheduler's, kwok's requests
-// as well as the controller's or the floor's), not only its own.
+// same way in both runs: kube-apiserver's request counters and
+// kube-controller-manager's metrics when the first Database create is sent
+// and when all are Running, and the events in the run's namespace at its
+// end. They say what work the run gave every component
+// (kube-controller-manager's, the scheduler's, kwok's requests as well as
+// the controller's or the floor's), not only its own, and how its volume
+// binding, which the pods wait for, kept up.
 type controlPlane struct {
-	start, running *scrape
+	start, running       *scrape
+	kcmStart, kcmRunning *scrape
 	// events are the namespace's events with their counts, keyed by the
 	// component that reported them and their reason, joined with a tab.
 	events map[string]int
@@ -35,20 +40,81 @@ func scrapeAPIServer(ctx context.Context, kube kubernetes.Interface) (*scrape, e
 	return parseText(bytes.NewReader(b), time.Now())
 }
 
+// scrapeKCM reads kube-controller-manager's /metrics on its secure port
+// with the admin credentials of base; nil when its port is not known.
+func scrapeKCM(ctx context.Context, c config, base *rest.Config) (*scrape, error) {
+	if c.kcmPort == 0 {
+		return nil, nil
+	}
+	cfg := rest.CopyConfig(base)
+	cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", c.kcmPort)
+	// Its serving certificate is its own, self-signed (--cert-dir).
+	cfg.CAData, cfg.CAFile, cfg.Insecure = nil, "", true
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("kube-controller-manager's /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("kube-controller-manager's /metrics: %s", resp.Status)
+	}
+	return parseText(resp.Body, time.Now())
+}
+
 // measureStart and measureRunning take the scrapes; a failure is logged,
 // and leaves the report without the table.
-func (cp *controlPlane) measureStart(ctx context.Context, kube kubernetes.Interface, run string) {
+func (cp *controlPlane) measureStart(ctx context.Context, c config, cfg *rest.Config, kube kubernetes.Interface, run string) {
 	var err error
 	if cp.start, err = scrapeAPIServer(ctx, kube); err != nil {
 		logf("%s: %v", run, err)
 	}
+	if cp.kcmStart, err = scrapeKCM(ctx, c, cfg); err != nil {
+		logf("%s: %v", run, err)
+	}
 }
 
-func (cp *controlPlane) measureRunning(ctx context.Context, kube kubernetes.Interface, run string) {
+func (cp *controlPlane) measureRunning(ctx context.Context, c config, cfg *rest.Config, kube kubernetes.Interface, run string) {
 	var err error
 	if cp.running, err = scrapeAPIServer(ctx, kube); err != nil {
 		logf("%s: %v", run, err)
 	}
+	if cp.kcmRunning, err = scrapeKCM(ctx, c, cfg); err != nil {
+		logf("%s: %v", run, err)
+	}
+}
+
+// volumeQueues are the work queues of kube-controller-manager's
+// persistentvolume controller, which binds claims and volumes.
+var volumeQueues = []string{"claims", "volumes"}
+
+// queueStats is what a work queue did between the two scrapes: items
+// added, and the mean time an item waited in it and took to process.
+type queueStats struct {
+	adds, meanWait, meanWork float64
+}
+
+func (cp *controlPlane) queue(name string) queueStats {
+	if cp.kcmStart == nil || cp.kcmRunning == nil {
+		return queueStats{}
+	}
+	want := map[string]string{"name": name}
+	delta := func(metric string) float64 { return cp.kcmRunning.sum(metric, want) - cp.kcmStart.sum(metric, want) }
+	q := queueStats{adds: delta("workqueue_adds_total")}
+	if n := delta("workqueue_queue_duration_seconds_count"); n > 0 {
+		q.meanWait = delta("workqueue_queue_duration_seconds_sum") / n
+	}
+	if n := delta("workqueue_work_duration_seconds_count"); n > 0 {
+		q.meanWork = delta("workqueue_work_duration_seconds_sum") / n
+	}
+	return q
 }
 
 // countEvents reads the events of namespace ns, by the component that
@@ -142,7 +208,7 @@ const controlPlaneRows = 25
 // work in each run.
 func writeControlPlane(w func(string, ...any), fr, cr *phase) {
 	freq, creq := fr.controlPlane.requests(), cr.controlPlane.requests()
-	if freq == nil && creq == nil && fr.controlPlane.events == nil && cr.controlPlane.events == nil {
+	if freq == nil && creq == nil && fr.controlPlane.events == nil && cr.controlPlane.events == nil && cr.controlPlane.kcmRunning == nil {
 		return
 	}
 	w("## The control plane's work in each run\n\n")
@@ -156,6 +222,16 @@ func writeControlPlane(w func(string, ...any), fr, cr *phase) {
 			t.row(verb, resource, num(r.floor), num(r.ctrl), fmt.Sprintf("%+.0f", r.ctrl-r.floor))
 		}
 		t.row("**all**", "", num(ft), num(ct), fmt.Sprintf("%+.0f", ct-ft))
+		w("%s\n", t.b.String())
+	}
+	if fr.controlPlane.kcmRunning != nil && cr.controlPlane.kcmRunning != nil {
+		w("kube-controller-manager's persistentvolume controller binds each claim to its volume, one at a time per queue: its work queues from the first create to all Running (its `workqueue_*` metrics; an item waits in the queue, then is processed, which is mostly its requests to kube-apiserver):\n\n")
+		var t table
+		t.header("queue", "items added, floor run", "controller run", "mean wait in the queue, floor run", "controller run", "mean processing, floor run", "controller run")
+		for _, name := range volumeQueues {
+			f, c := fr.controlPlane.queue(name), cr.controlPlane.queue(name)
+			t.row(name, num(f.adds), num(c.adds), ms(f.meanWait), ms(c.meanWait), ms(f.meanWork), ms(c.meanWork))
+		}
 		w("%s\n", t.b.String())
 	}
 	if fr.controlPlane.events != nil && cr.controlPlane.events != nil {

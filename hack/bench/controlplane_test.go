@@ -43,3 +43,35 @@ func TestDifferences(t *testing.T) {
 		t.Errorf("differences = %v, %v, %v; want %v, 18, 20", rows, ft, ct, want)
 	}
 }
+
+func TestControlPlaneQueue(t *testing.T) {
+	parse := func(text string) *scrape {
+		s, err := parseText(strings.NewReader(text), time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	cp := controlPlane{
+		kcmStart: parse(`workqueue_adds_total{name="claims"} 10
+workqueue_queue_duration_seconds_sum{name="claims"} 1
+workqueue_queue_duration_seconds_count{name="claims"} 10
+workqueue_work_duration_seconds_sum{name="claims"} 0.5
+workqueue_work_duration_seconds_count{name="claims"} 10
+workqueue_adds_total{name="volumes"} 3
+`),
+		kcmRunning: parse(`workqueue_adds_total{name="claims"} 110
+workqueue_queue_duration_seconds_sum{name="claims"} 201
+workqueue_queue_duration_seconds_count{name="claims"} 110
+workqueue_work_duration_seconds_sum{name="claims"} 3.5
+workqueue_work_duration_seconds_count{name="claims"} 110
+workqueue_adds_total{name="volumes"} 3
+`),
+	}
+	if got, want := cp.queue("claims"), (queueStats{adds: 100, meanWait: 2, meanWork: 0.03}); got != want {
+		t.Errorf("queue(claims) = %+v, want %+v", got, want)
+	}
+	if got, want := cp.queue("volumes"), (queueStats{}); got != want {
+		t.Errorf("queue(volumes) = %+v, want %+v", got, want)
+	}
+}

@@ -44,6 +44,8 @@ type config struct {
 	controllerBin string
 	binDir        string
 	localDir      string
+	// kcmPort is kube-controller-manager's secure port, for its /metrics.
+	kcmPort       int
 	report        string
 	workDir       string
 	command       string
@@ -88,6 +90,7 @@ func main() {
 	flag.StringVar(&c.controllerBin, "controller", "./controller", "the controller binary")
 	flag.StringVar(&c.binDir, "bin-dir", "_output/bin", "the control plane's binaries, for their versions")
 	flag.StringVar(&c.localDir, "local-dir", "", "the control plane's LOCAL_DIR, for the CPU time of its components")
+	flag.IntVar(&c.kcmPort, "kcm-port", 0, "kube-controller-manager's secure port, for its volume binding queues' metrics (0: not read)")
 	flag.StringVar(&c.report, "report", "_output/bench/report.md", "markdown report to write; the chart is written beside it with the extension .png")
 	flag.StringVar(&c.workDir, "work-dir", "_output/bench", "directory for the controller's log")
 	flag.StringVar(&c.command, "command", "", "the command line to print in the report")
@@ -345,7 +348,7 @@ func run(ctx context.Context, c config) error {
 	}
 	logf("controller: %d Databases in namespace %s, --workers=%d --kube-api-qps=%g --kube-api-burst=%d, resync %s",
 		c.n, ctrlNS, c.workers, c.qps, c.burst, c.resyncWords())
-	cr, err := runController(ctx, c, cl.obsKube, cl.obsDB, ctrlNS)
+	cr, err := runController(ctx, c, cl.cfg, cl.obsKube, cl.obsDB, ctrlNS)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
@@ -526,7 +529,7 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 		err error
 	}
 	done := make(chan floorDone, 1)
-	out.controlPlane.measureStart(ctx, obsKube, "floor")
+	out.controlPlane.measureStart(ctx, c, base, obsKube, "floor")
 	cpu0 := componentCPU(c.localDir, map[string]int{"bench (this program)": os.Getpid()})
 	machine0 := machineBusySeconds()
 	stopLoad := sampleLoad(&out.load)
@@ -556,7 +559,7 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 	out.cpu = cpuSince(cpu0, componentCPU(c.localDir, map[string]int{"bench (this program)": os.Getpid()}))
 	out.machineCPU = machineBusySeconds() - machine0
 	stopLoad()
-	out.controlPlane.measureRunning(ctx, obsKube, "floor")
+	out.controlPlane.measureRunning(ctx, c, base, obsKube, "floor")
 	out.controlPlane.countEvents(ctx, obsKube, ns, "floor")
 	stopTracker()
 	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)
@@ -595,7 +598,7 @@ func (c config) steadyResyncs() int {
 	return int(c.hold / c.resync)
 }
 
-func runController(ctx context.Context, c config, obsKube kubernetes.Interface, obsDB clientset.Interface, ns string) (*controllerRun, error) {
+func runController(ctx context.Context, c config, cfg *rest.Config, obsKube kubernetes.Interface, obsDB clientset.Interface, ns string) (*controllerRun, error) {
 	out := &controllerRun{phase: phase{name: "controller", ns: ns, allRunning: -1}}
 	if err := prepareVolumes(ctx, c, obsKube, ns, c.n); err != nil {
 		return nil, err
@@ -636,7 +639,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	}
 	smp := startSampler(p, c.sampleEvery)
 	pidOf := map[string]int{"controller": p.cmd.Process.Pid, "bench (this program)": os.Getpid()}
-	out.controlPlane.measureStart(ctx, obsKube, "controller")
+	out.controlPlane.measureStart(ctx, c, cfg, obsKube, "controller")
 	cpu0 := componentCPU(c.localDir, pidOf)
 	machine0 := machineBusySeconds()
 	stopLoad := sampleLoad(&out.load)
@@ -688,7 +691,7 @@ func runController(ctx context.Context, c config, obsKube kubernetes.Interface, 
 	out.cpu = cpuSince(cpu0, componentCPU(c.localDir, pidOf))
 	out.machineCPU = machineBusySeconds() - machine0
 	stopLoad()
-	out.controlPlane.measureRunning(ctx, obsKube, "controller")
+	out.controlPlane.measureRunning(ctx, c, cfg, obsKube, "controller")
 	if out.mRunning, err = p.scrape(); err != nil {
 		smp.finish()
 		return nil, err
