@@ -208,11 +208,14 @@ const controlPlaneRows = 25
 // work in each run.
 func writeControlPlane(w func(string, ...any), fr, cr *phase) {
 	freq, creq := fr.controlPlane.requests(), cr.controlPlane.requests()
-	if freq == nil && creq == nil && fr.controlPlane.events == nil && cr.controlPlane.events == nil && cr.controlPlane.kcmRunning == nil {
+	haveRequests := freq != nil && creq != nil
+	haveQueues := fr.controlPlane.kcmRunning != nil && cr.controlPlane.kcmRunning != nil
+	haveEvents := fr.controlPlane.events != nil && cr.controlPlane.events != nil
+	if !haveRequests && !haveQueues && !haveEvents {
 		return
 	}
 	w("## The control plane's work in each run\n\n")
-	if freq != nil && creq != nil {
+	if haveRequests {
 		w("The requests kube-apiserver served from the first Database create to all Running, from its `apiserver_request_total` (every client's: the controller's or the floor's, kube-controller-manager's, the scheduler's, kwok's, the benchmark's own; a WATCH is counted when it ends, APPLY is a server-side apply), by verb and resource, where the two runs differ, the largest differences first (at most %d rows):\n\n", controlPlaneRows)
 		rows, ft, ct := differences(freq, creq, controlPlaneRows)
 		var t table
@@ -224,7 +227,7 @@ func writeControlPlane(w func(string, ...any), fr, cr *phase) {
 		t.row("**all**", "", num(ft), num(ct), fmt.Sprintf("%+.0f", ct-ft))
 		w("%s\n", t.b.String())
 	}
-	if fr.controlPlane.kcmRunning != nil && cr.controlPlane.kcmRunning != nil {
+	if haveQueues {
 		w("kube-controller-manager's persistentvolume controller binds each claim to its volume, one at a time per queue: its work queues from the first create to all Running (its `workqueue_*` metrics; an item waits in the queue, then is processed, which is mostly its requests to kube-apiserver):\n\n")
 		var t table
 		t.header("queue", "items added, floor run", "controller run", "mean wait in the queue, floor run", "controller run", "mean processing, floor run", "controller run")
@@ -234,7 +237,7 @@ func writeControlPlane(w func(string, ...any), fr, cr *phase) {
 		}
 		w("%s\n", t.b.String())
 	}
-	if fr.controlPlane.events != nil && cr.controlPlane.events != nil {
+	if haveEvents {
 		w("The events in the run's namespace at its end (a LIST; each with its count), by the component that reported them and their reason:\n\n")
 		toFloat := func(m map[string]int) map[string]float64 {
 			out := map[string]float64{}

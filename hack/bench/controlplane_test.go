@@ -7,19 +7,22 @@ import (
 	"time"
 )
 
-func TestControlPlaneRequests(t *testing.T) {
-	parse := func(text string) *scrape {
-		s, err := parseText(strings.NewReader(text), time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+// mustParse is the scrape of text, in the Prometheus text format.
+func mustParse(t *testing.T, text string) *scrape {
+	t.Helper()
+	s, err := parseText(strings.NewReader(text), time.Time{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return s
+}
+
+func TestControlPlaneRequests(t *testing.T) {
 	cp := controlPlane{
-		start: parse(`apiserver_request_total{code="201",verb="POST",resource="pods",subresource=""} 10
+		start: mustParse(t, `apiserver_request_total{code="201",verb="POST",resource="pods",subresource=""} 10
 apiserver_request_total{code="200",verb="PATCH",resource="pods",subresource="status"} 4
 `),
-		running: parse(`apiserver_request_total{code="201",verb="POST",resource="pods",subresource=""} 30
+		running: mustParse(t, `apiserver_request_total{code="201",verb="POST",resource="pods",subresource=""} 30
 apiserver_request_total{code="409",verb="POST",resource="pods",subresource=""} 2
 apiserver_request_total{code="200",verb="PATCH",resource="pods",subresource="status"} 9
 apiserver_request_total{code="200",verb="APPLY",resource="databases",subresource="status"} 7
@@ -45,22 +48,15 @@ func TestDifferences(t *testing.T) {
 }
 
 func TestControlPlaneQueue(t *testing.T) {
-	parse := func(text string) *scrape {
-		s, err := parseText(strings.NewReader(text), time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	cp := controlPlane{
-		kcmStart: parse(`workqueue_adds_total{name="claims"} 10
+		kcmStart: mustParse(t, `workqueue_adds_total{name="claims"} 10
 workqueue_queue_duration_seconds_sum{name="claims"} 1
 workqueue_queue_duration_seconds_count{name="claims"} 10
 workqueue_work_duration_seconds_sum{name="claims"} 0.5
 workqueue_work_duration_seconds_count{name="claims"} 10
 workqueue_adds_total{name="volumes"} 3
 `),
-		kcmRunning: parse(`workqueue_adds_total{name="claims"} 110
+		kcmRunning: mustParse(t, `workqueue_adds_total{name="claims"} 110
 workqueue_queue_duration_seconds_sum{name="claims"} 201
 workqueue_queue_duration_seconds_count{name="claims"} 110
 workqueue_work_duration_seconds_sum{name="claims"} 3.5

@@ -195,7 +195,9 @@ type phase struct {
 	cpu        map[string]float64
 	machineCPU float64
 	// load is the machine's 1-minute load average, sampled every second.
-	load         []float64
+	load []float64
+	// controlPlane is what the run gave the rest of the control plane to
+	// do, and how its volume binding kept up.
 	controlPlane controlPlane
 }
 
