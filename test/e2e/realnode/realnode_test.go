@@ -24,8 +24,12 @@ import (
 // retry the same way.
 const psql = `for i in $(seq 60); do pg_isready -q -d "$URI" && break; sleep 1; done; psql "$URI" -v ON_ERROR_STOP=1 -tA `
 
-// waitMariaDB and waitMySQL are the same wait for a MariaDB or MySQL server.
+// waitPostgreSQL, waitMariaDB and waitMySQL are the same wait for a client
+// pod of the TLS tests (DATABASE_URL, with the pod's PGSSLMODE), a MariaDB
+// or a MySQL server.
 const (
+	waitPostgreSQL = `for i in $(seq 60); do pg_isready -q -d "$DATABASE_URL" && break; sleep 1; done
+`
 	waitMariaDB = `for i in $(seq 60); do mariadb-admin ping -h "$HOST" -P "$PORT" --connect-timeout=2 >/dev/null 2>&1 && break; sleep 1; done
 `
 	waitMySQL = `for i in $(seq 60); do mysqladmin ping -h "$HOST" -P "$PORT" --connect-timeout=2 >/dev/null 2>&1 && break; sleep 1; done

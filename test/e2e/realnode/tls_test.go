@@ -384,7 +384,9 @@ func TestPostgreSQLTLSFromTheUsersSecret(t *testing.T) {
 	if got := presentedSerials(t, ns, db, 5432, pgsql.Presented); got[db+"-0"] != leaf.SerialNumber.Text(16) {
 		t.Errorf("presented %v, want the user's certificate %s", got, leaf.SerialNumber.Text(16))
 	}
-	if got := runTLSClient(t, ns, db, sessionTLS, ""); !strings.HasPrefix(got, "t") {
+	// Its first client comes the moment the Database is Running: it waits
+	// for kube-proxy to route the Service, as the psql helper does.
+	if got := runTLSClient(t, ns, db, waitPostgreSQL+sessionTLS, ""); !strings.HasPrefix(got, "t") {
 		t.Errorf("a verify-full client of the user's certificate: %q, want TLS", got)
 	}
 
