@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -69,26 +69,17 @@ func scrapeKCM(ctx context.Context, c config, base *rest.Config) (*scrape, error
 	return parseText(resp.Body, time.Now())
 }
 
-// measureStart and measureRunning take the scrapes; a failure is logged,
-// and leaves the report without the table.
-func (cp *controlPlane) measureStart(ctx context.Context, c config, cfg *rest.Config, kube kubernetes.Interface, run string) {
+// measure reads kube-apiserver's and kube-controller-manager's metrics; a
+// failure is logged, and leaves the report without that table.
+func measure(ctx context.Context, c config, cfg *rest.Config, kube kubernetes.Interface, run string) (apiserver, kcm *scrape) {
 	var err error
-	if cp.start, err = scrapeAPIServer(ctx, kube); err != nil {
+	if apiserver, err = scrapeAPIServer(ctx, kube); err != nil {
 		logf("%s: %v", run, err)
 	}
-	if cp.kcmStart, err = scrapeKCM(ctx, c, cfg); err != nil {
+	if kcm, err = scrapeKCM(ctx, c, cfg); err != nil {
 		logf("%s: %v", run, err)
 	}
-}
-
-func (cp *controlPlane) measureRunning(ctx context.Context, c config, cfg *rest.Config, kube kubernetes.Interface, run string) {
-	var err error
-	if cp.running, err = scrapeAPIServer(ctx, kube); err != nil {
-		logf("%s: %v", run, err)
-	}
-	if cp.kcmRunning, err = scrapeKCM(ctx, c, cfg); err != nil {
-		logf("%s: %v", run, err)
-	}
+	return apiserver, kcm
 }
 
 // volumeQueues are the work queues of kube-controller-manager's
@@ -117,16 +108,11 @@ func (cp *controlPlane) queue(name string) queueStats {
 	return q
 }
 
-// countEvents reads the events of namespace ns, by the component that
-// reported them and their reason, with their counts.
-func (cp *controlPlane) countEvents(ctx context.Context, kube kubernetes.Interface, ns, run string) {
-	evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		logf("%s: the namespace's events: %v", run, err)
-		return
-	}
+// countEvents counts the events of the run's namespace, by the component
+// that reported them and their reason, with their counts.
+func (cp *controlPlane) countEvents(events []corev1.Event) {
 	cp.events = map[string]int{}
-	for _, e := range evs.Items {
+	for _, e := range events {
 		by := e.ReportingController
 		if by == "" {
 			by = e.Source.Component

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // mustParse is the scrape of text, in the Prometheus text format.
@@ -69,5 +71,18 @@ workqueue_adds_total{name="volumes"} 3
 	}
 	if got, want := cp.queue("volumes"), (queueStats{}); got != want {
 		t.Errorf("queue(volumes) = %+v, want %+v", got, want)
+	}
+}
+
+func TestCountEvents(t *testing.T) {
+	var cp controlPlane
+	cp.countEvents([]corev1.Event{
+		{Reason: "Scheduled", Source: corev1.EventSource{Component: "default-scheduler"}},
+		{Reason: "Scheduled", ReportingController: "default-scheduler", Count: 3},
+		{Reason: "Created", ReportingController: "database-controller", Source: corev1.EventSource{Component: "other"}, Count: 1},
+	})
+	want := map[string]int{"default-scheduler\tScheduled": 4, "database-controller\tCreated": 1}
+	if !reflect.DeepEqual(cp.events, want) {
+		t.Errorf("events = %v, want %v", cp.events, want)
 	}
 }

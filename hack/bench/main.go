@@ -531,7 +531,7 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 		err error
 	}
 	done := make(chan floorDone, 1)
-	out.controlPlane.measureStart(ctx, c, base, obsKube, "floor")
+	out.controlPlane.start, out.controlPlane.kcmStart = measure(ctx, c, base, obsKube, "floor")
 	cpu0 := componentCPU(c.localDir, map[string]int{"bench (this program)": os.Getpid()})
 	machine0 := machineBusySeconds()
 	stopLoad := sampleLoad(&out.load)
@@ -561,8 +561,12 @@ func runFloor(ctx context.Context, c config, base *rest.Config, obsKube kubernet
 	out.cpu = cpuSince(cpu0, componentCPU(c.localDir, map[string]int{"bench (this program)": os.Getpid()}))
 	out.machineCPU = machineBusySeconds() - machine0
 	stopLoad()
-	out.controlPlane.measureRunning(ctx, c, base, obsKube, "floor")
-	out.controlPlane.countEvents(ctx, obsKube, ns, "floor")
+	out.controlPlane.running, out.controlPlane.kcmRunning = measure(ctx, c, base, obsKube, "floor")
+	if evs, err := obsKube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		logf("floor: the namespace's events: %v", err)
+	} else {
+		out.controlPlane.countEvents(evs.Items)
+	}
 	stopTracker()
 	out.running, out.stsCreated, out.stsReady = tr.curves(out.t0)
 	out.claimWaits = tr.claimWaits()
@@ -641,7 +645,7 @@ func runController(ctx context.Context, c config, cfg *rest.Config, obsKube kube
 	}
 	smp := startSampler(p, c.sampleEvery)
 	pidOf := map[string]int{"controller": p.cmd.Process.Pid, "bench (this program)": os.Getpid()}
-	out.controlPlane.measureStart(ctx, c, cfg, obsKube, "controller")
+	out.controlPlane.start, out.controlPlane.kcmStart = measure(ctx, c, cfg, obsKube, "controller")
 	cpu0 := componentCPU(c.localDir, pidOf)
 	machine0 := machineBusySeconds()
 	stopLoad := sampleLoad(&out.load)
@@ -693,7 +697,7 @@ func runController(ctx context.Context, c config, cfg *rest.Config, obsKube kube
 	out.cpu = cpuSince(cpu0, componentCPU(c.localDir, pidOf))
 	out.machineCPU = machineBusySeconds() - machine0
 	stopLoad()
-	out.controlPlane.measureRunning(ctx, c, cfg, obsKube, "controller")
+	out.controlPlane.running, out.controlPlane.kcmRunning = measure(ctx, c, cfg, obsKube, "controller")
 	if out.mRunning, err = p.scrape(); err != nil {
 		smp.finish()
 		return nil, err
@@ -750,14 +754,19 @@ func runController(ctx context.Context, c config, cfg *rest.Config, obsKube kube
 		return nil, err
 	}
 	p.stop()
-	out.controlPlane.countEvents(ctx, obsKube, ns, "controller")
 	out.eventsLogged = countLoggedEvents(out.logPath)
 	out.eventsStored, out.eventsStoredSum = map[string]int{}, map[string]int{}
-	evs, err := obsKube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Database"})
+	// One LIST of the namespace's events serves both tables: every
+	// component's, and the controller's own about Databases.
+	evs, err := obsKube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
+	out.controlPlane.countEvents(evs.Items)
 	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind != "Database" {
+			continue
+		}
 		out.eventsStored[e.Reason]++
 		out.eventsStoredSum[e.Reason] += int(max(e.Count, 1))
 	}
