@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // AppliedAnnotation holds, on each child the controller applies, a digest
@@ -69,8 +71,12 @@ func FirstDifference(observed, desired any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encoding observed object: %w", err)
 	}
-	d, err := toJSONValue(desired)
+	b, err := json.Marshal(desired)
 	if err != nil {
+		return "", fmt.Errorf("encoding desired object: %w", err)
+	}
+	var d any
+	if err := json.Unmarshal(b, &d); err != nil {
 		return "", fmt.Errorf("encoding desired object: %w", err)
 	}
 	if m, ok := d.(map[string]any); ok {
@@ -78,21 +84,128 @@ func FirstDifference(observed, desired any) (string, error) {
 		delete(m, "apiVersion")
 		delete(m, "kind")
 	}
-	var typed any
+	c := comparison{desired: b}
 	if t := reflect.TypeOf(observed); t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
-		asTyped := reflect.New(t.Elem()).Interface()
-		b, err := json.Marshal(desired)
-		if err == nil {
-			err = json.Unmarshal(b, asTyped)
+		c.typedAs = t.Elem()
+	}
+	if !c.differs(o, d) {
+		return "", nil
+	}
+	if c.err != nil {
+		return "", c.err
+	}
+	return c.path(), nil
+}
+
+// comparison is one FirstDifference: where it is in desired (the keys and
+// indexes from the root), and desired as observed's type holds it, which
+// only a field of desired at its zero value that observed lacks needs, so
+// it is read the first time one does.
+type comparison struct {
+	desired []byte       // desired's JSON
+	typedAs reflect.Type // observed's type; nil when it is not a typed object
+	typed   any          // desired read as typedAs, when read
+	read    bool         // typed was read
+	err     error        // reading typed failed
+	at      []any        // the path below the root: string keys and int indexes
+}
+
+// differs reports whether observed lacks a field of desired, or holds it
+// with another value; c.at is then the path to it. As the typed object
+// would hold it: a zero value of desired is kept by the type (a pointer
+// field) where hasValue says so.
+func (c *comparison) differs(observed, desired any) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		o, ok := observed.(map[string]any)
+		if !ok {
+			return !(observed == nil && isZero(d) && !c.typedHasValue())
 		}
-		if err != nil {
-			return "", fmt.Errorf("reading desired as %T: %w", observed, err)
+		for _, k := range sortedKeys(d) {
+			c.at = append(c.at, k)
+			ov, present := o[k]
+			if !present {
+				if !isZero(d[k]) || c.typedHasValue() {
+					return true
+				}
+			} else if c.differs(ov, d[k]) {
+				return true
+			}
+			c.at = c.at[:len(c.at)-1]
 		}
-		if typed, err = toJSONValue(asTyped); err != nil {
-			return "", err
+		return false
+	case []any:
+		o, ok := observed.([]any)
+		if !ok {
+			return !(observed == nil && len(d) == 0)
+		}
+		if len(o) < len(d) {
+			return true
+		}
+		for i := range d {
+			c.at = append(c.at, i)
+			if c.differs(o[i], d[i]) {
+				return true
+			}
+			c.at = c.at[:len(c.at)-1]
+		}
+		return false
+	default:
+		return !(observed == nil && isZero(desired) || reflect.DeepEqual(observed, desired))
+	}
+}
+
+// typedHasValue reports whether desired, read as observed's type, holds a
+// value at c.at (hasValue); false when observed is not typed. A failure to
+// read it is kept in c.err, and counts as a value: a difference.
+func (c *comparison) typedHasValue() bool {
+	if c.typedAs == nil {
+		return false
+	}
+	if !c.read {
+		c.read = true
+		asTyped := reflect.New(c.typedAs).Interface()
+		if err := json.Unmarshal(c.desired, asTyped); err != nil {
+			c.err = fmt.Errorf("reading desired as *%s: %w", c.typedAs, err)
+			return true
+		}
+		if c.typed, c.err = toJSONValue(asTyped); c.err != nil {
+			return true
 		}
 	}
-	return difference("", o, d, typed, typed != nil), nil
+	if c.err != nil {
+		return true
+	}
+	v := c.typed
+	for _, step := range c.at {
+		switch s := step.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[s]
+		case int:
+			l, _ := v.([]any)
+			v = nil
+			if s < len(l) {
+				v = l[s]
+			}
+		}
+	}
+	return hasValue(v)
+}
+
+// path is c.at written as FirstDifference returns it.
+func (c *comparison) path() string {
+	var b strings.Builder
+	for _, step := range c.at {
+		switch s := step.(type) {
+		case string:
+			b.WriteString(".")
+			b.WriteString(s)
+		case int:
+			b.WriteString("[" + strconv.Itoa(s) + "]")
+		}
+	}
+	return orRoot(b.String())
 }
 
 func toJSONValue(v any) (any, error) {
@@ -105,62 +218,6 @@ func toJSONValue(v any) (any, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// difference returns the path of the first difference below path, or "".
-// typed is desired as the observed type holds it, when known.
-func difference(path string, observed, desired, typed any, typedKnown bool) string {
-	switch d := desired.(type) {
-	case map[string]any:
-		o, ok := observed.(map[string]any)
-		if !ok {
-			if observed == nil && isZero(d) && !(typedKnown && hasValue(typed)) {
-				return ""
-			}
-			return orRoot(path)
-		}
-		t, _ := typed.(map[string]any)
-		for _, k := range sortedKeys(d) {
-			ov, present := o[k]
-			if !present {
-				if !isZero(d[k]) || (typedKnown && hasValue(t[k])) {
-					return path + "." + k
-				}
-				continue
-			}
-			if p := difference(path+"."+k, ov, d[k], t[k], typedKnown); p != "" {
-				return p
-			}
-		}
-		return ""
-	case []any:
-		o, ok := observed.([]any)
-		if !ok {
-			if observed == nil && len(d) == 0 {
-				return ""
-			}
-			return orRoot(path)
-		}
-		if len(o) < len(d) {
-			return orRoot(path)
-		}
-		t, _ := typed.([]any)
-		for i := range d {
-			var ti any
-			if i < len(t) {
-				ti = t[i]
-			}
-			if p := difference(fmt.Sprintf("%s[%d]", path, i), o[i], d[i], ti, typedKnown); p != "" {
-				return p
-			}
-		}
-		return ""
-	default:
-		if observed == nil && isZero(desired) || reflect.DeepEqual(observed, desired) {
-			return ""
-		}
-		return orRoot(path)
-	}
 }
 
 // hasValue reports whether v holds a value anywhere, a zero one included:

@@ -74,6 +74,8 @@ func TestFirstDifference(t *testing.T) {
 		{map[string]any{"spec": map[string]any{"l": []any{map[string]any{"image": "x"}}}},
 			map[string]any{"spec": map[string]any{"l": []any{map[string]any{"image": "y"}}}}, ".spec.l[0].image"},
 		{map[string]any{}, map[string]any{"b": 1, "a": 2}, ".a"},
+		{map[string]any{"a": 1, "m": map[string]any{"x": []any{map[string]any{"p": 1}, map[string]any{"p": 2}}}},
+			map[string]any{"a": 1, "m": map[string]any{"x": []any{map[string]any{"p": 1}, map[string]any{"p": 3}}}}, ".m.x[1].p"},
 		{map[string]any{"l": []any{}}, map[string]any{"l": []any{1}}, ".l"},
 		{"x", "y", "."},
 	}
@@ -116,3 +118,4 @@ func TestDigest(t *testing.T) {
 		t.Fatalf("Digest: %s %s", Digest(a), Digest(b))
 	}
 }
+
