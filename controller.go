@@ -380,12 +380,13 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 // onChange is the event handler that hands every object added, changed or
 // deleted to enqueue, with which of those it was, and drops the periodic
 // resync of an unchanged one (the same resourceVersion): the Database's own
-// resync already covers it.
+// resync already covers it. It drops too an update of which the cache's
+// compact form kept nothing (cached.Unchanged): no reader sees it.
 func onChange(enqueue func(obj interface{}, change string)) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { enqueue(obj, changeAdd) },
 		UpdateFunc: func(old, new interface{}) {
-			if old.(metav1.Object).GetResourceVersion() != new.(metav1.Object).GetResourceVersion() {
+			if old.(metav1.Object).GetResourceVersion() != new.(metav1.Object).GetResourceVersion() && !cached.Unchanged(old, new) {
 				enqueue(new, changeUpdate)
 			}
 		},

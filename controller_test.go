@@ -326,7 +326,9 @@ func TestReconcileAndBackupsMeet(t *testing.T) {
 	}
 }
 
-func TestHandleObjectEnqueuesTheOwner(t *testing.T) {
+// newQueuedController is a controller of one Database, seeded, whose
+// reasons to queue it are recorded.
+func newQueuedController(t *testing.T) (*Controller, *dbv1alpha1.Database, *queuedRecorder) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
 	db := actiontest.NewDatabase("orders", "postgresql", "16", 1)
@@ -334,6 +336,11 @@ func TestHandleObjectEnqueuesTheOwner(t *testing.T) {
 	c, _, _, _ := f.newController(ctx)
 	queued := &queuedRecorder{}
 	c.metrics = queued
+	return c, db, queued
+}
+
+func TestHandleObjectEnqueuesTheOwner(t *testing.T) {
+	c, db, queued := newQueuedController(t)
 
 	owned := actiontest.Service(t, db)
 	orphan := actiontest.Service(t, db)
@@ -356,6 +363,38 @@ func TestHandleObjectEnqueuesTheOwner(t *testing.T) {
 	}
 	// Only what queued it is counted, by the kind and the change.
 	if want := []string{"Service delete"}; !slices.Equal(queued.why, want) {
+		t.Errorf("queued for %q, want %q", queued.why, want)
+	}
+}
+
+// An update that changed only what the cache drops (kube-controller-
+// manager's annotations on a claim it binds) queues no pass: no reader
+// could see it. One that changes what the cache keeps (the claim's phase)
+// queues one.
+func TestUpdateOfWhatTheCacheDropsIsNotQueued(t *testing.T) {
+	c, db, queued := newQueuedController(t)
+	claim := func(version string, annotations map[string]string, phase corev1.PersistentVolumeClaimPhase) interface{} {
+		t.Helper()
+		stripped, err := stripForCache(&corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "data-orders-0", Namespace: db.Namespace, ResourceVersion: version,
+				Labels: map[string]string{names.LabelInstance: db.Name}, Annotations: annotations},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stripped
+	}
+	handler := onChange(c.enqueueByLabel)
+	bound := map[string]string{"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes"}
+	handler.OnUpdate(claim("1", nil, corev1.ClaimPending), claim("2", bound, corev1.ClaimPending))
+	if c.workqueue.Len() != 0 {
+		t.Fatalf("queue has %d items after an update of what the cache drops, want 0", c.workqueue.Len())
+	}
+	handler.OnUpdate(claim("2", bound, corev1.ClaimPending), claim("3", bound, corev1.ClaimBound))
+	if c.workqueue.Len() != 1 {
+		t.Fatalf("queue has %d items after the claim was bound, want 1", c.workqueue.Len())
+	}
+	if want := []string{"PersistentVolumeClaim update"}; !slices.Equal(queued.why, want) {
 		t.Errorf("queued for %q, want %q", queued.why, want)
 	}
 }

@@ -9,6 +9,9 @@
 package cached
 
 import (
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -26,4 +29,32 @@ func Whole(obj any) any {
 		return c.Object()
 	}
 	return obj
+}
+
+// Unchanged reports whether new, which the informer handed over as an
+// update of old, holds what old holds but for its resourceVersion: the
+// update changed only fields the strip dropped, which no reader reads, so
+// it is no reason to look at the object's Database again (kube-controller-
+// manager's annotations on a claim it binds, the capacity in its status).
+// The kinds whose compact form holds everything their readers read: pods,
+// claims, StatefulSets (a change of the spec raises the generation, which
+// it holds) and Services. Never a Secret: its readers read its data from
+// the API server at each new resourceVersion. False for anything else.
+func Unchanged(old, new any) bool {
+	switch old.(type) {
+	case *Pod, *PersistentVolumeClaim, *StatefulSet, *Service:
+	default:
+		return false
+	}
+	o, n := reflect.ValueOf(old), reflect.ValueOf(new)
+	if o.Type() != n.Type() {
+		return false
+	}
+	// Copies, whose resourceVersions are made the same.
+	oc, nc := reflect.New(o.Type().Elem()), reflect.New(n.Type().Elem())
+	oc.Elem().Set(o.Elem())
+	nc.Elem().Set(n.Elem())
+	oc.Interface().(metav1.Object).SetResourceVersion("")
+	nc.Interface().(metav1.Object).SetResourceVersion("")
+	return reflect.DeepEqual(oc.Interface(), nc.Interface())
 }

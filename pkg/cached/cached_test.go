@@ -242,3 +242,53 @@ func TestCompactMetadataReadsAsTheObjects(t *testing.T) {
 		})
 	}
 }
+
+// An update is unchanged when the compact forms differ only in their
+// resourceVersion, for the kinds whose compact form holds all their
+// readers read; never for a Secret, whose data the readers read from the
+// API server, nor for what is not a compact form.
+func TestUnchanged(t *testing.T) {
+	pod := func(version string, ready corev1.ConditionStatus) *cached.Pod {
+		return cached.NewPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: version, Labels: map[string]string{"a": "b"}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}}})
+	}
+	claim := func(version string, phase corev1.PersistentVolumeClaimPhase) *cached.PersistentVolumeClaim {
+		return cached.NewPersistentVolumeClaim(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ResourceVersion: version},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: phase}})
+	}
+	sts := func(version string, generation int64, ready int32) *cached.StatefulSet {
+		return cached.NewStatefulSet(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", ResourceVersion: version, Generation: generation},
+			Status: appsv1.StatefulSetStatus{ReadyReplicas: ready}})
+	}
+	service := func(version string, port int32) *cached.Service {
+		return cached.NewService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ResourceVersion: version},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: port}}}})
+	}
+	secret := func(version string) *cached.Secret {
+		return cached.NewSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", ResourceVersion: version}})
+	}
+	for _, tt := range []struct {
+		name     string
+		old, new any
+		want     bool
+	}{
+		{"a pod at a new version only", pod("1", corev1.ConditionFalse), pod("2", corev1.ConditionFalse), true},
+		{"a pod now ready", pod("1", corev1.ConditionFalse), pod("2", corev1.ConditionTrue), false},
+		{"a claim at a new version only", claim("1", corev1.ClaimPending), claim("2", corev1.ClaimPending), true},
+		{"a claim bound", claim("1", corev1.ClaimPending), claim("2", corev1.ClaimBound), false},
+		{"a StatefulSet at a new version only", sts("1", 1, 0), sts("2", 1, 0), true},
+		{"a StatefulSet's spec changed", sts("1", 1, 0), sts("2", 2, 0), false},
+		{"a StatefulSet's replica ready", sts("1", 1, 0), sts("2", 1, 1), false},
+		{"a Service at a new version only", service("1", 5432), service("2", 5432), true},
+		{"a Service's port changed", service("1", 5432), service("2", 5433), false},
+		{"a Secret at a new version: its data may have changed", secret("1"), secret("2"), false},
+		{"not compact", &corev1.Pod{}, &corev1.Pod{}, false},
+		{"another kind", pod("1", corev1.ConditionFalse), claim("2", corev1.ClaimPending), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := cached.Unchanged(tt.old, tt.new); got != tt.want {
+				t.Errorf("Unchanged() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
