@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -108,6 +110,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
 	}
+	// The registry sorts each family's series by their label values, the
+	// labels in the order of their names (database before namespace); in
+	// that order already, the sort only checks it: it was a quarter of a
+	// scrape's time at 1,000 Databases (BenchmarkScrape).
+	slices.SortFunc(dbs, func(a, b *dbv1alpha1.Database) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Namespace, b.Namespace))
+	})
 	exists := make(map[types.NamespacedName]bool, len(dbs))
 	for _, db := range dbs {
 		ns, name := db.Namespace, db.Name
@@ -146,13 +155,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(c.lastFailedArchive, float64(a.LastFailedTime.Unix()), ns, name)
 			}
 		}
-		if t := db.Status.TLS; t != nil {
-			if t.NotAfter != nil {
-				gauge(c.tlsNotAfter, float64(t.NotAfter.Unix()), ns, name, "server")
-			}
-			if t.AuthorityNotAfter != nil {
-				gauge(c.tlsNotAfter, float64(t.AuthorityNotAfter.Unix()), ns, name, "authority")
-			}
+		if t := db.Status.TLS; t != nil && t.AuthorityNotAfter != nil {
+			gauge(c.tlsNotAfter, float64(t.AuthorityNotAfter.Unix()), ns, name, "authority")
+		}
+	}
+	// The servers' certificates after every authority: certificate is the
+	// label its series sort by first.
+	for _, db := range dbs {
+		if t := db.Status.TLS; t != nil && t.NotAfter != nil {
+			gauge(c.tlsNotAfter, float64(t.NotAfter.Unix()), db.Namespace, db.Name, "server")
 		}
 	}
 	c.collectBackups(ch, exists)
