@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"reflect"
 	"sort"
 	"strconv"
@@ -37,10 +38,34 @@ const WrittenGenerationAnnotation = "dbcontroller.io/written-generation"
 // Digest is a short digest of an apply configuration, for
 // AppliedAnnotation. Apply configurations always encode; one that did not
 // would get the digest of nothing, and be applied on every sync.
+//
+// The JSON is hashed as it is encoded, with no copy of it made (as
+// json.Marshal makes one): json.Encoder writes what Marshal returns and a
+// newline after it, which the hash is not given.
 func Digest(applyConfiguration any) string {
-	b, _ := json.Marshal(applyConfiguration)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+	h := &withoutLastByte{hash: sha256.New()}
+	_ = json.NewEncoder(h).Encode(applyConfiguration)
+	return hex.EncodeToString(h.hash.Sum(nil)[:8])
+}
+
+// withoutLastByte hashes all it is given but the last byte.
+type withoutLastByte struct {
+	hash hash.Hash
+	last []byte // the byte held back, once there is one
+}
+
+func (w *withoutLastByte) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if w.last != nil {
+		w.hash.Write(w.last)
+	} else {
+		w.last = make([]byte, 1)
+	}
+	w.hash.Write(p[:len(p)-1])
+	w.last[0] = p[len(p)-1]
+	return len(p), nil
 }
 
 // Covers reports whether observed holds every field set in desired, with

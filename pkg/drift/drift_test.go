@@ -1,6 +1,9 @@
 package drift
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,3 +122,24 @@ func TestDigest(t *testing.T) {
 	}
 }
 
+// Digest is the first eight bytes of the SHA-256 of the apply
+// configuration's JSON as json.Marshal writes it: the digest the children
+// made before were stamped with, which must not change (each would be
+// applied again).
+func TestDigestIsOfTheMarshalledJSON(t *testing.T) {
+	for _, ac := range []any{
+		corev1ac.Service("db", "ns").WithLabels(map[string]string{"a": "<b>&"}).
+			WithSpec(corev1ac.ServiceSpec().WithPorts(corev1ac.ServicePort().WithName("pg").WithPort(5432))),
+		corev1ac.Secret("s", "ns").WithData(map[string][]byte{"k": []byte("v")}),
+		corev1ac.Service("", ""),
+	} {
+		b, err := json.Marshal(ac)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if got, want := Digest(ac), hex.EncodeToString(sum[:8]); got != want {
+			t.Errorf("Digest(%s) = %s, want %s", b, got, want)
+		}
+	}
+}
