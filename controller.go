@@ -53,6 +53,17 @@ import (
 // of every write.
 const controllerAgentName = reconcile.FieldManager
 
+// followUpBatch is how long the pass that follows an update of a coming-up
+// Database's children waits (Controller.followUpBatch). As its server
+// starts, its claim is bound, its pod scheduled, started and ready, and its
+// StatefulSet counts it, each change a few milliseconds after the last: at
+// 300 Databases, 880 of the 1,482 passes of Databases not yet Running came
+// within 500 ms of the one before, most within 50 ms, one pass for each
+// change. Waiting this long makes them one pass, as kube-controller-
+// manager's Job controller batches the changes of a Job's pods. A Database
+// that runs (its failover above all) is never made to wait.
+const followUpBatch = 250 * time.Millisecond
+
 // The pace of rechecks of a problem that may clear by itself.
 const (
 	recheckBaseDelay = 5 * time.Second
@@ -155,6 +166,9 @@ type Controller struct {
 	// order is the workqueue's storage: a Database whose child changed is
 	// handed out before the others (see queue.Prioritized).
 	order *queue.Prioritized[cache.ObjectName]
+	// followUpBatch is how long a coming-up Database waits on an update of
+	// its children before its pass (see the constant of the same name).
+	followUpBatch time.Duration
 	// recheck paces the looks at a problem that may clear by itself (an
 	// object in the way): 5 s, doubling, at most a minute apart.
 	recheck workqueue.TypedRateLimiter[cache.ObjectName]
@@ -279,8 +293,9 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 				}),
 			},
 		),
-		order:   order,
-		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
+		order:         order,
+		followUpBatch: followUpBatch,
+		recheck:       workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](recheckBaseDelay, recheckMaxDelay),
 		reconciler: reconcile.New(reconcile.Config{KubeClient: cfg.KubeClient, DBClient: cfg.DBClient, Caches: caches,
 			Recorder: cfg.Recorder, Clock: cfg.Clock, Random: cfg.Random, Replication: cfg.Replication, Logins: logins, ToolsImage: cfg.ToolsImage,
 			TrustPeriod: cfg.TLSTrustPeriod, PrimaryChanges: cfg.PrimaryChanges, Dynamic: cfg.Dynamic}),
@@ -806,7 +821,29 @@ func (c *Controller) enqueueClaimEvent(obj interface{}, change string) {
 func (c *Controller) enqueueFollowUp(key cache.ObjectName, by, change string) {
 	c.metrics.ObserveQueued(by, change)
 	c.order.Prefer(key)
+	if change == changeUpdate && c.comingUp(key) && !c.order.Holds(key) {
+		// The changes that come in the meantime join this one; one that
+		// waits in the queue already is a pass to come, which sees them.
+		// An add or a delete is not made to wait: the add of a child a
+		// pass waits for is the next step of the Database's making.
+		c.workqueue.AddAfter(key, c.followUpBatch)
+		return
+	}
 	c.workqueue.Add(key)
+}
+
+// comingUp reports whether the Database key is being made and has never
+// run: not acted on yet, or Provisioning, and not being deleted.
+func (c *Controller) comingUp(key cache.ObjectName) bool {
+	db, err := c.databasesLister.Databases(key.Namespace).Get(key.Name)
+	if err != nil || db.DeletionTimestamp != nil {
+		return false
+	}
+	switch db.Status.Phase {
+	case "", dbv1alpha1.PhasePending, dbv1alpha1.PhaseProvisioning:
+		return true
+	}
+	return false
 }
 
 // metaObject returns obj's metadata, unwrapping a tombstone.

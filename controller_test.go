@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -135,6 +136,9 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	// The tests of what queues a Database see it queued at once, coming
+	// up or not; TestFollowUpsOfAComingUpDatabaseAreBatched sets the wait.
+	c.followUpBatch = 0
 	for _, o := range f.objects {
 		inf := dbI.Dbcontroller().V1alpha1().Databases().Informer()
 		if _, ok := o.(*dbv1alpha1.DatabaseBackup); ok {
@@ -364,6 +368,70 @@ func TestHandleObjectEnqueuesTheOwner(t *testing.T) {
 	// Only what queued it is counted, by the kind and the change.
 	if want := []string{"Service delete"}; !slices.Equal(queued.why, want) {
 		t.Errorf("queued for %q, want %q", queued.why, want)
+	}
+}
+
+// The updates of the children of a Database that is coming up, which come
+// together as its server starts, are one pass after followUpBatch: the
+// first waits, the next join it. A Database queued already sees them in
+// its pass to come; one that runs is never made to wait (its failover),
+// nor is the add of a child (the next step of the Database's making).
+func TestFollowUpsOfAComingUpDatabaseAreBatched(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	comingUp := actiontest.NewDatabase("orders", "postgresql", "16", 1)
+	comingUp.Status.Phase = dbv1alpha1.PhaseProvisioning
+	running := actiontest.NewDatabase("carts", "postgresql", "16", 1)
+	running.Status.Phase = dbv1alpha1.PhaseRunning
+	f.seed(comingUp, running)
+	c, _, _, _ := f.newController(ctx)
+	c.followUpBatch = 100 * time.Millisecond
+
+	for _, by := range []string{"PersistentVolumeClaim", "Pod", "StatefulSet"} {
+		c.enqueueFollowUp(ref(comingUp), by, changeUpdate)
+	}
+	if n := c.workqueue.Len(); n != 0 {
+		t.Fatalf("queue has %d items right after changes of a coming-up Database, want 0: they wait", n)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return c.workqueue.Len() > 0, nil
+	}); err != nil {
+		t.Fatal("the changes of a coming-up Database never queued it")
+	}
+	got, _ := c.workqueue.Get()
+	c.workqueue.Done(got)
+	if got != ref(comingUp) {
+		t.Fatalf("queued %v, want %v", got, ref(comingUp))
+	}
+	time.Sleep(3 * c.followUpBatch)
+	if n := c.workqueue.Len(); n != 0 {
+		t.Fatalf("queue has %d items after the batch was handed out, want 0: three changes, one pass", n)
+	}
+
+	// Queued already (its create, say): the change joins that pass now.
+	c.workqueue.Add(ref(comingUp))
+	c.enqueueFollowUp(ref(comingUp), "Pod", changeUpdate)
+	if n := c.workqueue.Len(); n != 1 {
+		t.Fatalf("queue has %d items, want the 1 that was there", n)
+	}
+	got, _ = c.workqueue.Get()
+	c.workqueue.Done(got)
+	time.Sleep(3 * c.followUpBatch)
+	if n := c.workqueue.Len(); n != 0 {
+		t.Fatalf("queue has %d items after the pass the change joined, want 0: no second pass", n)
+	}
+
+	c.enqueueFollowUp(ref(running), "Pod", changeUpdate)
+	if n := c.workqueue.Len(); n != 1 {
+		t.Fatalf("queue has %d items after a change of a running Database, want 1 at once", n)
+	}
+	got, _ = c.workqueue.Get()
+	c.workqueue.Done(got)
+
+	// The add of a child is the next step of the Database's making.
+	c.enqueueFollowUp(ref(comingUp), "Secret", changeAdd)
+	if n := c.workqueue.Len(); n != 1 {
+		t.Fatalf("queue has %d items after a child of a coming-up Database was added, want 1 at once", n)
 	}
 }
 

@@ -82,6 +82,14 @@ func (q *Prioritized[T]) Touch(key T) {
 	}
 }
 
+// Holds reports whether key waits in the queue to be handed out.
+func (q *Prioritized[T]) Holds(key T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, held := q.in[key]
+	return held
+}
+
 // Len is the number of keys held.
 func (q *Prioritized[T]) Len() int {
 	q.mu.Lock()

@@ -145,3 +145,21 @@ func BenchmarkPrioritizedEmptied(b *testing.B) {
 	}
 	b.ReportMetric(held, "bytes-held")
 }
+
+// Holds says whether a key waits to be handed out: from its push, preferred
+// or not, to its pop.
+func TestPrioritizedHolds(t *testing.T) {
+	q := NewPrioritized[string](3)
+	if q.Holds("a") {
+		t.Fatal("an empty queue holds a")
+	}
+	q.Push("a")
+	q.Prefer("b")
+	q.Push("b")
+	if !q.Holds("a") || !q.Holds("b") {
+		t.Fatalf("after their pushes: holds a %v, b %v; want both", q.Holds("a"), q.Holds("b"))
+	}
+	if got := q.Pop(); got != "b" || q.Holds("b") || !q.Holds("a") {
+		t.Fatalf("popped %q: holds b %v, a %v; want b popped, a still held", got, q.Holds("b"), q.Holds("a"))
+	}
+}
