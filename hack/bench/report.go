@@ -314,7 +314,7 @@ func renderReport(c config, env environment, fr *floorRun, cr *controllerRun, ch
 		return s.sum("workqueue_retries_total", map[string]string{"name": "databases"})
 	}
 	w("## Reconciles\n\n")
-	w("From `database_controller_reconcile_duration_seconds` (p50 and p99 interpolated inside the histogram's buckets, as `histogram_quantile` does) and the workqueue's counters.\n\n")
+	w("From `database_controller_reconcile_duration_seconds` (p50 and p99 interpolated inside the histogram's buckets, as `histogram_quantile` does) and the workqueue's counters. Its retries count every key it was given to add after a delay: a recheck, a retry after an error, and the update of a coming-up Database's child, which waits 250 ms for the others to make one pass (controller.go, followUpBatch).\n\n")
 	hist := func(s *scrape) histogram { return s.histogram("database_controller_reconcile_duration_seconds", nil) }
 	hConv := hist(cr.mRunning).minus(hist(cr.mReady))
 	hSteady := hist(cr.mSteady).minus(hist(cr.mSettled))
