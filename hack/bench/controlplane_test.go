@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -49,23 +50,22 @@ func TestDifferences(t *testing.T) {
 	}
 }
 
+// kcmScrape is kube-controller-manager's /metrics with the claims queue's
+// counters at adds items, waitSum and workSum seconds, and 3 items added
+// to the volumes queue, which has no histograms.
+func kcmScrape(t *testing.T, adds, waitSum, workSum float64) *scrape {
+	t.Helper()
+	return mustParse(t, fmt.Sprintf(`workqueue_adds_total{name="claims"} %[1]g
+workqueue_queue_duration_seconds_sum{name="claims"} %[2]g
+workqueue_queue_duration_seconds_count{name="claims"} %[1]g
+workqueue_work_duration_seconds_sum{name="claims"} %[3]g
+workqueue_work_duration_seconds_count{name="claims"} %[1]g
+workqueue_adds_total{name="volumes"} 3
+`, adds, waitSum, workSum))
+}
+
 func TestControlPlaneQueue(t *testing.T) {
-	cp := controlPlane{
-		kcmStart: mustParse(t, `workqueue_adds_total{name="claims"} 10
-workqueue_queue_duration_seconds_sum{name="claims"} 1
-workqueue_queue_duration_seconds_count{name="claims"} 10
-workqueue_work_duration_seconds_sum{name="claims"} 0.5
-workqueue_work_duration_seconds_count{name="claims"} 10
-workqueue_adds_total{name="volumes"} 3
-`),
-		kcmRunning: mustParse(t, `workqueue_adds_total{name="claims"} 110
-workqueue_queue_duration_seconds_sum{name="claims"} 201
-workqueue_queue_duration_seconds_count{name="claims"} 110
-workqueue_work_duration_seconds_sum{name="claims"} 3.5
-workqueue_work_duration_seconds_count{name="claims"} 110
-workqueue_adds_total{name="volumes"} 3
-`),
-	}
+	cp := controlPlane{kcmStart: kcmScrape(t, 10, 1, 0.5), kcmRunning: kcmScrape(t, 110, 201, 3.5)}
 	if got, want := cp.queue("claims"), (queueStats{adds: 100, meanWait: 2, meanWork: 0.03}); got != want {
 		t.Errorf("queue(claims) = %+v, want %+v", got, want)
 	}
