@@ -501,7 +501,7 @@ func serve(ctx context.Context, o options, m *metrics.Metrics, c *Controller, el
 // with their --profiling.
 func metricsHandler(m *metrics.Metrics, profiling bool) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.Handler(m.Registry))
+	mux.Handle("/metrics", m.Handler())
 	if profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -32,6 +32,9 @@ type Metrics struct {
 	// primaryChanges counts the changes of each Database's primary
 	// (state.go).
 	primaryChanges primaryChanges
+	// state writes the Databases' state when scraped (state.go); nil until
+	// RegisterDatabaseState.
+	state *stateWriter
 	// serverDials counts the connections to the servers (servers.go).
 	serverDials *prometheus.CounterVec
 }
