@@ -35,7 +35,7 @@ import (
 func TestDivergedReplicaIsRewound(t *testing.T) {
 	parallel(t)
 	ns := e2eutil.NewNamespace(t)
-	replicatedToFailOver(t, ns, "fork", 3)
+	replicatedFromZero(t, ns, "fork", 3)
 	must := func(pod, query string) string { t.Helper(); return mustPodSQL(t, ns, pod, query) }
 	rows := func(pod, want string) { t.Helper(); waitRows(t, ns, pod, "f", want) }
 	must("fork-0", "CREATE TABLE f (n int); INSERT INTO f SELECT generate_series(1, 100)")
@@ -56,6 +56,7 @@ func TestDivergedReplicaIsRewound(t *testing.T) {
 	must("fork-0", "COPY (SELECT 'fenced by the test') TO "+quoteSQL(postgresql.FenceMarker))
 	// fork-2, then fork-0, stop answering: their postmasters are stopped
 	// (the sessions they run go on), so that new connections hang.
+	failOverAtOnce(t, ns, "fork")
 	resume2 := pauseProcess(t, ns, "fork-2", "postgres\x00")
 	resume0 := pauseProcess(t, ns, "fork-0", "postgres\x00")
 	stopped := time.Now()
@@ -129,13 +130,14 @@ func TestDivergedReplicaIsRewound(t *testing.T) {
 func TestFailoverCalledOffWhenTheOldPrimaryIsBackAhead(t *testing.T) {
 	parallel(t)
 	ns := e2eutil.NewNamespace(t)
-	replicatedToFailOver(t, ns, "back", 2)
+	replicatedFromZero(t, ns, "back", 2)
 	mustPodSQL(t, ns, "back-0", "CREATE TABLE b (n int); INSERT INTO b SELECT generate_series(1, 100)")
 	waitRows(t, ns, "back-1", "b", "100")
 	conninfo := stopReceiving(t, ns, "back-1")
 	mustPodSQL(t, ns, "back-0", "INSERT INTO b SELECT generate_series(101, 200)")
 	var old corev1.Pod
 	e2eutil.GetJSON(t, &old, "-n", ns, "get", "pod", "back-0")
+	failOverAtOnce(t, ns, "back")
 	resumeStartup := pauseProcess(t, ns, "back-1", "postgres: back-1: startup")
 	resume0 := pauseProcess(t, ns, "back-0", "postgres\x00")
 	stopped := time.Now()
@@ -180,17 +182,24 @@ func TestFailoverCalledOffWhenTheOldPrimaryIsBackAhead(t *testing.T) {
 	}
 }
 
-// replicatedToFailOver creates the replicated PostgreSQL Database name of n
-// pods, waits until they replicate, <name>-0 the primary, and then sets
-// its failover delay to 0. The default delay lasts while the servers
-// start: with none, one poll of the primary that a busy machine answers
-// late (the suite's peak load) fails over before the test begins.
-func replicatedToFailOver(t *testing.T, ns, name string, n int) {
+// replicatedFromZero creates the replicated PostgreSQL Database name of n
+// pods and waits until they replicate, <name>-0 the primary.
+func replicatedFromZero(t *testing.T, ns, name string, n int) {
 	t.Helper()
 	e2eutil.KubectlIn(t, dbYAML(name, "postgresql", "15", postgresImage, n), "-n", ns, "create", "-f", "-")
 	if got := waitReplicating(t, ns, name, "every server streaming").Status.Replication.Primary; got != name+"-0" {
 		t.Fatalf("first primary %s, want %s-0", got, name)
 	}
+}
+
+// failOverAtOnce sets the failover delay of the Database name to 0, just
+// before a test stops its primary. Not before: with no delay, one poll of
+// the primary that a busy machine answers late fails over, while the
+// servers start or while the test writes the rows it then checks (seen in
+// a new machine's CI: fork-2 made the primary before the test stopped
+// fork-0).
+func failOverAtOnce(t *testing.T, ns, name string) {
+	t.Helper()
 	e2eutil.Kubectl(t, "-n", ns, "patch", "database", name, "--type=merge", "-p", `{"spec":{"replication":{"failoverDelaySeconds":0}}}`)
 }
 
