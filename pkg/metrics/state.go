@@ -170,7 +170,7 @@ func (s *stateWriter) writeTo(w *bufio.Writer) error {
 	})
 	t.family(primaryChangesFamily, "counter", "Changes of a replicated Database's primary since the controller started, by kind: failover (the primary was lost) or switchover.",
 		"database", "kind", "namespace")
-	changes := s.primaryChanges(dbs)
+	changes := s.primaryChangeCounts(dbs)
 	eachDB(func(db *dbv1alpha1.Database) {
 		for _, kind := range []struct {
 			failover bool
@@ -201,9 +201,9 @@ func (s *stateWriter) writeTo(w *bufio.Writer) error {
 	return w.Flush()
 }
 
-// primaryChanges returns the counts of the changes of the primary of each
-// Database of dbs, and forgets those of the Databases that are gone.
-func (s *stateWriter) primaryChanges(dbs []*dbv1alpha1.Database) map[changeKey]int64 {
+// primaryChangeCounts returns the counts of the changes of the primary of
+// each Database of dbs, and forgets those of the Databases that are gone.
+func (s *stateWriter) primaryChangeCounts(dbs []*dbv1alpha1.Database) map[changeKey]int64 {
 	s.changes.mu.Lock()
 	defer s.changes.mu.Unlock()
 	if len(s.changes.counts) == 0 {
