@@ -13,10 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -134,26 +131,14 @@ func TestHandlerServesEachFamilyOnce(t *testing.T) {
 	m.PrimaryChanged("bench", "db-00001", true)
 	m.ObserveSync("success", time.Second)
 	_, body := scrape(t, m.Handler(), "gzip")
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("Prometheus' parser: %v", err)
-	}
+	families := parseText(t, body)
 	for _, name := range []string{"database_controller_reconcile_total", "database_controller_server_access_info", "database_controller_database_ready",
 		"database_controller_primary_changes_total", "database_controller_tls_not_after_timestamp_seconds", "go_goroutines"} {
 		if families[name] == nil {
 			t.Errorf("no %s", name)
 		}
 	}
-	var all []*dto.MetricFamily
-	for _, f := range families {
-		all = append(all, f)
-	}
-	problems, err := promlint.NewWithMetricFamilies(all).Lint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
+	for _, p := range lint(t, families) {
 		if strings.HasPrefix(p.Metric, namespace) {
 			t.Errorf("lint: %s: %s", p.Metric, p.Text)
 		}

@@ -18,6 +18,32 @@ import (
 	listers "github.com/dbcontroller/database-controller/pkg/generated/listers/dbcontroller/v1alpha1"
 )
 
+// parseText reads text as Prometheus reads it; text it cannot read fails
+// the test.
+func parseText(t testing.TB, text string) map[string]*dto.MetricFamily {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("Prometheus' parser: %v", err)
+	}
+	return families
+}
+
+// lint returns what Prometheus' linter finds in families.
+func lint(t testing.TB, families map[string]*dto.MetricFamily) []promlint.Problem {
+	t.Helper()
+	var all []*dto.MetricFamily
+	for _, f := range families {
+		all = append(all, f)
+	}
+	problems, err := promlint.NewWithMetricFamilies(all).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return problems
+}
+
 // writeState returns what s writes.
 func writeState(t testing.TB, s *stateWriter) string {
 	t.Helper()
@@ -130,17 +156,8 @@ database_controller_tls_not_after_timestamp_seconds{certificate="authority",data
 	if got != want {
 		t.Errorf("state written:\n%s\nwant:\n%s", got, want)
 	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(got))
-	if err != nil {
-		t.Fatalf("Prometheus' parser: %v", err)
-	}
-	var all []*dto.MetricFamily
-	for _, f := range families {
-		all = append(all, f)
-	}
-	if problems, err := promlint.NewWithMetricFamilies(all).Lint(); err != nil || len(problems) > 0 {
-		t.Errorf("lint: %v %+v", err, problems)
+	if problems := lint(t, parseText(t, got)); len(problems) > 0 {
+		t.Errorf("lint: %+v", problems)
 	}
 	// A Database with no status yet: its one series, and no family
 	// without series.
@@ -173,12 +190,7 @@ func TestStateTextIsEscaped(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(b.String()))
-	if err != nil {
-		t.Fatalf("Prometheus' parser on %q: %v", b.String(), err)
-	}
-	f := families["odd"]
+	f := parseText(t, b.String())["odd"]
 	if f == nil || len(f.Metric) != 1 || f.Metric[0].Label[0].GetValue() != odd || f.GetHelp() != "help with \\ and\na line" {
 		t.Errorf("read back %v from %q", f, b.String())
 	}
