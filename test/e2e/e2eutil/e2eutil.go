@@ -100,11 +100,17 @@ func Run(cmd *exec.Cmd, env ...string) ([]byte, error) {
 
 // KubectlRun runs kubectl as the cluster admin, with stdin as its standard
 // input unless it is empty, and returns its output and error. The reads
-// the tests poll with are served in this process instead, with the same
-// output (readargs.go).
+// the tests poll with, and the commands they run in pods (kubectl exec),
+// are served in this process instead, with the same output (readargs.go,
+// exec.go).
 func KubectlRun(stdin string, args ...string) ([]byte, error) {
 	if rc, ok := parseRead(args); ok && stdin == "" {
 		if out, handled, err := readInProcess(rc); handled {
+			return out, err
+		}
+	}
+	if ec, ok := parseExec(args); ok {
+		if out, handled, err := execInProcess(ec, stdin); handled {
 			return out, err
 		}
 	}
@@ -112,7 +118,7 @@ func KubectlRun(stdin string, args ...string) ([]byte, error) {
 }
 
 // KubectlExec is KubectlRun that always runs kubectl, never serving a
-// read in process.
+// command in process.
 func KubectlExec(stdin string, args ...string) ([]byte, error) {
 	cmd := exec.Command(suite.Kubectl, append([]string{"--kubeconfig", suite.Kubeconfig}, args...)...)
 	if stdin != "" {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/jsonpath"
@@ -34,8 +35,10 @@ var inProcess struct {
 	namespace string
 	dynamic   dynamic.Interface
 	core      kubernetes.Interface
-	mapper    meta.RESTMapper
-	deferred  *restmapper.DeferredDiscoveryRESTMapper
+	// config is the client's, for the streams of exec (exec.go).
+	config   *rest.Config
+	mapper   meta.RESTMapper
+	deferred *restmapper.DeferredDiscoveryRESTMapper
 	// reset is when the discovery was last read again; under lock.
 	lock  sync.Mutex
 	reset time.Time
@@ -61,6 +64,7 @@ func inProcessClient() error {
 		// The tests poll in parallel: no client-side limit, as each
 		// kubectl process had none between its few requests.
 		cfg.QPS = -1
+		inProcess.config = cfg
 		if inProcess.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 			inProcess.err = err
 			return

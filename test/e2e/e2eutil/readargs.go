@@ -45,31 +45,16 @@ func parseRead(args []string) (rc readCommand, ok bool) {
 		"-o": &rc.output, "--output": &rc.output,
 		"-c": &rc.container, "--container": &rc.container,
 	}
-	var words []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		flag, value, hasValue := strings.Cut(a, "=")
-		switch into := valued[flag]; {
-		case !strings.HasPrefix(a, "-"):
-			words = append(words, a)
-		case into != nil:
-			if !hasValue {
-				if i+1 >= len(args) {
-					return rc, false
-				}
-				i++
-				value = args[i]
-			}
-			*into = value
-		case flag == "--tail" && hasValue:
-			n, good := atoi(value)
-			if !good {
-				return rc, false
-			}
-			rc.tail = n
-		default:
-			return rc, false
+	words, ok := splitArgs(args, valued, func(flag, value string, hasValue bool) bool {
+		if flag != "--tail" || !hasValue {
+			return false
 		}
+		n, good := atoi(value)
+		rc.tail = n
+		return good
+	})
+	if !ok {
+		return rc, false
 	}
 	if len(words) == 0 {
 		return rc, false
@@ -104,6 +89,34 @@ func parseRead(args []string) (rc readCommand, ok bool) {
 		return rc, false
 	}
 	return rc, true
+}
+
+// splitArgs sorts kubectl's arguments into its words (verb, resource,
+// names) and its flags: a flag of valued takes its value after "=" or as
+// the next argument; any other flag is other's to take, which tells
+// whether it did. ok is false on a flag that none takes, or a valued one
+// without its value.
+func splitArgs(args []string, valued map[string]*string, other func(flag, value string, hasValue bool) bool) (words []string, ok bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		flag, value, hasValue := strings.Cut(a, "=")
+		switch into := valued[flag]; {
+		case !strings.HasPrefix(a, "-"):
+			words = append(words, a)
+		case into != nil:
+			if !hasValue {
+				if i+1 >= len(args) {
+					return nil, false
+				}
+				i++
+				value = args[i]
+			}
+			*into = value
+		case !other(flag, value, hasValue):
+			return nil, false
+		}
+	}
+	return words, true
 }
 
 // atoi parses a non-negative decimal.

@@ -427,7 +427,7 @@ func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) 
 		fmt.Fprintf(&env, "export %s='%s'\n", envName(k), strings.ReplaceAll(string(v), "'", `'\''`))
 	}
 	pod := clientPodOf(t, ns, image)
-	out, err := e2eutil.KubectlExec(env.String(), "-n", ns, "exec", "-i", pod, "--", "sh", "-c", "eval \"$(cat)\"\n"+script)
+	out, err := e2eutil.KubectlRun(env.String(), "-n", ns, "exec", "-i", pod, "--", "sh", "-c", "eval \"$(cat)\"\n"+script)
 	if err != nil {
 		return string(out), fmt.Errorf("the script in the client pod %s: %v", pod, err)
 	}

@@ -80,6 +80,7 @@ var expectedSeconds = map[string]int{
 	"TestRetainDeleteAndRecreateKeepsCredentials":                     27,
 	"TestAlertsOnALiveCluster":                                        20,
 	"TestPodRunsAsTheControllerBuildsIt":                              14,
+	"TestCommandsServedInProcessAreKubectls":                          10,
 	"TestToolsReachTheObjectStore":                                    3,
 }
 
