@@ -20,9 +20,9 @@ import (
 )
 
 // The real-node tests run their clients' scripts in pods with kubectl
-// exec: in a clean clone's .ci/run at c635887, 939 kubectl processes of
-// the real-node suite cost 170 CPU-seconds (0.18 s each, process
-// accounting) on a machine whose cores the suite kept 95% busy. A command
+// exec: in a clean clone's .ci/run at c635887 a kubectl process cost 0.18
+// CPU-seconds (process accounting; 939 of them in the real-node suite, on
+// cores it kept 95% busy), and about 300 of those were exec. A command
 // run in a pod is served in this process instead, by the one client of
 // inprocess.go, through the same API (the pod's exec subresource, over a
 // WebSocket, as kubectl 1.37 asks), with the output kubectl gives: the
