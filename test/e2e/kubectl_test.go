@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
@@ -40,11 +39,8 @@ data: {k: "second"}
 		{"-n", ns, "get", "database", "absent", "-o", "json"},
 		{"-n", ns, "get", "db", "-o", "json"},
 	} {
-		served, servedErr := e2eutil.KubectlRun("", args...)
-		kubectl, kubectlErr := e2eutil.KubectlExec("", args...)
-		if string(served) != string(kubectl) || (servedErr == nil) != (kubectlErr == nil) {
-			t.Errorf("kubectl %s:\nserved in process (error %v):\n%s\nkubectl (error %v):\n%s",
-				strings.Join(args, " "), servedErr, served, kubectlErr, kubectl)
+		if d := e2eutil.DifferenceFromKubectl("", args...); d != "" {
+			t.Error(d)
 		}
 	}
 }

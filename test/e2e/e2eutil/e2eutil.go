@@ -127,6 +127,23 @@ func KubectlExec(stdin string, args ...string) ([]byte, error) {
 	return cmd.CombinedOutput()
 }
 
+// DifferenceFromKubectl runs args as KubectlRun does, which may serve
+// them in this process, and as kubectl itself (KubectlExec), and says how
+// the two differ: in their output, byte for byte, or in their success or
+// exit status (a command served in process fails with kubectl's "exit
+// status N" and words after it); "" when they do not.
+func DifferenceFromKubectl(stdin string, args ...string) string {
+	served, servedErr := KubectlRun(stdin, args...)
+	kubectl, kubectlErr := KubectlExec(stdin, args...)
+	sameExit := (servedErr == nil) == (kubectlErr == nil) &&
+		(kubectlErr == nil || strings.HasPrefix(servedErr.Error(), kubectlErr.Error()))
+	if string(served) == string(kubectl) && sameExit {
+		return ""
+	}
+	return fmt.Sprintf("kubectl %s:\nserved in process (error %v):\n%s\nkubectl (error %v):\n%s",
+		strings.Join(args, " "), servedErr, served, kubectlErr, kubectl)
+}
+
 // WaitEstablished waits until each of the CRDs is Established, asking
 // every half second for at most timeout. Not kubectl wait: it fails at once,
 // rather than waiting, on a CRD whose status has no conditions yet (seen
