@@ -86,7 +86,7 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 	e2eutil.KubectlIn(t, dbYAML("drained", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "drained", "three replicas, one primary and two streaming")
 	runClient(t, ns, "drained", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)" && pgbench -q -i -s 2 "$URI"`)
-	sampler := sampleLabels(ns, "drained")
+	sampler := sampleLabels(t, ns, "drained")
 	defer sampler.finish(t)
 
 	// 1. A plain delete of the primary's pod.

@@ -56,7 +56,7 @@ func TestMySQLReplication(t *testing.T) {
 	if got := db.Status.Replication.Primary; got != "shelf-0" {
 		t.Errorf("first primary = %q, want shelf-0 (it initialises the data)", got)
 	}
-	sampler := sampleLabels(ns, "shelf")
+	sampler := sampleLabels(t, ns, "shelf")
 	defer sampler.finish(t)
 
 	// 1. Written through the client Service, read through the read-only one.
@@ -282,7 +282,7 @@ func TestMariaDBReplication(t *testing.T) {
 	if got := db.Status.Replication.Primary; got != "tally-0" {
 		t.Errorf("first primary = %q, want tally-0 (it initialises the data)", got)
 	}
-	sampler := sampleLabels(ns, "tally")
+	sampler := sampleLabels(t, ns, "tally")
 	defer sampler.finish(t)
 
 	// 1. Written through the client Service, read through the read-only one.

@@ -46,7 +46,7 @@ func TestMariaDBSeriesUpgradeInPlace(t *testing.T) {
 		t.Fatalf("the seeded rows: %q", before)
 	}
 	checkEveryPodHas(t, ns, "shift", mariadbFingerprint, before)
-	sampler := sampleLabels(ns, "shift")
+	sampler := sampleLabels(t, ns, "shift")
 	defer sampler.finish(t)
 
 	writer := startMySQLWriter(t, ns, "shift", writerBound)

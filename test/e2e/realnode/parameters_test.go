@@ -18,11 +18,11 @@ import (
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
-// podSampler reads the UIDs of a Database's pods every 250 ms, and keeps,
-// for each pod name, every UID it saw, in order, with when it first saw it.
+// podSampler watches the UIDs of a Database's pods (e2eutil.WatchPods),
+// and keeps, for each pod name, every UID it saw, in order, with when it
+// first saw it.
 type podSampler struct {
-	stop chan struct{}
-	done sync.WaitGroup
+	stop func()
 	mu   sync.Mutex
 	seen map[string][]sightedUID
 }
@@ -32,38 +32,29 @@ type sightedUID struct {
 	at  time.Time
 }
 
-func samplePods(ns, db string) *podSampler {
-	s := &podSampler{stop: make(chan struct{}), seen: map[string][]sightedUID{}}
-	s.done.Go(func() {
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-time.After(250 * time.Millisecond):
+func samplePods(t testing.TB, ns, db string) *podSampler {
+	t.Helper()
+	s := &podSampler{seen: map[string][]sightedUID{}}
+	stop, err := e2eutil.WatchPods(ns, "app.kubernetes.io/instance="+db, func(pods map[string]*corev1.Pod) {
+		now := time.Now()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for name, pod := range pods {
+			if l := s.seen[name]; len(l) == 0 || l[len(l)-1].uid != string(pod.UID) {
+				s.seen[name] = append(l, sightedUID{string(pod.UID), now})
 			}
-			out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db,
-				"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.uid} {end}`)
-			if err != nil {
-				continue
-			}
-			now := time.Now()
-			s.mu.Lock()
-			for _, f := range strings.Fields(string(out)) {
-				name, uid, _ := strings.Cut(f, "=")
-				if l := s.seen[name]; len(l) == 0 || l[len(l)-1].uid != uid {
-					s.seen[name] = append(l, sightedUID{uid, now})
-				}
-			}
-			s.mu.Unlock()
 		}
 	})
+	if err != nil {
+		t.Fatalf("watching the pods of %s: %v", db, err)
+	}
+	s.stop = stop
 	return s
 }
 
-// finish stops the sampler and returns what it saw.
+// finish stops the watch and returns what it saw.
 func (s *podSampler) finish() map[string][]sightedUID {
-	close(s.stop)
-	s.done.Wait()
+	s.stop()
 	return s.seen
 }
 
@@ -204,8 +195,8 @@ func TestParameters(t *testing.T) {
 	// 5. Read at start, under a writer.
 	runClient(t, ns, "tuned", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	old := primaryOf(t, ns, "tuned")
-	sampler := sampleLabels(ns, "tuned")
-	uids := samplePods(ns, "tuned")
+	sampler := sampleLabels(t, ns, "tuned")
+	uids := samplePods(t, ns, "tuned")
 	writer := startWriter(t, ns, "tuned", writerBound)
 	writer.waitAcknowledged(t, 3)
 	changed = time.Now()

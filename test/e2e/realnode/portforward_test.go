@@ -160,7 +160,7 @@ func TestServersReachedThroughTheAPIServer(t *testing.T) {
 	// Failover through the tunnels: the primary's pod is deleted while a
 	// client writes.
 	runClient(t, ns, "tunnel", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
-	sampler := sampleLabels(ns, "tunnel")
+	sampler := sampleLabels(t, ns, "tunnel")
 	defer sampler.finish(t)
 	writer := startWriter(t, ns, "tunnel", writerBound)
 	writer.waitAcknowledged(t, 3)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	dbv1alpha1 "github.com/dbcontroller/database-controller/pkg/apis/dbcontroller/v1alpha1"
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
@@ -191,62 +193,58 @@ func (w writeLog) outage(since float64) (from, to float64) {
 	return since, since
 }
 
-// labelSampler reads the role labels of a Database's pods every 200 ms and
-// records every sample that has two pods labelled primary, and the longest
-// run of samples that had none.
+// labelSampler watches the role labels of a Database's pods and records
+// every state that had two pods labelled primary, and the longest run of
+// states that had none. A watch, not a poll: it sees every state the API
+// server held (e2eutil.WatchPods), where a poll every 200 ms missed any
+// shorter, and it cost a list of the pods each time, 15,705 lists in a CI
+// run.
 type labelSampler struct {
-	stop    chan struct{}
-	done    sync.WaitGroup
-	mu      sync.Mutex
-	samples int
-	twice   []string
-	// noneSince is when the current run of samples with no pod labelled
+	stop   func()
+	mu     sync.Mutex
+	states int
+	twice  []string
+	// noneSince is when the current run of states with no pod labelled
 	// primary began (zero outside one); noneLongest the longest such run.
 	noneSince   time.Time
 	noneLongest time.Duration
 }
 
-func sampleLabels(ns, db string) *labelSampler {
-	s := &labelSampler{stop: make(chan struct{})}
-	s.done.Go(func() {
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-time.After(200 * time.Millisecond):
+func sampleLabels(t testing.TB, ns, db string) *labelSampler {
+	t.Helper()
+	s := &labelSampler{}
+	stop, err := e2eutil.WatchPods(ns, "app.kubernetes.io/instance="+db, func(pods map[string]*corev1.Pod) {
+		var primaries []string
+		for name, pod := range pods {
+			if pod.Labels[dbv1alpha1.LabelRole] == dbv1alpha1.RolePrimary {
+				primaries = append(primaries, name+"="+dbv1alpha1.RolePrimary)
 			}
-			out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+db,
-				"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.labels.dbcontroller\.io/role} {end}`)
-			if err != nil {
-				continue
-			}
-			var primaries []string
-			for _, f := range strings.Fields(string(out)) {
-				if strings.HasSuffix(f, "="+dbv1alpha1.RolePrimary) {
-					primaries = append(primaries, f)
-				}
-			}
-			now := time.Now()
-			s.mu.Lock()
-			s.samples++
-			if len(primaries) > 1 {
-				s.twice = append(s.twice, strings.Join(primaries, " "))
-			}
-			switch {
-			case len(primaries) == 0 && s.noneSince.IsZero():
-				s.noneSince = now
-			case len(primaries) > 0 && !s.noneSince.IsZero():
-				s.noneLongest = max(s.noneLongest, now.Sub(s.noneSince))
-				s.noneSince = time.Time{}
-			}
-			s.mu.Unlock()
+		}
+		sort.Strings(primaries)
+		now := time.Now()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.states++
+		if len(primaries) > 1 {
+			s.twice = append(s.twice, strings.Join(primaries, " "))
+		}
+		switch {
+		case len(primaries) == 0 && s.noneSince.IsZero():
+			s.noneSince = now
+		case len(primaries) > 0 && !s.noneSince.IsZero():
+			s.noneLongest = max(s.noneLongest, now.Sub(s.noneSince))
+			s.noneSince = time.Time{}
 		}
 	})
+	if err != nil {
+		t.Fatalf("watching the role labels of %s's pods: %v", db, err)
+	}
+	s.stop = stop
 	return s
 }
 
 // longestWithoutPrimary is the longest time, so far, that no pod was
-// labelled primary, to 200 ms.
+// labelled primary, as the watch saw the changes.
 func (s *labelSampler) longestWithoutPrimary() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -254,12 +252,12 @@ func (s *labelSampler) longestWithoutPrimary() time.Duration {
 }
 
 func (s *labelSampler) finish(t testing.TB) {
-	close(s.stop)
-	s.done.Wait()
+	s.stop()
 	if len(s.twice) > 0 {
-		t.Errorf("pods labelled primary at once, in %d of %d samples: %q", len(s.twice), s.samples, s.twice)
+		t.Errorf("pods labelled primary at once, in %d of %d states: %q", len(s.twice), s.states, s.twice)
+		return
 	}
-	t.Logf("role labels sampled %d times: never two primaries", s.samples)
+	t.Logf("role labels watched through %d states: never two primaries", s.states)
 }
 
 // replicated waits until the Database is Running with primary as its
@@ -304,7 +302,7 @@ func TestReplicationFailoverAndSwitchover(t *testing.T) {
 	if got := db.Status.Replication.Primary; got != "ha-0" {
 		t.Errorf("first primary = %q, want ha-0 (it initialises the data)", got)
 	}
-	sampler := sampleLabels(ns, "ha")
+	sampler := sampleLabels(t, ns, "ha")
 	defer sampler.finish(t)
 
 	// 1. Written to the primary, read from the replicas.
@@ -591,7 +589,7 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	dbs, mysqls := []string{"crash", "stall", "stall-maria"}, []string{"stall", "stall-maria"}
 	for _, name := range dbs {
 		waitReplicating(t, ns, name, "three replicas of "+name+", one primary and two replicating")
-		sampler := sampleLabels(ns, name)
+		sampler := sampleLabels(t, ns, name)
 		defer sampler.finish(t)
 	}
 	runClient(t, ns, "crash", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
@@ -735,7 +733,7 @@ func TestReplicationRollingImageChange(t *testing.T) {
 	e2eutil.KubectlIn(t, dbYAML("roll", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "roll", "three replicas, one primary and two streaming")
 	runClient(t, ns, "roll", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
-	sampler := sampleLabels(ns, "roll")
+	sampler := sampleLabels(t, ns, "roll")
 	defer sampler.finish(t)
 	writer := startWriter(t, ns, "roll", writerBound)
 	writer.waitAcknowledged(t, 3)
