@@ -16,8 +16,8 @@ import (
 // pod does not have.
 func TestCommandsServedInProcessAreKubectls(t *testing.T) {
 	parallel(t)
-	ns := e2eutil.NewNamespace(t)
-	pod := clientPodOf(t, ns, postgresImage)
+	ns := clientsNamespace
+	pod := clientPodOf(t, postgresImage)
 	for _, tc := range []struct {
 		stdin string
 		args  []string

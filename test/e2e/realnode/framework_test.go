@@ -426,45 +426,77 @@ func tryClient(t testing.TB, ns, db, image, script string, extraKeys ...string) 
 		}
 		fmt.Fprintf(&env, "export %s='%s'\n", envName(k), strings.ReplaceAll(string(v), "'", `'\''`))
 	}
-	pod := clientPodOf(t, ns, image)
-	out, err := e2eutil.KubectlRun(env.String(), "-n", ns, "exec", "-i", pod, "--", "sh", "-c", "eval \"$(cat)\"\n"+script)
+	pod := clientPodOf(t, image)
+	out, err := e2eutil.KubectlRun(env.String(), "-n", clientsNamespace, "exec", "-i", pod, "--", "sh", "-c", clientScript+script)
 	if err != nil {
 		return string(out), fmt.Errorf("the script in the client pod %s: %v", pod, err)
 	}
 	return string(out), nil
 }
 
+// clientScript begins each script that tryClient runs: it reads the
+// environment from standard input, and moves to a directory of the
+// script's own, removed when it ends, as scripts of other tests run in the
+// same pod at once.
+const clientScript = `eval "$(cat)"
+dir=$(mktemp -d) && cd "$dir" || exit 1
+trap 'cd / && rm -rf "$dir"' EXIT
+`
+
+// podHost is the name of pod, a pod of the Database db in ns, that the
+// clients resolve from any namespace: through the Database's headless
+// Service.
+func podHost(ns, db, pod string) string {
+	return fmt.Sprintf("%s.%s-headless.%s.svc", pod, db, ns)
+}
+
+// clientsNamespace holds the suite's client pods (clientPodOf).
+const clientsNamespace = "node-clients"
+
 // clientPods are the pods the clients' scripts run in (tryClient), one per
-// namespace and image, made by the first script and left to the
-// namespace's deletion. A pod for each script cost about 3 CPU-seconds of
-// this machine (its sandbox, network, container, and their deletion); an
-// exec into a pod that runs, about 0.3 (measured on make run-local's real
-// node, ten of each). Its main process never ends, so an exec is never cut
-// short by its container's end (most likely why a writer's stop saw exit
-// 137: its writer ends on the file the exec makes).
+// image for the whole suite, in clientsNamespace, made by the first script
+// and left to the node's end. A pod for each script cost about 3
+// CPU-seconds of this machine (its sandbox, network, container, and their
+// deletion); an exec into a pod that runs, about 0.3 (measured on make
+// run-local's real node, ten of each), and each test's namespace made its
+// own pod of each image it used before. So the scripts name every server by its
+// full name (the Secret's host, <pod>.<db>-headless.<namespace>.svc) or
+// address, never by a name relative to the Database's namespace, and
+// keep their files in their own directory (clientScript). Its main
+// process never ends, so an exec is never cut short by its container's end
+// (most likely why a writer's stop saw exit 137: its writer ends on the
+// file the exec makes).
 var clientPods = struct {
 	sync.Mutex
-	byKey map[string]*clientPodName
-}{byKey: map[string]*clientPodName{}}
+	namespace sync.Once
+	byImage   map[string]*clientPodName
+}{byImage: map[string]*clientPodName{}}
 
 type clientPodName struct {
 	sync.Mutex
 	name string
 }
 
-// clientPodOf is the name of ns's client pod of image, running: made, or
-// made again if it is gone (a pod is not restarted once its process ended).
-func clientPodOf(t testing.TB, ns, image string) string {
+// clientPodOf is the name of the suite's client pod of image, running:
+// made, or made again if it is gone (a pod is not restarted once its
+// process ended).
+func clientPodOf(t testing.TB, image string) string {
 	t.Helper()
+	clientPods.namespace.Do(func() {
+		if out, err := e2eutil.KubectlRun("", "create", "namespace", clientsNamespace); err != nil && !strings.Contains(string(out), "AlreadyExists") {
+			t.Fatalf("creating the namespace of the client pods: %v\n%s", err, out)
+		}
+	})
 	clientPods.Lock()
-	p := clientPods.byKey[ns+" "+image]
+	p := clientPods.byImage[image]
 	if p == nil {
 		p = &clientPodName{}
-		clientPods.byKey[ns+" "+image] = p
+		clientPods.byImage[image] = p
 	}
 	clientPods.Unlock()
 	p.Lock()
 	defer p.Unlock()
+	ns := clientsNamespace
 	if p.name != "" {
 		var pod corev1.Pod
 		if err := e2eutil.TryGetJSON(&pod, "-n", ns, "get", "pod", p.name); err == nil && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {

@@ -127,10 +127,10 @@ func TestPostgreSQLMajorUpgradeInPlace(t *testing.T) {
 	out := runClient(t, ns, "up", postgres17Image, `set -e
 export PGPASSWORD="$PASSWORD"
 start=$(date +%s.%N)
-pg_dump -Fc -d "$URI" -f /tmp/dump
+pg_dump -Fc -d "$URI" -f dump
 dumped=$(date +%s.%N)
 psql "$URI" -qc "CREATE DATABASE restored"
-pg_restore -h "$HOST" -p "$PORT" -U "$USERNAME" -d restored /tmp/dump
+pg_restore -h "$HOST" -p "$PORT" -U "$USERNAME" -d restored dump
 restored=$(date +%s.%N)
 awk -v a="$start" -v b="$dumped" -v c="$restored" 'BEGIN { printf "dump %.1f s, restore %.1f s\n", b - a, c - b }'`)
 	t.Logf("a dump and restore of the same data: %s", strings.TrimSpace(out))
@@ -230,10 +230,10 @@ func TestPostgreSQLMajorUpgradeOfAReplicatedDatabase(t *testing.T) {
 	for _, pod := range []string{"ring-1", "ring-2"} {
 		out := runClient(t, ns, "ring", postgres17Image, fmt.Sprintf(`set -e
 export PGPASSWORD="$PASSWORD"
-host=%s.ring-headless
+host=%s
 for i in $(seq 60); do pg_isready -q -h "$host" && break; sleep 1; done
 psql -h "$host" -U "$USERNAME" -d "$DATABASE" -tA -c "SELECT pg_is_in_recovery(), current_setting('server_version_num')::int / 10000" \
-  -c "SELECT count(*) || ' ' || md5(string_agg(id || v || h::text || encode(d, 'hex'), ',' ORDER BY id)) FROM items"`, pod))
+  -c "SELECT count(*) || ' ' || md5(string_agg(id || v || h::text || encode(d, 'hex'), ',' ORDER BY id)) FROM items"`, podHost(ns, "ring", pod)))
 		first := strings.SplitN(strings.TrimSpace(before), "\n", 2)[0]
 		if !strings.Contains(out, "t|17\n") || !strings.Contains(out, first) {
 			t.Errorf("replica %s after the upgrade: %s, want in recovery, 17, and %s", pod, out, first)

@@ -244,10 +244,10 @@ func checkEveryPodHas(t testing.TB, ns, name, query, want string) {
 	var script strings.Builder
 	for k := range *db.Spec.Replicas {
 		pod := fmt.Sprintf("%s-%d", name, k)
-		fmt.Fprintf(&script, `H=%s.%s-headless
+		fmt.Fprintf(&script, `H=%s
 for i in $(seq 50); do got=$(%s%q 2>/dev/null); [ "$got" = %q ] && break; sleep 0.2; done
 echo "%s $got"
-`, pod, name, mysqlSQL, query, want, pod)
+`, podHost(ns, name, pod), mysqlSQL, query, want, pod)
 	}
 	out := runClient(t, ns, name, db.Spec.Image, script.String())
 	for k := range *db.Spec.Replicas {
@@ -416,9 +416,9 @@ func checkDivergence(t *testing.T, yaml string) {
 	}
 	runClient(t, ns, "split", image, waitMySQL+mysqlSQL+`"CREATE TABLE kept (n INT PRIMARY KEY); INSERT INTO kept VALUES (1), (2)"`)
 	checkEveryPodHas(t, ns, "split", "SELECT COUNT(*) FROM kept", "2")
-	runClient(t, ns, "split", image, `H=`+replica+`.split-headless
+	runClient(t, ns, "split", image, `H=`+podHost(ns, "split", replica)+`
 `+mysqlSQL+`"STOP REPLICA IO_THREAD"
-H=`+old+`.split-headless
+H=`+podHost(ns, "split", old)+`
 `+mysqlSQL+`"INSERT INTO kept VALUES (3); INSERT INTO kept VALUES (4); INSERT INTO kept VALUES (5)"`)
 
 	killServer(t, ns, old, serverProgram(image))
@@ -471,12 +471,12 @@ H=`+old+`.split-headless
 	if err != nil {
 		t.Fatal(err)
 	}
-	runClient(t, ns, "split", image, `H=`+old+`.split-headless
+	runClient(t, ns, "split", image, `H=`+podHost(ns, "split", old)+`
 `+mysqlSQL+`"STOP REPLICA IO_THREAD"
-H=`+replica+`.split-headless
+H=`+podHost(ns, "split", replica)+`
 `+mysqlSQL+`"INSERT INTO kept VALUES (6); FLUSH BINARY LOGS; INSERT INTO kept VALUES (7); FLUSH BINARY LOGS"
 `+mysqlSQL+`"PURGE BINARY LOGS BEFORE NOW() + INTERVAL 1 SECOND"
-H=`+old+`.split-headless
+H=`+podHost(ns, "split", old)+`
 `+mysqlSQL+`"START REPLICA IO_THREAD"`)
 	purged := time.Now()
 	said := ""

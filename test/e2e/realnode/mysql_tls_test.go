@@ -149,9 +149,9 @@ func checkChannelVerifies(t *testing.T, ns, name, image, primary string) {
 	}
 	// (OpenSSL matches a wildcard only with two labels after it: the
 	// namespaced form.)
-	script := fmt.Sprintf(`H=%s.%s-headless.%s.svc
+	script := fmt.Sprintf(`H=%s
 for i in $(seq 50); do got=$(%s); [ "$got" = %q ] && break; sleep 0.2; done
-echo "$got"`, replica, name, ns, query, want)
+echo "$got"`, podHost(ns, name, replica), query, want)
 	out, err := tryMySQLTLSClient(t, ns, name, image, script)
 	if err != nil || strings.TrimRight(out, "\n") != want {
 		t.Errorf("%s's replication channel: %v %q, want %q (over TLS, verifying the primary, receiving)", replica, err, out, want)

@@ -120,10 +120,10 @@ func TestMariaDBSeriesUpgradeInPlace(t *testing.T) {
 	out := runClient(t, ns, "shift", mariadb118Image, `set -e
 export MYSQL_PWD="$PASSWORD"
 start=$(date +%s.%N)
-mariadb-dump -h "$HOST" -P "$PORT" -u "$USERNAME" --single-transaction "$DATABASE" items > /tmp/dump.sql
+mariadb-dump -h "$HOST" -P "$PORT" -u "$USERNAME" --single-transaction "$DATABASE" items > dump.sql
 dumped=$(date +%s.%N)
 mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" -e "CREATE DATABASE restored"
-mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" restored < /tmp/dump.sql
+mariadb -h "$HOST" -P "$PORT" -u "$USERNAME" restored < dump.sql
 restored=$(date +%s.%N)
 awk -v a="$start" -v b="$dumped" -v c="$restored" 'BEGIN { printf "dump %.1f s, restore %.1f s\n", b - a, c - b }'`)
 	// (The 11.8 client warns that it cannot verify the server's
