@@ -25,17 +25,48 @@ func serverPID(t testing.TB, ns, pod, program string) int {
 	return processPID(t, ns, pod, program+"\x00")
 }
 
-// processPID is the PID, on this host, of a process in pod's cgroup whose
-// command line starts with prefix (a PostgreSQL server's processes name
-// themselves there: "postgres: <cluster_name>: startup ..."). 0 when there
-// is none (yet).
+// processPID is the PID, on this host, of the oldest process in pod's
+// cgroup whose command line starts with prefix (a PostgreSQL server's
+// processes name themselves there: "postgres: <cluster_name>: startup
+// ..."). 0 when there is none (yet). The oldest: a server's children are
+// younger than it, and a PostgreSQL backend keeps its server's command
+// line until it has read its client's first packet. In a clean clone's
+// .ci/run at f85ea6d the first match in /proc's order was such a backend
+// (PIDs wrap around at 32,768 here, so a new one can sort first), waiting
+// on a slow TLS handshake: it was stopped in place of its postmaster,
+// which went on serving, and TestDivergedReplicaIsRewound failed.
 func processPID(t testing.TB, ns, pod, prefix string) int {
+	t.Helper()
+	found := processes(t, ns, pod, prefix)
+	if len(found) == 0 {
+		return 0
+	}
+	oldest := found[0]
+	for _, p := range found[1:] {
+		if p.started < oldest.started {
+			oldest = p
+		}
+	}
+	return oldest.pid
+}
+
+// process is a process on this host, and when it started (clock ticks
+// after boot).
+type process struct {
+	pid     int
+	started uint64
+}
+
+// processes are the processes in pod's cgroup whose command line starts
+// with prefix.
+func processes(t testing.TB, ns, pod, prefix string) []process {
 	t.Helper()
 	var p corev1.Pod
 	if err := e2eutil.TryGetJSON(&p, "-n", ns, "get", "pod", pod); err != nil {
-		return 0 // not created yet, or deleted and not yet created again
+		return nil // not created yet, or deleted and not yet created again
 	}
 	uid := string(p.UID)
+	var found []process
 	cgroups, _ := filepath.Glob("/proc/[0-9]*/cgroup")
 	for _, path := range cgroups {
 		b, err := os.ReadFile(path)
@@ -47,10 +78,41 @@ func processPID(t testing.TB, ns, pod, prefix string) int {
 		if err != nil || !strings.HasPrefix(string(cmdline), prefix) {
 			continue
 		}
+		// /proc/PID/stat: the start time is the 22nd field, the 20th
+		// after the command's name in parentheses.
+		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) < 20 {
+			continue
+		}
+		started, err := strconv.ParseUint(fields[19], 10, 64)
+		if err != nil {
+			continue
+		}
 		pid, _ := strconv.Atoi(filepath.Base(dir))
-		return pid
+		found = append(found, process{pid: pid, started: started})
 	}
-	return 0
+	return found
+}
+
+// pidInContainer is the PID that the process pid of this host has in its
+// container's PID namespace, as /proc/PID/status's NSpid line ends.
+func pidInContainer(t testing.TB, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("process %d: %v", pid, err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" {
+			return f[len(f)-1]
+		}
+	}
+	t.Fatalf("process %d has no NSpid line", pid)
+	return ""
 }
 
 // killServer kills the server of pod with SIGKILL from the host, as a
@@ -126,10 +188,29 @@ func TestOneCrashIsARestartAndRepeatedOnesALoop(t *testing.T) {
 	e2eutil.KubectlIn(t, dbYAML("crashy", "postgresql", "15", postgresImage, 1), "-n", ns, "create", "-f", "-")
 	e2eutil.WaitRunning(t, ns, "crashy", converge)
 
+	// The process killed is the server's own, even while a backend that
+	// has not read its client's first packet has the server's command
+	// line (processPID): a connection that sends nothing holds one.
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		_, _ = e2eutil.KubectlRun("", "-n", ns, "exec", "crashy-0", "--", "perl", "-MIO::Socket::INET", "-e",
+			`my $s = IO::Socket::INET->new("127.0.0.1:5432") or die "$!"; sleep 60`)
+	}()
+	e2eutil.Eventually(t, converge, "a backend of crashy-0 with its server's command line", func() (bool, string) {
+		n := len(processes(t, ns, "crashy-0", "postgres\x00"))
+		return n >= 2, fmt.Sprintf("%d processes", n)
+	})
+	postmaster := strings.TrimSpace(e2eutil.Kubectl(t, "-n", ns, "exec", "crashy-0", "--", "sh", "-c", `head -n 1 "$PGDATA/postmaster.pid"`))
+	if got := pidInContainer(t, serverPID(t, ns, "crashy-0", "postgres")); got != postmaster {
+		t.Errorf("the server's process found is %s in its container, want the postmaster's, %s", got, postmaster)
+	}
+
 	stop := make(chan struct{})
 	states := watchStates(t, ns, "crashy", stop)
 	killed := time.Now()
 	killServer(t, ns, "crashy-0", "postgres")
+	<-held
 	e2eutil.Eventually(t, converge, "the server to restart", func() (bool, string) {
 		return restartCount(t, ns, "crashy-0") >= 1, "not restarted yet"
 	})
