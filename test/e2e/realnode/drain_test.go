@@ -86,8 +86,8 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 	e2eutil.KubectlIn(t, dbYAML("drained", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "drained", "three replicas, one primary and two streaming")
 	runClient(t, ns, "drained", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)" && pgbench -q -i -s 2 "$URI"`)
-	sampler := sampleLabels(t, ns, "drained")
-	defer sampler.finish(t)
+	roles := watchRoles(t, ns, "drained")
+	defer roles.finish(t)
 
 	// 1. A plain delete of the primary's pod.
 	writer := startWriter(t, ns, "drained", writerBound)
@@ -108,7 +108,7 @@ func TestPrimaryHandoverAndDrain(t *testing.T) {
 		t.Errorf("%d FailingOver events: a deleted pod is a handover, not a failover", n)
 	}
 	idle, slots := idleSeconds(t, bench.wait(t))
-	noPrimary := sampler.longestWithoutPrimary()
+	noPrimary := roles.longestWithoutPrimary()
 	t.Logf("delete pod of the primary, failover delay 30 s: %.1f s of %d one-second pgbench slots (4 clients) committed nothing; no pod labelled primary for %s",
 		idle, slots, noPrimary.Round(100*time.Millisecond))
 	waitReplicating(t, ns, "drained", "the old primary to stream again")

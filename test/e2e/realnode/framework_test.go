@@ -455,17 +455,16 @@ const clientsNamespace = "node-clients"
 
 // clientPods are the pods the clients' scripts run in (tryClient), one per
 // image for the whole suite, in clientsNamespace, made by the first script
-// and left to the node's end. A pod for each script cost about 3
-// CPU-seconds of this machine (its sandbox, network, container, and their
-// deletion); an exec into a pod that runs, about 0.3 (measured on make
-// run-local's real node, ten of each), and each test's namespace made its
-// own pod of each image it used before. So the scripts name every server by its
-// full name (the Secret's host, <pod>.<db>-headless.<namespace>.svc) or
-// address, never by a name relative to the Database's namespace, and
-// keep their files in their own directory (clientScript). Its main
-// process never ends, so an exec is never cut short by its container's end
-// (most likely why a writer's stop saw exit 137: its writer ends on the
-// file the exec makes).
+// and left to the node's end; before, each test's namespace made its own
+// of each image it used. A pod for each script cost about 3 CPU-seconds of
+// this machine (its sandbox, network, container, and their deletion); an
+// exec into a pod that runs, about 0.3 (measured on make run-local's real
+// node, ten of each). So the scripts name every server by a name that
+// resolves from any namespace (the Secret's host; podHost for one pod) or
+// by its address, and keep their files in a directory of their own
+// (clientScript). Its main process never ends, so an exec is never cut
+// short by its container's end (most likely why a writer's stop saw exit
+// 137: its writer ends on the file the exec makes).
 var clientPods = struct {
 	sync.Mutex
 	namespace sync.Once

@@ -203,8 +203,8 @@ func TestPostgreSQLMajorUpgradeOfAReplicatedDatabase(t *testing.T) {
 	waitReplicating(t, ns, "ring", "three replicas, one primary and two streaming")
 	runClient(t, ns, "ring", postgresImage, strings.Replace(seedForUpgrade, "generate_series(1, 100000)", "generate_series(1, 20000)", 1))
 	before := runClient(t, ns, "ring", postgresImage, fingerprint)
-	sampler := sampleLabels(t, ns, "ring")
-	defer sampler.finish(t)
+	roles := watchRoles(t, ns, "ring")
+	defer roles.finish(t)
 
 	writer := startWriter(t, ns, "ring", writerBound)
 	writer.waitAcknowledged(t, 20)

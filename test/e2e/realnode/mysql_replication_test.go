@@ -56,8 +56,8 @@ func TestMySQLReplication(t *testing.T) {
 	if got := db.Status.Replication.Primary; got != "shelf-0" {
 		t.Errorf("first primary = %q, want shelf-0 (it initialises the data)", got)
 	}
-	sampler := sampleLabels(t, ns, "shelf")
-	defer sampler.finish(t)
+	roles := watchRoles(t, ns, "shelf")
+	defer roles.finish(t)
 
 	// 1. Written through the client Service, read through the read-only one.
 	runClient(t, ns, "shelf", mysqlImage, waitMySQL+mysqlSQL+`"CREATE TABLE w (n INT PRIMARY KEY); CREATE TABLE seeded (n INT); SET SESSION cte_max_recursion_depth = 10000; INSERT INTO seeded WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 1000) SELECT n FROM s"`)
@@ -282,8 +282,8 @@ func TestMariaDBReplication(t *testing.T) {
 	if got := db.Status.Replication.Primary; got != "tally-0" {
 		t.Errorf("first primary = %q, want tally-0 (it initialises the data)", got)
 	}
-	sampler := sampleLabels(t, ns, "tally")
-	defer sampler.finish(t)
+	roles := watchRoles(t, ns, "tally")
+	defer roles.finish(t)
 
 	// 1. Written through the client Service, read through the read-only one.
 	runClient(t, ns, "tally", mariadbImage, waitMySQL+mysqlSQL+`"CREATE TABLE w (n INT PRIMARY KEY); CREATE TABLE d (n INT); INSERT INTO d VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9); CREATE TABLE seeded (n INT); INSERT INTO seeded SELECT a.n * 100 + b.n * 10 + c.n + 1 FROM d a, d b, d c"`)

@@ -46,8 +46,8 @@ func TestMariaDBSeriesUpgradeInPlace(t *testing.T) {
 		t.Fatalf("the seeded rows: %q", before)
 	}
 	checkEveryPodHas(t, ns, "shift", mariadbFingerprint, before)
-	sampler := sampleLabels(t, ns, "shift")
-	defer sampler.finish(t)
+	roles := watchRoles(t, ns, "shift")
+	defer roles.finish(t)
 
 	writer := startMySQLWriter(t, ns, "shift", writerBound)
 	writer.waitAcknowledged(t, 20)

@@ -18,10 +18,10 @@ import (
 	"github.com/dbcontroller/database-controller/test/e2e/e2eutil"
 )
 
-// podSampler watches the UIDs of a Database's pods (e2eutil.WatchPods),
+// uidWatch watches the UIDs of a Database's pods (e2eutil.WatchPods),
 // and keeps, for each pod name, every UID it saw, in order, with when it
 // first saw it.
-type podSampler struct {
+type uidWatch struct {
 	stop func()
 	mu   sync.Mutex
 	seen map[string][]sightedUID
@@ -32,9 +32,9 @@ type sightedUID struct {
 	at  time.Time
 }
 
-func samplePods(t testing.TB, ns, db string) *podSampler {
+func watchUIDs(t testing.TB, ns, db string) *uidWatch {
 	t.Helper()
-	s := &podSampler{seen: map[string][]sightedUID{}}
+	s := &uidWatch{seen: map[string][]sightedUID{}}
 	stop, err := e2eutil.WatchPods(ns, "app.kubernetes.io/instance="+db, func(pods map[string]*corev1.Pod) {
 		now := time.Now()
 		s.mu.Lock()
@@ -53,7 +53,7 @@ func samplePods(t testing.TB, ns, db string) *podSampler {
 }
 
 // finish stops the watch and returns what it saw.
-func (s *podSampler) finish() map[string][]sightedUID {
+func (s *uidWatch) finish() map[string][]sightedUID {
 	s.stop()
 	return s.seen
 }
@@ -195,8 +195,8 @@ func TestParameters(t *testing.T) {
 	// 5. Read at start, under a writer.
 	runClient(t, ns, "tuned", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	old := primaryOf(t, ns, "tuned")
-	sampler := sampleLabels(t, ns, "tuned")
-	uids := samplePods(t, ns, "tuned")
+	roles := watchRoles(t, ns, "tuned")
+	uids := watchUIDs(t, ns, "tuned")
 	writer := startWriter(t, ns, "tuned", writerBound)
 	writer.waitAcknowledged(t, 3)
 	changed = time.Now()
@@ -207,7 +207,7 @@ func TestParameters(t *testing.T) {
 	t.Logf("shared_buffers on every server %s after the change", time.Since(changed).Round(time.Second))
 	waitReplicating(t, ns, "tuned", "the restarted servers to stream")
 	seen := uids.finish()
-	sampler.finish(t)
+	roles.finish(t)
 	var order []string
 	for _, pod := range pods {
 		if len(seen[pod]) != 2 {

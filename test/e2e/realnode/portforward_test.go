@@ -160,8 +160,8 @@ func TestServersReachedThroughTheAPIServer(t *testing.T) {
 	// Failover through the tunnels: the primary's pod is deleted while a
 	// client writes.
 	runClient(t, ns, "tunnel", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
-	sampler := sampleLabels(t, ns, "tunnel")
-	defer sampler.finish(t)
+	roles := watchRoles(t, ns, "tunnel")
+	defer roles.finish(t)
 	writer := startWriter(t, ns, "tunnel", writerBound)
 	writer.waitAcknowledged(t, 3)
 	killed := deletePrimary(t, ns, "tunnel", db.Status.Replication.Primary)

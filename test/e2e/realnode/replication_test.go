@@ -193,13 +193,13 @@ func (w writeLog) outage(since float64) (from, to float64) {
 	return since, since
 }
 
-// labelSampler watches the role labels of a Database's pods and records
+// roleWatch watches the role labels of a Database's pods and records
 // every state that had two pods labelled primary, and the longest run of
 // states that had none. A watch, not a poll: it sees every state the API
 // server held (e2eutil.WatchPods), where a poll every 200 ms missed any
-// shorter, and it cost a list of the pods each time, 15,705 lists in a CI
-// run.
-type labelSampler struct {
+// shorter, and it cost a list of the pods each time (15,705 lists in a
+// clean clone's .ci/run at aadf3c6).
+type roleWatch struct {
 	stop   func()
 	mu     sync.Mutex
 	states int
@@ -210,9 +210,9 @@ type labelSampler struct {
 	noneLongest time.Duration
 }
 
-func sampleLabels(t testing.TB, ns, db string) *labelSampler {
+func watchRoles(t testing.TB, ns, db string) *roleWatch {
 	t.Helper()
-	s := &labelSampler{}
+	s := &roleWatch{}
 	stop, err := e2eutil.WatchPods(ns, "app.kubernetes.io/instance="+db, func(pods map[string]*corev1.Pod) {
 		var primaries []string
 		for name, pod := range pods {
@@ -245,13 +245,13 @@ func sampleLabels(t testing.TB, ns, db string) *labelSampler {
 
 // longestWithoutPrimary is the longest time, so far, that no pod was
 // labelled primary, as the watch saw the changes.
-func (s *labelSampler) longestWithoutPrimary() time.Duration {
+func (s *roleWatch) longestWithoutPrimary() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.noneLongest
 }
 
-func (s *labelSampler) finish(t testing.TB) {
+func (s *roleWatch) finish(t testing.TB) {
 	s.stop()
 	if len(s.twice) > 0 {
 		t.Errorf("pods labelled primary at once, in %d of %d states: %q", len(s.twice), s.states, s.twice)
@@ -302,8 +302,8 @@ func TestReplicationFailoverAndSwitchover(t *testing.T) {
 	if got := db.Status.Replication.Primary; got != "ha-0" {
 		t.Errorf("first primary = %q, want ha-0 (it initialises the data)", got)
 	}
-	sampler := sampleLabels(t, ns, "ha")
-	defer sampler.finish(t)
+	roles := watchRoles(t, ns, "ha")
+	defer roles.finish(t)
 
 	// 1. Written to the primary, read from the replicas.
 	runClient(t, ns, "ha", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)" -c "CREATE TABLE seeded (n int)" -c "INSERT INTO seeded SELECT generate_series(1, 1000)"`)
@@ -589,8 +589,8 @@ func TestReplicationNodeLossControllerKillAndCrash(t *testing.T) {
 	dbs, mysqls := []string{"crash", "stall", "stall-maria"}, []string{"stall", "stall-maria"}
 	for _, name := range dbs {
 		waitReplicating(t, ns, name, "three replicas of "+name+", one primary and two replicating")
-		sampler := sampleLabels(t, ns, name)
-		defer sampler.finish(t)
+		roles := watchRoles(t, ns, name)
+		defer roles.finish(t)
 	}
 	runClient(t, ns, "crash", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
 	writers := map[string]*writer{"crash": startWriter(t, ns, "crash", writerBound)}
@@ -733,8 +733,8 @@ func TestReplicationRollingImageChange(t *testing.T) {
 	e2eutil.KubectlIn(t, dbYAML("roll", "postgresql", "15", postgresImage, 3), "-n", ns, "create", "-f", "-")
 	waitReplicating(t, ns, "roll", "three replicas, one primary and two streaming")
 	runClient(t, ns, "roll", postgresImage, psql+`-c "CREATE TABLE w (n int PRIMARY KEY)"`)
-	sampler := sampleLabels(t, ns, "roll")
-	defer sampler.finish(t)
+	roles := watchRoles(t, ns, "roll")
+	defer roles.finish(t)
 	writer := startWriter(t, ns, "roll", writerBound)
 	writer.waitAcknowledged(t, 3)
 
