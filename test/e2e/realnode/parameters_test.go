@@ -52,6 +52,29 @@ func watchUIDs(t testing.TB, ns, db string) *uidWatch {
 	return s
 }
 
+// replaced is every replacement of a pod the watch saw (each UID after a
+// pod's first), by the pod's name, in the order they were seen.
+func (s *uidWatch) replaced() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type replacement struct {
+		pod string
+		at  time.Time
+	}
+	var all []replacement
+	for pod, l := range s.seen {
+		for _, u := range l[1:] {
+			all = append(all, replacement{pod, u.at})
+		}
+	}
+	slices.SortFunc(all, func(a, b replacement) int { return a.at.Compare(b.at) })
+	order := make([]string, len(all))
+	for i, r := range all {
+		order[i] = r.pod
+	}
+	return order
+}
+
 // finish stops the watch and returns what it saw.
 func (s *uidWatch) finish() map[string][]sightedUID {
 	s.stop()

@@ -908,36 +908,19 @@ func eventsCounted(t *testing.T, ns, name, reason string, matches func(message s
 func rollOutPrimaryLast(t *testing.T, ns, name, patch, version string) {
 	t.Helper()
 	primary := primaryOf(t, ns, name)
-	uids := func() map[string]string {
-		out, err := e2eutil.KubectlRun("", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/instance="+name,
-			"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.uid} {end}`)
-		m := map[string]string{}
-		if err != nil {
-			return nil
-		}
-		for _, f := range strings.Fields(string(out)) {
-			pod, uid, _ := strings.Cut(f, "=")
-			m[pod] = uid
-		}
-		return m
-	}
-	seen := uids()
+	uids := watchUIDs(t, ns, name)
 	var order []string
 	changed := time.Now()
 	e2eutil.Kubectl(t, "-n", ns, "patch", "db/"+name, "--type=merge", "-p", patch)
 	e2eutil.Eventually(t, 3*converge, "every pod changed, replicating", func() (bool, string) {
-		for pod, uid := range uids() {
-			if old, ok := seen[pod]; ok && old != uid {
-				order = append(order, pod)
-			}
-			seen[pod] = uid
-		}
+		order = uids.replaced()
 		db := e2eutil.GetDB(t, ns, name)
 		running, msg := e2eutil.IsRunning(db)
 		st, _, rmsg := e2eutil.Condition(db, dbv1alpha1.ConditionReplicating)
 		return running && st == "True" && db.Status.CurrentVersion == version && len(order) >= 3,
 			fmt.Sprintf("%s; Replicating=%s (%s); restarts so far %v", msg, st, rmsg, order)
 	})
+	uids.finish()
 	t.Logf("rolled out in %s; pods restarted in this order: %v (primary before: %s, after: %s)",
 		time.Since(changed).Round(time.Second), order, primary, primaryOf(t, ns, name))
 	if len(order) != 3 || order[2] != primary {
